@@ -1,0 +1,106 @@
+import Foundation
+
+/// An error from Coherence's object graph, stores and fetches.
+///
+/// It names what was involved: the store, entity, object, property and SQL where they are
+/// known. The `code` is a struct over a private enum, so new codes never break a `switch`.
+///
+/// ```swift
+/// do { try person.setValue("old", forKey: "age") }
+/// catch let error as CoherenceError where error.code == .typeMismatch { print(error) }
+/// ```
+public struct CoherenceError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: String, Hashable, Sendable {
+            case unknownKey, typeMismatch, validation, unsupportedPredicate, unknownEntity
+            case storeNotFound, storeIncompatible, storeOpenFailed, storeNotAttached, noStoreForEntity
+            case objectNotFound, conflict, invalidURI, corruptRow, invalidRequest, invalidLocation
+            case deleteDenied, contextMismatch, alreadyAttached
+        }
+        private let kind: Kind
+        /// A key that is not a property of the entity.
+        public static let unknownKey = Code(kind: .unknownKey)
+        /// A value of the wrong type for a property.
+        public static let typeMismatch = Code(kind: .typeMismatch)
+        /// Validation failed at save.
+        public static let validation = Code(kind: .validation)
+        /// A predicate (or sort) that cannot be translated.
+        public static let unsupportedPredicate = Code(kind: .unsupportedPredicate)
+        /// An entity that is not in the model.
+        public static let unknownEntity = Code(kind: .unknownEntity)
+        /// No store at the location.
+        public static let storeNotFound = Code(kind: .storeNotFound)
+        /// A store made for another model.
+        public static let storeIncompatible = Code(kind: .storeIncompatible)
+        /// A store could not be opened or created.
+        public static let storeOpenFailed = Code(kind: .storeOpenFailed)
+        /// A store that is not attached to the coordinator.
+        public static let storeNotAttached = Code(kind: .storeNotAttached)
+        /// No attached store holds the entity.
+        public static let noStoreForEntity = Code(kind: .noStoreForEntity)
+        /// The object's row does not exist.
+        public static let objectNotFound = Code(kind: .objectNotFound)
+        /// Optimistic-locking or uniqueness conflicts (see ``conflicts``).
+        public static let conflict = Code(kind: .conflict)
+        /// A URI that is not an object ID of this coordinator.
+        public static let invalidURI = Code(kind: .invalidURI)
+        /// A stored row whose values do not fit the model.
+        public static let corruptRow = Code(kind: .corruptRow)
+        /// A request that makes no sense (for example a negative limit).
+        public static let invalidRequest = Code(kind: .invalidRequest)
+        /// A location that is unsafe or unusable.
+        public static let invalidLocation = Code(kind: .invalidLocation)
+        /// A deny delete rule refused a delete.
+        public static let deleteDenied = Code(kind: .deleteDenied)
+        /// Objects from different contexts mixed.
+        public static let contextMismatch = Code(kind: .contextMismatch)
+        /// A store that is already attached.
+        public static let alreadyAttached = Code(kind: .alreadyAttached)
+        public var description: String { kind.rawValue }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// A readable explanation.
+    public let message: String
+    /// The entity involved, if any.
+    public var entityName: String?
+    /// The property involved, if any.
+    public var propertyName: String?
+    /// The object involved, if any.
+    public var objectID: ObjectID?
+    /// The store involved (its URL, or "in-memory <UUID>"), if any.
+    public var store: String?
+    /// The SQL involved, if any (never with bound values).
+    public var sql: String?
+    /// Conflicts found by a save (for ``Code/conflict``).
+    public var conflicts: [SaveConflict] = []
+    /// Further errors (for example every validation failure of a save).
+    public var underlyingErrors: [any Error & Sendable] = []
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, entity: String? = nil, property: String? = nil, objectID: ObjectID? = nil,
+                store: String? = nil, sql: String? = nil) {
+        self.code = code
+        self.message = message
+        self.entityName = entity
+        self.propertyName = property
+        self.objectID = objectID
+        self.store = store
+        self.sql = sql
+    }
+
+    public var description: String {
+        var s = "Coherence error [\(code)]: \(message)"
+        var context: [String] = []
+        if let entityName { context.append("entity '\(entityName)'") }
+        if let propertyName { context.append("property '\(propertyName)'") }
+        if let objectID { context.append("object \(objectID)") }
+        if let store { context.append("store \(store)") }
+        if let sql { context.append("SQL `\(sql)`") }
+        if !context.isEmpty { s += " (" + context.joined(separator: ", ") + ")" }
+        for e in underlyingErrors { s += "\n  - \(e)" }
+        return s
+    }
+}

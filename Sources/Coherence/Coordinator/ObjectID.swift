@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+
+/// The identity of a managed object: its entity, its store and its primary key.
+///
+/// Object IDs are values, `Sendable` and `Hashable`: pass them between contexts and threads
+/// (objects themselves stay on their context). An object inserted but not yet saved has a
+/// *temporary* ID; it gets a permanent one when it is saved or through
+/// `obtainPermanentIDs(for:)`.
+///
+/// ```swift
+/// let uri = person.objectID.uriRepresentation()      // x-coredata://<store UUID>/Person/p42
+/// let same = coordinator.managedObjectID(forURIRepresentation: uri)
+/// ```
+public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
+    /// The object's entity.
+    public let entity: EntityDescription
+    /// The identifier of the store holding the object; nil for temporary IDs.
+    public let storeIdentifier: UUID?
+    /// The primary key in the store, or the temporary number.
+    package let primaryKey: Int64
+
+    package init(entity: EntityDescription, storeIdentifier: UUID?, primaryKey: Int64) {
+        self.entity = entity
+        self.storeIdentifier = storeIdentifier
+        self.primaryKey = primaryKey
+    }
+
+    private static let temporaryCounter = Atomic<Int64>(0)
+    /// Distinguishes this process's temporary IDs in URIs.
+    package static let processToken = UUID().uuidString
+
+    /// A new temporary ID for an inserted object.
+    package static func temporary(for entity: EntityDescription) -> ObjectID {
+        let n = temporaryCounter.add(1, ordering: .relaxed).newValue
+        return ObjectID(entity: entity, storeIdentifier: nil, primaryKey: n)
+    }
+
+    /// Whether the ID is temporary (the object has not been saved yet).
+    public var isTemporaryID: Bool { storeIdentifier == nil }
+
+    /// A URI for the object: `x-coredata://<store UUID>/<Entity>/p<key>`; temporary IDs use
+    /// `x-coredata:///<Entity>/t<process token>-<n>`.
+    public func uriRepresentation() -> URL {
+        let text: String
+        if let storeIdentifier {
+            text = "x-coredata://\(storeIdentifier.uuidString)/\(Self.escape(entity.name))/p\(primaryKey)"
+        } else {
+            text = "x-coredata:///\(Self.escape(entity.name))/t\(Self.processToken)-\(primaryKey)"
+        }
+        // The text is built from a UUID, an escaped entity name and numbers: always a valid URL.
+        return URL(string: text) ?? URL(fileURLWithPath: "/")
+    }
+
+    static func escape(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? s
+    }
+
+    /// Two IDs are equal when they name the same row: same entity hierarchy, store and key.
+    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+        lhs.primaryKey == rhs.primaryKey && lhs.storeIdentifier == rhs.storeIdentifier
+            && (lhs.entity === rhs.entity || lhs.entity.rootEntity === rhs.entity.rootEntity)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(primaryKey)
+        hasher.combine(storeIdentifier)
+    }
+
+    public var description: String {
+        isTemporaryID ? "\(entity.name)(temporary \(primaryKey))" : "\(entity.name)(\(primaryKey))"
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Synchronization
+
+/// An entity of a managed object model, as Core Data's `NSEntityDescription`.
+///
+/// Build one in code, or let Coherence reflect a typed ``ManagedObject`` subclass:
+///
+/// ```swift
+/// let town = EntityDescription(name: "Town", properties: [
+///     AttributeDescription(name: "name", type: .string),
+///     RelationshipDescription(name: "people", destination: "Person", inverse: "town", isToMany: true),
+/// ], uniquenessConstraints: [["name"]])
+///
+/// let person = try EntityDescription(reflecting: Person.self)
+/// ```
+///
+/// Entities are immutable once their model is loaded and can be shared across threads.
+public final class EntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked Sendable: `let`s, plus fields written only while the owning model is loaded
+    // (before it is published); the key-path cache is behind a Mutex.
+
+    /// The entity's name.
+    public let name: String
+    /// The class instantiated for objects of this entity.
+    public let managedObjectClass: ManagedObject.Type
+    /// Whether the entity is abstract (no objects of exactly this entity).
+    public let isAbstract: Bool
+    /// The name of the superentity, if any.
+    public let superentityName: String?
+    /// Sets of attribute names whose combined values must be unique among all objects of the
+    /// entity and its sub-entities.
+    public let uniquenessConstraints: [[String]]
+    /// Sets of property names to index in the store.
+    public let indexes: [[String]]
+    /// Arbitrary information (for example `uniquenessAttributes`, used by Connect's actions).
+    public let userInfo: [String: any Sendable]
+    /// The properties this entity declares itself (not inherited ones).
+    public let ownProperties: [PropertyDescription]
+
+    /// The superentity (set when the model loads).
+    public internal(set) weak var superentity: EntityDescription?
+    /// The direct sub-entities (set when the model loads).
+    public internal(set) var subentities: [EntityDescription] = []
+    /// All properties: inherited ones first, in the superentity's order, then own ones.
+    public internal(set) var properties: [PropertyDescription] = []
+    /// All properties by name.
+    public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
+    /// All attributes, in property order.
+    public internal(set) var attributes: [AttributeDescription] = []
+    /// All attributes by name.
+    public internal(set) var attributesByName: [String: AttributeDescription] = [:]
+    /// All relationships, in property order.
+    public internal(set) var relationships: [RelationshipDescription] = []
+    /// All relationships by name.
+    public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
+    /// The model this entity belongs to (set when the model loads).
+    public internal(set) weak var managedObjectModel: ManagedObjectModel?
+
+    /// The entity's number in its model (1-based; stored in each row).
+    package internal(set) var entityNumber: Int = 0
+    /// This entity and all its descendants' numbers.
+    package internal(set) var descendantNumbers: [Int] = []
+    /// The top of the inheritance chain (self when there is no superentity).
+    public var rootEntity: EntityDescription {
+        var e = self
+        while let s = e.superentity { e = s }
+        return e
+    }
+    /// Whether the entity has been loaded into a model.
+    var isLoaded: Bool { entityNumber != 0 }
+
+    private let keyPathSlots = Mutex<[ObjectIdentifier: (SendableKeyPath, Int)]>([:])
+    private let resolvedKeyPaths = Mutex<[SendableKeyPath: PropertyDescription]>([:])
+
+    /// Creates an entity description.
+    public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, isAbstract: Bool = false,
+                superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
+                indexes: [[String]] = [], userInfo: [String: any Sendable] = [:]) {
+        self.name = name
+        self.managedObjectClass = managedObjectClass
+        self.isAbstract = isAbstract
+        self.superentityName = superentity
+        self.ownProperties = properties
+        self.uniquenessConstraints = uniquenessConstraints
+        self.indexes = indexes
+        self.userInfo = userInfo
+    }
+
+    /// Whether `other` is this entity or one of its descendants.
+    public func isKindOf(_ other: EntityDescription) -> Bool {
+        var e: EntityDescription? = self
+        while let c = e {
+            if c === other { return true }
+            e = c.superentity
+        }
+        return false
+    }
+
+    public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    public var description: String { "<EntityDescription \(name)>" }
+
+    // MARK: Key paths of typed subclasses
+
+    /// The slot of the property whose wrapper storage is `storage` (`\Person._name`).
+    /// - Complexity: O(1): one lookup keyed by the key path's identity; the first use of each
+    ///   key path parses its name.
+    @inline(__always)
+    func slot(forStorage storage: AnyKeyPath) -> Int? {
+        let id = ObjectIdentifier(storage)
+        if let hit = keyPathSlots.withLock({ $0[id]?.1 }) { return hit }
+        guard let name = EntityDescription.propertyName(fromStorage: storage),
+              let property = propertiesByName[name] else { return nil }
+        let entry = (SendableKeyPath(storage), property.slot)
+        keyPathSlots.withLock { $0[id] = entry }
+        return property.slot
+    }
+
+    /// Parses `\Person._name` → `name`.
+    static func propertyName(fromStorage storage: AnyKeyPath) -> String? {
+        let text = String(describing: storage)
+        guard let dot = text.lastIndex(of: ".") else { return nil }
+        var name = text[text.index(after: dot)...]
+        guard name.first == "_" else { return nil }
+        name = name.dropFirst()
+        return name.isEmpty ? nil : String(name)
+    }
+
+    /// The property a key path of the typed class leads to (`\Person.name` → `name`), found by
+    /// reading the key path once on a probe object that records which storage it touched.
+    func property(forKeyPath keyPath: AnyKeyPath) -> PropertyDescription? {
+        let key = SendableKeyPath(keyPath)
+        if let hit = resolvedKeyPaths.withLock({ $0[key] }) { return hit }
+        guard let property = KeyPathProbe.resolve(keyPath, in: self) else { return nil }
+        resolvedKeyPaths.withLock { $0[key] = property }
+        return property
+    }
+
+    // MARK: Store layout
+
+    /// The properties kept in a store's row: attributes and foreign-key relationships that are
+    /// not transient.
+    package internal(set) var storedProperties: [PropertyDescription] = []
+    /// The values of a new object, computed when the model loads.
+    package internal(set) var _initialValues: [StoredValue]?
+}
+
+/// A key path kept in a cache shared across threads.
+struct SendableKeyPath: Hashable, @unchecked Sendable {
+    // @unchecked Sendable: key path objects are immutable once created; the cache only
+    // compares, hashes and retains them (retaining keeps their identity from being reused).
+    let keyPath: AnyKeyPath
+    init(_ keyPath: AnyKeyPath) { self.keyPath = keyPath }
+}

@@ -1,0 +1,205 @@
+import Foundation
+
+/// A property of an entity: an ``AttributeDescription`` or a ``RelationshipDescription``.
+///
+/// Descriptions are immutable once their model is loaded and can be shared across threads.
+public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: every stored property is either `let` or written only while the
+    // owning ManagedObjectModel is being loaded, before the model is published to other threads.
+
+    /// The property's name.
+    public let name: String
+    /// Whether the property may be nil (to-one) or empty (to-many) at save.
+    public let isOptional: Bool
+    /// Whether the property is kept in memory only.
+    public let isTransient: Bool
+    /// Arbitrary information (for example from an Xcode model's user info).
+    public let userInfo: [String: any Sendable]
+
+    /// The entity that declares the property (inherited properties keep their declaring entity).
+    public internal(set) weak var entity: EntityDescription?
+    /// The index of this property's value in a managed object's value storage and row snapshots.
+    /// Inherited properties have the same slot in every sub-entity.
+    package internal(set) var slot: Int = -1
+
+    init(name: String, isOptional: Bool, isTransient: Bool, userInfo: [String: any Sendable]) {
+        self.name = name
+        self.isOptional = isOptional
+        self.isTransient = isTransient
+        self.userInfo = userInfo
+    }
+
+    public var description: String { name }
+}
+
+/// Rules an attribute's value must satisfy at save (Core Data's validation predicates).
+///
+/// ```swift
+/// AttributeDescription(name: "age", type: .integer64,
+///                      validation: AttributeValidation(minimum: 0, maximum: 150))
+/// ```
+public struct AttributeValidation: Hashable, Sendable {
+    /// Smallest allowed number (dates: seconds since 2001-01-01).
+    public var minimum: Double?
+    /// Largest allowed number (dates: seconds since 2001-01-01).
+    public var maximum: Double?
+    /// Shortest allowed string (in characters) or data (in bytes).
+    public var minLength: Int?
+    /// Longest allowed string (in characters) or data (in bytes).
+    public var maxLength: Int?
+    /// A regular expression the whole string must match.
+    public var regularExpression: String?
+
+    /// Creates validation rules; omit what does not apply.
+    public init(minimum: Double? = nil, maximum: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
+                regularExpression: String? = nil) {
+        self.minimum = minimum
+        self.maximum = maximum
+        self.minLength = minLength
+        self.maxLength = maxLength
+        self.regularExpression = regularExpression
+    }
+
+    /// No rules.
+    public static let none = AttributeValidation()
+
+    var isEmpty: Bool { self == .none }
+}
+
+/// An attribute of an entity, as Core Data's `NSAttributeDescription`.
+///
+/// ```swift
+/// let name = AttributeDescription(name: "name", type: .string, isOptional: false,
+///                                 defaultValue: "", validation: .init(maxLength: 100))
+/// ```
+public final class AttributeDescription: PropertyDescription, @unchecked Sendable {
+    // @unchecked Sendable: as PropertyDescription (immutable once the model is loaded).
+    /// The attribute's type.
+    public let type: AttributeType
+    /// The value a new object gets, in stored form (`nil`: no default).
+    public let defaultValue: StoredValue?
+    /// Validation rules checked at save.
+    public let validation: AttributeValidation
+    /// The name of a registered value transformer (transformable attributes).
+    public let valueTransformerName: String?
+    /// Compiled regular expression (when `validation.regularExpression` is set).
+    nonisolated(unsafe) var compiledRegex: NSRegularExpression?
+
+    /// Creates an attribute description.
+    /// - Parameters:
+    ///   - defaultValue: a value of the attribute's Swift type (`Int`, `String`, `Date`, …), or nil.
+    public init(name: String, type: AttributeType, isOptional: Bool = false, defaultValue: (any PersistentValue)? = nil,
+                isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
+                userInfo: [String: any Sendable] = [:]) {
+        self.type = type
+        self.defaultValue = defaultValue.map { $0.storedValue }
+        self.validation = validation
+        self.valueTransformerName = valueTransformerName
+        super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
+    }
+
+    /// Creates an attribute with a default value already in stored form.
+    public init(name: String, type: AttributeType, isOptional: Bool, storedDefault: StoredValue?,
+                isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
+                userInfo: [String: any Sendable] = [:]) {
+        self.type = type
+        self.defaultValue = storedDefault
+        self.validation = validation
+        self.valueTransformerName = valueTransformerName
+        super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
+    }
+
+    /// The value a new object starts with.
+    var initialValue: StoredValue { defaultValue ?? .null }
+
+    public override var description: String { "\(name): \(type)\(isOptional ? "?" : "")" }
+}
+
+/// What happens to a relationship's destinations when its source object is deleted.
+public struct DeleteRule: Hashable, Sendable, CustomStringConvertible {
+    enum Kind: Hashable, Sendable { case nullify, cascade, deny, noAction }
+    let kind: Kind
+    /// Remove the deleted object from the inverse relationship of each destination.
+    public static let nullify = DeleteRule(kind: .nullify)
+    /// Delete the destinations too.
+    public static let cascade = DeleteRule(kind: .cascade)
+    /// Refuse to delete (the save fails) while the relationship is not empty.
+    public static let deny = DeleteRule(kind: .deny)
+    /// Do nothing: destinations keep pointing at the deleted object.
+    public static let noAction = DeleteRule(kind: .noAction)
+    public var description: String {
+        switch kind {
+        case .nullify: return "nullify"
+        case .cascade: return "cascade"
+        case .deny: return "deny"
+        case .noAction: return "noAction"
+        }
+    }
+}
+
+/// A relationship of an entity, as Core Data's `NSRelationshipDescription`.
+///
+/// ```swift
+/// RelationshipDescription(name: "town", destination: "Town", inverse: "people")
+/// RelationshipDescription(name: "people", destination: "Person", inverse: "town",
+///                         isToMany: true, deleteRule: .cascade)
+/// ```
+public final class RelationshipDescription: PropertyDescription, @unchecked Sendable {
+    // @unchecked Sendable: as PropertyDescription (immutable once the model is loaded).
+    /// The name of the destination entity.
+    public let destinationEntityName: String
+    /// The name of the inverse relationship on the destination, if any.
+    public let inverseName: String?
+    /// Whether the relationship holds many objects.
+    public let isToMany: Bool
+    /// Whether a to-many relationship keeps its order.
+    public let isOrdered: Bool
+    /// What deleting the source does to the destinations.
+    public let deleteRule: DeleteRule
+    /// Fewest objects a to-many relationship may hold at save (0: no limit).
+    public let minCount: Int
+    /// Most objects a to-many relationship may hold at save (0: no limit).
+    public let maxCount: Int
+
+    /// The destination entity (set when the model loads).
+    public internal(set) var destinationEntity: EntityDescription?
+    /// The inverse relationship (set when the model loads).
+    public internal(set) weak var inverseRelationship: RelationshipDescription?
+    /// How the relationship is stored (decided when the model loads).
+    package internal(set) var storage: RelationshipStorage = .foreignKey
+
+    /// Creates a relationship description.
+    public init(name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
+                deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int = 0,
+                isTransient: Bool = false, userInfo: [String: any Sendable] = [:]) {
+        self.destinationEntityName = destination
+        self.inverseName = inverse
+        self.isToMany = isToMany
+        self.isOrdered = isOrdered
+        self.deleteRule = deleteRule
+        self.minCount = minCount
+        self.maxCount = maxCount
+        super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
+    }
+
+    /// Whether this side holds the foreign key column.
+    package var hasForeignKey: Bool {
+        if case .foreignKey = storage { return true }
+        return false
+    }
+
+    public override var description: String {
+        "\(name) → \(isToMany ? "[\(destinationEntityName)]" : destinationEntityName)"
+    }
+}
+
+/// How a relationship is kept in a store.
+package enum RelationshipStorage: Hashable, Sendable {
+    /// A column on the source row holds the destination's primary key (to-one).
+    case foreignKey
+    /// The destination rows hold this object's key in the inverse's foreign-key column.
+    case inverseForeignKey
+    /// A join table with one row per pair (to-many without a to-one inverse).
+    /// `sourceIsFirst`: whether this side's key is the table's first column.
+    case joinTable(name: String, sourceIsFirst: Bool)
+}

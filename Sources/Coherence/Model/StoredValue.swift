@@ -1,0 +1,107 @@
+import Foundation
+
+/// A value as a store keeps it: one of SQLite's five storage classes.
+///
+/// Every attribute type maps onto one of these cases (see ``AttributeType``), so the same
+/// representation serves managed objects, row snapshots, SQL binding and in-memory predicate
+/// evaluation. You rarely need it directly; the dynamic API (`value(forKey:)`) returns typed values.
+///
+/// ```swift
+/// let v: StoredValue = 42.storedValue   // .integer(42)
+/// ```
+public enum StoredValue: Hashable, Sendable {
+    /// No value (`nil`).
+    case null
+    /// A 64-bit signed integer (all integer types, `Bool`).
+    case integer(Int64)
+    /// A double-precision float (`Double`, `Float`, `Date` as seconds since 2001-01-01).
+    case real(Double)
+    /// Text (`String`, `URL`, `Decimal` in its exact decimal form).
+    case text(String)
+    /// Bytes (`Data`, `UUID` as 16 bytes, transformable values).
+    case blob(Data)
+
+    /// Whether this is ``null``.
+    @inlinable public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+}
+
+extension StoredValue: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .null: return "nil"
+        case .integer(let v): return String(v)
+        case .real(let v): return String(v)
+        case .text(let v): return String(reflecting: v)
+        case .blob(let v): return "<\(v.count) bytes>"
+        }
+    }
+}
+
+extension StoredValue {
+    /// Orders values the way SQLite does with the BINARY collation: NULL < numbers < text < blobs;
+    /// integers and reals compare numerically. Decimal text is compared by the caller.
+    static func sqliteOrder(_ lhs: StoredValue, _ rhs: StoredValue) -> Int {
+        func rank(_ v: StoredValue) -> Int {
+            switch v {
+            case .null: return 0
+            case .integer, .real: return 1
+            case .text: return 2
+            case .blob: return 3
+            }
+        }
+        let rl = rank(lhs), rr = rank(rhs)
+        if rl != rr { return rl < rr ? -1 : 1 }
+        switch (lhs, rhs) {
+        case (.null, .null): return 0
+        case (.integer(let a), .integer(let b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case (.integer(let a), .real(let b)): return compareNumeric(Double(a), b, exactInt: a, realIsRight: true)
+        case (.real(let a), .integer(let b)): return -compareNumeric(Double(b), a, exactInt: b, realIsRight: true)
+        case (.real(let a), .real(let b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case (.text(let a), .text(let b)): return compareUTF8(a, b)
+        case (.blob(let a), .blob(let b)): return compareBytes(a, b)
+        default: return 0
+        }
+    }
+
+    private static func compareNumeric(_ intAsDouble: Double, _ real: Double, exactInt: Int64, realIsRight: Bool) -> Int {
+        // intAsDouble vs real; exact when the real is integral and within Int64 range.
+        if real.isNaN { return 1 }
+        if real >= 9.2233720368547758e18 { return -1 }
+        if real < -9.2233720368547758e18 { return 1 }
+        let truncated = Int64(real.rounded(.down))
+        if exactInt < truncated { return -1 }
+        if exactInt > truncated { return 1 }
+        let fraction = real - Double(truncated)
+        return fraction > 0 ? -1 : 0
+    }
+
+    /// Compares strings by their UTF-8 bytes, which is SQLite's BINARY collation.
+    static func compareUTF8(_ a: String, _ b: String) -> Int {
+        var a = a, b = b
+        return a.withUTF8 { ua in
+            b.withUTF8 { ub in
+                let n = min(ua.count, ub.count)
+                if n > 0, let pa = ua.baseAddress, let pb = ub.baseAddress {
+                    let c = memcmp(pa, pb, n)
+                    if c != 0 { return c < 0 ? -1 : 1 }
+                }
+                return ua.count < ub.count ? -1 : (ua.count == ub.count ? 0 : 1)
+            }
+        }
+    }
+
+    static func compareBytes(_ a: Data, _ b: Data) -> Int {
+        let n = min(a.count, b.count)
+        let c = a.withUnsafeBytes { pa in
+            b.withUnsafeBytes { pb -> Int32 in
+                guard n > 0, let x = pa.baseAddress, let y = pb.baseAddress else { return 0 }
+                return memcmp(x, y, n)
+            }
+        }
+        if c != 0 { return c < 0 ? -1 : 1 }
+        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
+    }
+}

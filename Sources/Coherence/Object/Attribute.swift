@@ -1,0 +1,96 @@
+import Foundation
+
+/// Options for an ``Attribute``.
+public struct AttributeOptions: OptionSet, Hashable, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// Kept in memory only, never stored.
+    public static let transient = AttributeOptions(rawValue: 1 << 0)
+    /// Values must be unique among all objects of the entity (a one-attribute uniqueness constraint).
+    public static let unique = AttributeOptions(rawValue: 1 << 1)
+    /// Indexed in the store.
+    public static let indexed = AttributeOptions(rawValue: 1 << 2)
+}
+
+/// Declares an attribute on a typed ``ManagedObject`` subclass.
+///
+/// The property's name becomes the attribute's name, its Swift type the attribute's type, an
+/// initial value its default, and an optional type an optional attribute:
+///
+/// ```swift
+/// final class Person: ManagedObject {
+///     @Attribute var name: String = ""
+///     @Attribute(.unique) var email: String = ""
+///     @Attribute(validation: .init(minimum: 0, maximum: 150)) var age: Int = 0
+///     @Attribute var nickname: String?
+///     @Attribute(.transient) var scratch: Int = 0
+/// }
+/// ```
+@propertyWrapper
+public struct Attribute<Value: PersistentValue> {
+    let options: AttributeOptions
+    let defaultValue: Value?
+    let validation: AttributeValidation
+
+    /// An attribute with no default value (optional types default to nil).
+    public init(_ options: AttributeOptions = [], validation: AttributeValidation = .none) {
+        self.options = options
+        self.defaultValue = nil
+        self.validation = validation
+    }
+
+    /// An attribute whose default value is the property's initial value.
+    public init(wrappedValue: Value, _ options: AttributeOptions = [], validation: AttributeValidation = .none) {
+        self.options = options
+        self.defaultValue = wrappedValue
+        self.validation = validation
+    }
+
+    @available(*, unavailable, message: "@Attribute can only be used on ManagedObject subclasses")
+    public var wrappedValue: Value {
+        get { preconditionFailure("@Attribute can only be used on ManagedObject subclasses") }
+        // swiftlint:disable:next unused_setter_value
+        set { preconditionFailure("@Attribute can only be used on ManagedObject subclasses") }
+    }
+
+    /// Reads and writes go to the object's value storage.
+    public static subscript<EnclosingSelf: ManagedObject>(
+        _enclosingInstance object: EnclosingSelf,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Attribute<Value>>
+    ) -> Value {
+        get {
+            if let probe = object._probe {
+                probe.touched = storageKeyPath
+                return Value.placeholder
+            }
+            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
+                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
+            }
+            return Value(storedValue: object._storedValue(at: slot)) ?? object[keyPath: storageKeyPath].defaultValue ?? Value.placeholder
+        }
+        set {
+            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
+                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
+            }
+            object._setStoredValue(newValue.storedValue, at: slot)
+        }
+    }
+}
+
+extension Attribute: ReflectedProperty {
+    func makeDescription(name: String) -> PropertyDescription {
+        AttributeDescription(name: name, type: Value.attributeType, isOptional: Value.isOptionalType,
+                             storedDefault: defaultValue.map { $0.storedValue }.flatMap { $0.isNull ? nil : $0 },
+                             isTransient: options.contains(.transient), validation: validation)
+    }
+    var isUnique: Bool { options.contains(.unique) }
+    var isIndexed: Bool { options.contains(.indexed) }
+}
+
+/// A wrapper that describes a property of a typed subclass.
+protocol ReflectedProperty {
+    func makeDescription(name: String) -> PropertyDescription
+    var isUnique: Bool { get }
+    var isIndexed: Bool { get }
+}

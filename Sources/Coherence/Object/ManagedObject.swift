@@ -1,0 +1,219 @@
+import Foundation
+
+/// An object of the object graph, as Core Data's `NSManagedObject`.
+///
+/// Subclass it and declare the schema with ``Attribute`` and ``Relationship``:
+///
+/// ```swift
+/// final class Person: ManagedObject {
+///     @Attribute var name: String = ""
+///     @Attribute(.unique) var email: String = ""
+///     @Attribute var age: Int = 0
+///     @Relationship(inverse: "people") var town: Town?
+/// }
+/// ```
+///
+/// or use `ManagedObject` itself with a model built in code and the dynamic
+/// ``value(forKey:)`` / ``setValue(_:forKey:)`` accessors.
+///
+/// Managed objects are not `Sendable`: an object belongs to one context and is used on that
+/// context's executor. Pass ``objectID`` between threads instead.
+open class ManagedObject: Hashable, CustomStringConvertible {
+    /// The object's entity.
+    public let entity: EntityDescription
+    /// Current values, one per property slot (attributes in stored form; foreign keys of to-one
+    /// relationships as the destination's primary key).
+    package final var _values: [StoredValue]
+    package final var _objectID: ObjectID?
+    /// Non-nil only on probe objects used to resolve key paths.
+    package final var _probe: KeyPathProbe.Recorder?
+    /// Relationship destinations by slot (loaded or set).
+    package final var _relationshipObjects: [Int: [ManagedObject]]?
+
+    /// Creates an object of `entity` with the entity's default values, not yet in any context.
+    ///
+    /// Subclasses inherit this initializer; if a subclass declares its own designated
+    /// initializer it must also provide this one.
+    public required init(entity: EntityDescription) {
+        self.entity = entity
+        self._values = entity.initialValues
+    }
+
+    // MARK: Overridable entity information for typed subclasses
+
+    /// The entity name used when Coherence reflects this class (default: the class name).
+    open class var entityName: String { String(describing: self) }
+    /// Whether the entity reflected from this class is abstract. Override for the abstract class
+    /// only: `override class var isAbstractEntity: Bool { self == Shape.self }`.
+    open class var isAbstractEntity: Bool { false }
+    /// Uniqueness constraints of the reflected entity (attribute names).
+    open class var uniquenessConstraints: [[String]] { [] }
+    /// Indexes of the reflected entity (property names).
+    open class var indexes: [[String]] { [] }
+    /// The `userInfo` of the reflected entity.
+    open class var entityUserInfo: [String: any Sendable] { [:] }
+
+    // MARK: Identity
+
+    /// The object's ID: temporary until the object is saved.
+    public var objectID: ObjectID {
+        if let id = _objectID { return id }
+        let id = ObjectID.temporary(for: entity)
+        _objectID = id
+        return id
+    }
+
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    open var description: String {
+        let props = entity.attributes.map { a -> String in "\(a.name)=\(_values[a.slot])" }
+        return "<\(entity.name) \(objectID) \(props.joined(separator: " "))>"
+    }
+
+    // MARK: Raw value access
+
+    /// The stored value at a property slot.
+    @inline(__always)
+    package final func _storedValue(at slot: Int) -> StoredValue {
+        _values[slot]
+    }
+
+    /// Sets the stored value at a property slot. Setting the value a property already has does
+    /// not mark the object changed.
+    @inline(__always)
+    package final func _setStoredValue(_ value: StoredValue, at slot: Int) {
+        if _values[slot] == value { return }
+        _values[slot] = value
+    }
+
+    // MARK: Dynamic access
+
+    /// The value of an attribute by name, as its Swift type (`Int` for 64-bit integers, `Int16`,
+    /// `Int32`, `Double`, `Float`, `Bool`, `String`, `Data`, `Date`, `UUID`, `URL`, `Decimal`),
+    /// or `nil`.
+    /// - Throws: ``CoherenceError`` `.unknownKey` when the entity has no such property.
+    public func value(forKey key: String) throws(CoherenceError) -> Any? {
+        guard let property = entity.propertiesByName[key] else {
+            throw CoherenceError(.unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
+                                 entity: entity.name, property: key, objectID: _objectID)
+        }
+        guard let attribute = property as? AttributeDescription else {
+            throw CoherenceError(.unknownKey, "'\(key)' is a relationship; relationships are read through the context's object graph.",
+                                 entity: entity.name, property: key, objectID: _objectID)
+        }
+        return Self.swiftValue(_storedValue(at: attribute.slot), type: attribute.type)
+    }
+
+    /// The value of an attribute by name, decoded as `T`.
+    /// - Throws: `.unknownKey`, or `.typeMismatch` when the value is not a `T`.
+    public func value<T: PersistentValue>(forKey key: String, as type: T.Type = T.self) throws(CoherenceError) -> T {
+        guard let attribute = entity.attributesByName[key] else {
+            throw CoherenceError(.unknownKey, "'\(key)' is not an attribute of entity '\(entity.name)'.",
+                                 entity: entity.name, property: key, objectID: _objectID)
+        }
+        let stored = _storedValue(at: attribute.slot)
+        guard let value = T(storedValue: stored) else {
+            throw CoherenceError(.typeMismatch, "'\(key)' holds \(stored.kindName), which is not a \(T.self).",
+                                 entity: entity.name, property: key, objectID: _objectID)
+        }
+        return value
+    }
+
+    /// Sets an attribute by name, checking the value's type.
+    /// - Throws: `.unknownKey` for a key that is not an attribute, `.typeMismatch` for a value of
+    ///   the wrong type. `nil` is accepted for any attribute; a non-optional one that is still nil
+    ///   is reported at save by validation, as in Core Data.
+    public func setValue(_ value: Any?, forKey key: String) throws(CoherenceError) {
+        guard let property = entity.propertiesByName[key] else {
+            throw CoherenceError(.unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
+                                 entity: entity.name, property: key, objectID: _objectID)
+        }
+        guard let attribute = property as? AttributeDescription else {
+            throw CoherenceError(.unknownKey, "'\(key)' is a relationship; set relationships through the context's object graph.",
+                                 entity: entity.name, property: key, objectID: _objectID)
+        }
+        guard let stored = Self.storedValue(value, for: attribute.type) else {
+            throw CoherenceError(.typeMismatch,
+                                 "A value of type \(value.map { "\(type(of: $0))" } ?? "nil") cannot be stored in '\(key)' (\(attribute.type)).",
+                                 entity: entity.name, property: key, objectID: _objectID)
+        }
+        _setStoredValue(stored, at: attribute.slot)
+    }
+
+    /// Converts a stored value to the Swift type used by the dynamic API.
+    static func swiftValue(_ v: StoredValue, type: AttributeType) -> Any? {
+        if case .null = v { return nil }
+        switch type.kind {
+        case .integer16: return Int16(storedValue: v)
+        case .integer32: return Int32(storedValue: v)
+        case .integer64: return Int(storedValue: v)
+        case .double: return Double(storedValue: v)
+        case .float: return Float(storedValue: v)
+        case .boolean: return Bool(storedValue: v)
+        case .string: return String(storedValue: v)
+        case .binaryData, .transformable: return Data(storedValue: v)
+        case .date: return Date(storedValue: v)
+        case .uuid: return UUID(storedValue: v)
+        case .uri: return URL(storedValue: v)
+        case .decimal: return Decimal(storedValue: v)
+        }
+    }
+
+    /// Converts a Swift value to the stored form of `type`, or nil when the type does not fit.
+    static func storedValue(_ value: Any?, for type: AttributeType) -> StoredValue? {
+        guard let value else { return .null }
+        if let opt = value as? any OptionalProtocol, opt.isNone { return .null }
+        let stored: StoredValue
+        switch type.kind {
+        case .integer16, .integer32, .integer64:
+            guard let i = value as? any BinaryInteger, let v = Int64(exactly: i) else { return nil }
+            stored = .integer(v)
+        case .boolean:
+            guard let b = value as? Bool else { return nil }
+            stored = b.storedValue
+        case .double, .float:
+            if let d = value as? Double { stored = .real(d) }
+            else if let f = value as? Float { stored = .real(Double(f)) }
+            else if let i = value as? any BinaryInteger, let d = Double(exactly: i) { stored = .real(d) }
+            else { return nil }
+        case .string:
+            guard let s = value as? String else { return nil }
+            stored = .text(s)
+        case .binaryData, .transformable:
+            guard let d = value as? Data else { return nil }
+            stored = .blob(d)
+        case .date:
+            guard let d = value as? Date else { return nil }
+            stored = d.storedValue
+        case .uuid:
+            guard let u = value as? UUID else { return nil }
+            stored = u.storedValue
+        case .uri:
+            guard let u = value as? URL else { return nil }
+            stored = u.storedValue
+        case .decimal:
+            if let d = value as? Decimal { stored = d.storedValue }
+            else if let i = value as? any BinaryInteger, let v = Int64(exactly: i) { stored = Decimal(v).storedValue }
+            else { return nil }
+        }
+        return type.accepts(stored) ? stored : nil
+    }
+}
+
+@available(*, unavailable, message: "Managed objects belong to one context; pass their objectID between threads")
+extension ManagedObject: Sendable {}
+
+/// Lets `Any` values that hold an `Optional` be recognized.
+protocol OptionalProtocol { var isNone: Bool { get } }
+extension Optional: OptionalProtocol {
+    var isNone: Bool { if case .none = self { return true } else { return false } }
+}
+
+extension EntityDescription {
+    /// The values of a new object: each attribute's default, nil for relationships.
+    var initialValues: [StoredValue] {
+        if let cached = _initialValues { return cached }
+        return properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+
+/// A Swift type that can hold a relationship's destinations: `Optional` of a managed object
+/// class (to-one), `Set` of one (to-many) or `Array` of one (ordered to-many).
+public protocol RelationshipValue {
+    /// The destination class.
+    static var destinationType: ManagedObject.Type { get }
+    /// Whether the relationship is to-many.
+    static var isToMany: Bool { get }
+    /// Whether a to-many relationship keeps its order.
+    static var isOrdered: Bool { get }
+    /// The destinations as a list.
+    var relatedObjects: [ManagedObject] { get }
+    /// Makes a value from a list of destinations (objects of the destination class).
+    init(relatedObjects: [ManagedObject])
+}
+
+extension Optional: RelationshipValue where Wrapped: ManagedObject {
+    public static var destinationType: ManagedObject.Type { Wrapped.self }
+    public static var isToMany: Bool { false }
+    public static var isOrdered: Bool { false }
+    public var relatedObjects: [ManagedObject] { self.map { [$0] } ?? [] }
+    public init(relatedObjects: [ManagedObject]) { self = relatedObjects.first as? Wrapped }
+}
+
+extension Set: RelationshipValue where Element: ManagedObject {
+    public static var destinationType: ManagedObject.Type { Element.self }
+    public static var isToMany: Bool { true }
+    public static var isOrdered: Bool { false }
+    public var relatedObjects: [ManagedObject] { Array(self) }
+    public init(relatedObjects: [ManagedObject]) { self.init(relatedObjects.compactMap { $0 as? Element }) }
+}
+
+extension Array: RelationshipValue where Element: ManagedObject {
+    public static var destinationType: ManagedObject.Type { Element.self }
+    public static var isToMany: Bool { true }
+    public static var isOrdered: Bool { true }
+    public var relatedObjects: [ManagedObject] { self }
+    public init(relatedObjects: [ManagedObject]) { self = relatedObjects.compactMap { $0 as? Element } }
+}
+
+/// Declares a relationship on a typed ``ManagedObject`` subclass.
+///
+/// ```swift
+/// final class Town: ManagedObject {
+///     @Attribute var name: String = ""
+///     @Relationship(inverse: "town", deleteRule: .cascade) var people: Set<Person>
+/// }
+/// final class Person: ManagedObject {
+///     @Relationship(inverse: "people") var town: Town?
+/// }
+/// ```
+@propertyWrapper
+public struct Relationship<Value: RelationshipValue> {
+    let inverse: String?
+    let deleteRule: DeleteRule
+    let minCount: Int
+    let maxCount: Int
+    let isTransient: Bool
+
+    /// Declares a relationship.
+    /// - Parameters:
+    ///   - inverse: the name of the inverse relationship on the destination.
+    ///   - deleteRule: what deleting this object does to the destinations.
+    ///   - minCount, maxCount: bounds for a to-many relationship, checked at save (0: none).
+    public init(inverse: String? = nil, deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0,
+                isTransient: Bool = false) {
+        self.inverse = inverse
+        self.deleteRule = deleteRule
+        self.minCount = minCount
+        self.maxCount = maxCount
+        self.isTransient = isTransient
+    }
+
+    @available(*, unavailable, message: "@Relationship can only be used on ManagedObject subclasses")
+    public var wrappedValue: Value {
+        get { preconditionFailure("@Relationship can only be used on ManagedObject subclasses") }
+        set { preconditionFailure("@Relationship can only be used on ManagedObject subclasses") }
+    }
+
+    /// Reads and writes go to the object graph.
+    public static subscript<EnclosingSelf: ManagedObject>(
+        _enclosingInstance object: EnclosingSelf,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Relationship<Value>>
+    ) -> Value {
+        get {
+            if let probe = object._probe {
+                probe.touched = storageKeyPath
+                return Value(relatedObjects: [])
+            }
+            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
+                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
+            }
+            return Value(relatedObjects: object._relatedObjects(at: slot))
+        }
+        set {
+            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
+                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
+            }
+            object._setRelatedObjects(newValue.relatedObjects, at: slot)
+        }
+    }
+}
+
+extension Relationship: ReflectedProperty {
+    func makeDescription(name: String) -> PropertyDescription {
+        RelationshipDescription(name: name, destination: Value.destinationType.entityName, inverse: inverse,
+                                isToMany: Value.isToMany, isOrdered: Value.isOrdered, deleteRule: deleteRule,
+                                isOptional: true, minCount: minCount, maxCount: maxCount, isTransient: isTransient)
+    }
+    var isUnique: Bool { false }
+    var isIndexed: Bool { false }
+}
+
+extension ManagedObject {
+    /// The destinations of the relationship at `slot`.
+    package func _relatedObjects(at slot: Int) -> [ManagedObject] {
+        _relationshipObjects?[slot] ?? []
+    }
+
+    /// Replaces the destinations of the relationship at `slot`.
+    package func _setRelatedObjects(_ objects: [ManagedObject], at slot: Int) {
+        if _relationshipObjects == nil { _relationshipObjects = [:] }
+        _relationshipObjects?[slot] = objects
+    }
+}

@@ -1,0 +1,242 @@
+import CCoherenceSQLite
+import Foundation
+
+/// One SQLite database connection with a prepared-statement cache.
+///
+/// A connection is not thread-safe: it is owned by one store and used by one thread at a time
+/// (the store hands connections out under a lock). Connections are opened with
+/// `SQLITE_OPEN_NOMUTEX` because of that, and configured for WAL with `synchronous=NORMAL`,
+/// a busy timeout and foreign keys.
+package final class SQLiteConnection {
+    /// How to open a database.
+    package enum Location: Equatable {
+        /// A file on disk.
+        case file(String)
+        /// A private in-memory database.
+        case memory
+    }
+
+    package let handle: OpaquePointer
+    package let location: Location
+    package let isReadOnly: Bool
+    private var statementCache: [String: SQLiteStatement] = [:]
+    private var traceBox: Unmanaged<TraceBox>?
+
+    /// The path for error messages.
+    package var pathDescription: String {
+        switch location {
+        case .file(let p): return p
+        case .memory: return ":memory:"
+        }
+    }
+
+    /// Opens (and, unless read-only, creates) a database and configures it.
+    /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database.
+    package init(location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000) throws(SQLiteError) {
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let path: String
+        switch location {
+        case .file(let p): path = p
+        case .memory: path = ":memory:"
+        }
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+            let extended = db.map { sqlite3_extended_errcode($0) } ?? rc
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(extendedResultCode: extended, message: message, sql: nil, path: path)
+        }
+        self.handle = db
+        self.location = location
+        self.isReadOnly = readOnly
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, busyTimeout)
+        do {
+            var enabled: Int32 = 0
+            _ = coherence_sqlite3_db_config_int(db, SQLITE_DBCONFIG_ENABLE_FKEY, 1, &enabled)
+            _ = coherence_sqlite3_db_config_int(db, SQLITE_DBCONFIG_DQS_DML, 0, &enabled)
+            _ = coherence_sqlite3_db_config_int(db, SQLITE_DBCONFIG_DQS_DDL, 0, &enabled)
+            try SQLFunctions.register(on: self)
+            // Touch the schema: this is where a non-database file is detected.
+            try execute("PRAGMA schema_version")
+            if !readOnly, case .file = location {
+                try execute("PRAGMA journal_mode=WAL")
+            }
+            try execute("PRAGMA synchronous=NORMAL")
+            try execute("PRAGMA foreign_keys=ON")
+        } catch {
+            statementCache.removeAll()
+            sqlite3_close_v2(db)
+            throw error
+        }
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+        traceBox?.release()
+    }
+
+    /// Makes an error from the connection's current state.
+    package func error(code: Int32, sql: String?) -> SQLiteError {
+        let extended = sqlite3_extended_errcode(handle)
+        let message = sqlite3_errmsg(handle).map { String(cString: $0) }
+        // sqlite3_extended_errcode reflects the last failing API call; fall back to `code` when it
+        // disagrees with the primary code we were given.
+        let ext = (extended & 0xFF) == (code & 0xFF) ? extended : code
+        return SQLiteError(extendedResultCode: ext, message: message, sql: sql, path: pathDescription)
+    }
+
+    // MARK: Statements
+
+    /// Runs one or more SQL statements without bound values.
+    package func execute(_ sql: String) throws(SQLiteError) {
+        var errmsg: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
+        if rc != SQLITE_OK {
+            let message = errmsg.map { String(cString: $0) }
+            sqlite3_free(errmsg)
+            throw SQLiteError(extendedResultCode: sqlite3_extended_errcode(handle), message: message, sql: sql, path: pathDescription)
+        }
+    }
+
+    /// Prepares a statement that is not cached.
+    package func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        try SQLiteStatement(connection: self, sql: sql)
+    }
+
+    /// Returns a cached prepared statement for `sql`, preparing it on first use. The statement
+    /// is reset, ready for new bindings.
+    ///
+    /// - Complexity: O(1) amortized (one dictionary lookup on the SQL text).
+    @inline(__always)
+    package func cachedStatement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let s = statementCache[sql] {
+            return s
+        }
+        let s = try SQLiteStatement(connection: self, sql: sql)
+        statementCache[sql] = s
+        return s
+    }
+
+    /// The number of statements in the cache (for tests and diagnostics).
+    package var cachedStatementCount: Int { statementCache.count }
+
+    /// Drops every cached statement (needed before schema changes invalidate them).
+    package func clearStatementCache() {
+        statementCache.removeAll()
+    }
+
+    /// The rowid of the last insert.
+    package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// The number of rows changed by the last statement.
+    package var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Whether a transaction is open.
+    package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`), committing when it returns and
+    /// rolling back when it throws.
+    package func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+        try cachedStatement("BEGIN IMMEDIATE").execute()
+        do {
+            let result = try body()
+            try cachedStatement("COMMIT").execute()
+            return result
+        } catch {
+            if isInTransaction { try? cachedStatement("ROLLBACK").execute() }
+            throw error
+        }
+    }
+
+    /// Runs `body` in a read transaction, so that every query inside it sees one snapshot.
+    package func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        if isInTransaction { return try body() }
+        try cachedStatement("BEGIN DEFERRED").execute()
+        defer { if isInTransaction { try? cachedStatement("COMMIT").execute() } }
+        return try body()
+    }
+
+    // MARK: Tracing
+
+    /// Called with the SQL of each statement as it starts (without bound values). For tests and
+    /// diagnostics; costs nothing when nil.
+    package var traceHandler: ((String) -> Void)? {
+        get { traceBox?.takeUnretainedValue().handler }
+        set {
+            traceBox?.release()
+            traceBox = nil
+            guard let newValue else {
+                sqlite3_trace_v2(handle, 0, nil, nil)
+                return
+            }
+            let box = Unmanaged.passRetained(TraceBox(handler: newValue))
+            traceBox = box
+            sqlite3_trace_v2(handle, UInt32(SQLITE_TRACE_STMT), { _, context, statement, _ in
+                guard let context, let statement else { return 0 }
+                let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
+                if let sql = sqlite3_sql(OpaquePointer(statement)) {
+                    box.handler(String(cString: sql))
+                }
+                return 0
+            }, box.toOpaque())
+        }
+    }
+
+    private final class TraceBox {
+        let handler: (String) -> Void
+        init(handler: @escaping (String) -> Void) { self.handler = handler }
+    }
+}
+
+@available(*, unavailable)
+extension SQLiteConnection: Sendable {}
+
+/// SQL functions and collations Coherence registers on every connection, so that SQL and
+/// in-memory evaluation agree.
+enum SQLFunctions {
+    /// Collation for Decimal columns: compares decimal text numerically.
+    static let decimalCollation = "COHERENCE_DECIMAL"
+    /// `coherence_fold(text)`: case- and diacritic-folded text (for case-insensitive matching).
+    static let foldFunction = "coherence_fold"
+
+    static func register(on connection: SQLiteConnection) throws(SQLiteError) {
+        let db = connection.handle
+        var rc = sqlite3_create_collation_v2(db, decimalCollation, SQLITE_UTF8, nil, { _, n1, p1, n2, p2 in
+            let a = String(decoding: UnsafeRawBufferPointer(start: p1, count: Int(n1)), as: UTF8.self)
+            let b = String(decoding: UnsafeRawBufferPointer(start: p2, count: Int(n2)), as: UTF8.self)
+            return Int32(DecimalText.compare(a, b))
+        }, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        rc = sqlite3_create_function_v2(db, foldFunction, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nil, { ctx, argc, argv in
+            guard argc == 1, let argv, let arg = argv[0] else { sqlite3_result_null(ctx); return }
+            guard sqlite3_value_type(arg) != SQLITE_NULL, let p = sqlite3_value_text(arg) else { sqlite3_result_null(ctx); return }
+            let n = Int(sqlite3_value_bytes(arg))
+            let folded = TextFolding.fold(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
+            var f = folded
+            f.withUTF8 { buf in
+                if let base = buf.baseAddress {
+                    sqlite3_result_text(ctx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
+                                        Int32(buf.count), coherence_sqlite3_transient())
+                } else {
+                    sqlite3_result_text(ctx, "", 0, coherence_sqlite3_transient())
+                }
+            }
+        }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+    }
+}
+
+/// Case- and diacritic-insensitive folding, shared by SQL and in-memory evaluation.
+enum TextFolding {
+    static func fold(_ s: String) -> String {
+        // Fast path: ASCII only needs lowercasing.
+        if s.utf8.allSatisfy({ $0 < 0x80 }) { return s.lowercased() }
+        return s.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+    }
+}

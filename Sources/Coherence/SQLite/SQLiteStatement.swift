@@ -1,0 +1,179 @@
+import CCoherenceSQLite
+import Foundation
+
+/// A prepared statement. Owned by one ``SQLiteConnection``; used on one thread at a time.
+package final class SQLiteStatement {
+    package let handle: OpaquePointer
+    package let sql: String
+    unowned let connection: SQLiteConnection
+    package let columnCount: Int32
+    package let parameterCount: Int32
+
+    init(connection: SQLiteConnection, sql: String) throws(SQLiteError) {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            throw connection.error(code: rc, sql: sql)
+        }
+        self.handle = stmt
+        self.sql = sql
+        self.connection = connection
+        self.columnCount = sqlite3_column_count(stmt)
+        self.parameterCount = sqlite3_bind_parameter_count(stmt)
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// Resets the statement so it can run again. Bindings are kept until rebound.
+    @inline(__always) package func reset() {
+        sqlite3_reset(handle)
+    }
+
+    package func clearBindings() {
+        sqlite3_clear_bindings(handle)
+    }
+
+    // MARK: Binding (1-based indexes, as SQLite)
+
+    @inline(__always) package func bindNull(_ index: Int32) {
+        sqlite3_bind_null(handle, index)
+    }
+
+    @inline(__always) package func bind(_ value: Int64, at index: Int32) {
+        sqlite3_bind_int64(handle, index, value)
+    }
+
+    @inline(__always) package func bind(_ value: Double, at index: Int32) {
+        sqlite3_bind_double(handle, index, value)
+    }
+
+    @inline(__always) package func bind(_ value: String, at index: Int32) {
+        var value = value
+        value.withUTF8 { buf in
+            if let base = buf.baseAddress {
+                _ = sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
+                                      Int32(buf.count), coherence_sqlite3_transient())
+            } else {
+                _ = sqlite3_bind_text(handle, index, "", 0, coherence_sqlite3_transient())
+            }
+        }
+    }
+
+    @inline(__always) package func bind(_ value: Data, at index: Int32) {
+        value.withUnsafeBytes { buf in
+            if let base = buf.baseAddress {
+                _ = sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(buf.count), coherence_sqlite3_transient())
+            } else {
+                _ = sqlite3_bind_zeroblob(handle, index, 0)
+            }
+        }
+    }
+
+    @inline(__always) package func bind(_ value: StoredValue, at index: Int32) {
+        switch value {
+        case .null: sqlite3_bind_null(handle, index)
+        case .integer(let v): sqlite3_bind_int64(handle, index, v)
+        case .real(let v): sqlite3_bind_double(handle, index, v)
+        case .text(let v): bind(v, at: index)
+        case .blob(let v): bind(v, at: index)
+        }
+    }
+
+    /// Binds any ``PersistentValue`` (Int, String, Date, UUID, Decimal, …).
+    package func bind<T: PersistentValue>(_ value: T, at index: Int32) {
+        bind(value.storedValue, at: index)
+    }
+
+    /// Binds values to parameters 1…n.
+    package func bind(_ values: [StoredValue]) {
+        for (i, v) in values.enumerated() { bind(v, at: Int32(i + 1)) }
+    }
+
+    // MARK: Stepping
+
+    /// Steps once. Returns true when a row is available.
+    @inline(__always) package func step() throws(SQLiteError) -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        let error = connection.error(code: rc, sql: sql)
+        sqlite3_reset(handle)
+        throw error
+    }
+
+    /// Runs a statement that returns no rows.
+    package func execute() throws(SQLiteError) {
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    // MARK: Reading (0-based column indexes, as SQLite)
+
+    @inline(__always) package func isNull(_ column: Int32) -> Bool {
+        sqlite3_column_type(handle, column) == SQLITE_NULL
+    }
+
+    @inline(__always) package func int64(_ column: Int32) -> Int64 {
+        sqlite3_column_int64(handle, column)
+    }
+
+    @inline(__always) package func double(_ column: Int32) -> Double {
+        sqlite3_column_double(handle, column)
+    }
+
+    @inline(__always) package func string(_ column: Int32) -> String {
+        guard let p = sqlite3_column_text(handle, column) else { return "" }
+        let n = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    @inline(__always) package func data(_ column: Int32) -> Data {
+        let n = Int(sqlite3_column_bytes(handle, column))
+        guard n > 0, let p = sqlite3_column_blob(handle, column) else { return Data() }
+        return Data(bytes: p, count: n)
+    }
+
+    /// Reads a column as a ``StoredValue`` with its storage class.
+    @inline(__always) package func value(_ column: Int32) -> StoredValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, column))
+        case SQLITE_TEXT: return .text(string(column))
+        case SQLITE_BLOB: return .blob(data(column))
+        default: return .null
+        }
+    }
+
+    /// Reads a column as a typed value; throws when the stored value is not of that type.
+    package func decode<T: PersistentValue>(_ type: T.Type = T.self, at column: Int32) throws(SQLiteError) -> T {
+        let v = value(column)
+        guard let t = T(storedValue: v) else {
+            throw SQLiteError(extendedResultCode: SQLITE_MISMATCH,
+                              message: "column \(column) holds \(v.kindName), not \(T.self)", sql: sql)
+        }
+        return t
+    }
+
+    /// Runs the statement and collects every row with `row`.
+    package func rows<T>(_ row: (SQLiteStatement) throws -> T) throws -> [T] {
+        defer { sqlite3_reset(handle) }
+        var result: [T] = []
+        while try step() { result.append(try row(self)) }
+        return result
+    }
+}
+
+extension StoredValue {
+    var kindName: String {
+        switch self {
+        case .null: return "NULL"
+        case .integer: return "an integer"
+        case .real: return "a real"
+        case .text: return "text"
+        case .blob: return "a blob"
+        }
+    }
+}
+
+@available(*, unavailable)
+extension SQLiteStatement: Sendable {}
