@@ -15,12 +15,18 @@ import Foundation
 /// | `s.localizedStandardContains(t)` | `.string(.contains, .fold(s), .fold(t))` |
 /// | `s.caseInsensitiveCompare(t) == same` (captured `ComparisonResult`) | folded `.compare` |
 /// | `[1, 2].contains($0.age)`, `(30...40).contains($0.age)` | `.inList`, `.between` |
-/// | `$0.town == town`, `$0 == person`, `$0.clubs.contains(club)` | object comparisons |
+/// | `m != p`, `$0.town! == t` (objects bound in the predicate) | object comparisons |
 /// | `$0.clubs.contains { … }`, `allSatisfy`, `.count`, `.isEmpty` | `.anyMatch`, `.allMatch`, `.count` |
 ///
 /// Captured constants of any ``PersistentValue`` type become `.constant`, managed objects
-/// `.object`, arrays and sets of them lists. Anything else throws ``CoherenceError`` with code
+/// `.object`, arrays and sets of them lists; key paths read on a captured value are read when
+/// compiling. (`#Predicate` itself only accepts captured values that are `Codable` and
+/// `Sendable`, so captured managed objects only reach the compiler through trees built by hand;
+/// see ``compile(_:variable:entity:)``.) Anything else throws ``CoherenceError`` with code
 /// `.unsupportedPredicate` naming the part that cannot be translated.
+///
+/// `hasPrefix` / `hasSuffix` are rejected by the macro: use `starts(with:)` for prefixes.
+/// `x!` is translated as `x` (nil makes the comparison unknown rather than trapping).
 package enum PredicateCompiler {
     /// Compiles a predicate over objects of `entity` (the predicate's variable is scope 0).
     /// - Throws: `.unsupportedPredicate` naming the first part that cannot be translated.

@@ -5,7 +5,11 @@ import Foundation
 /// text by UTF-8 bytes, decimals numerically, SQLite's ordering of mixed types.
 ///
 /// Scope 0 is the row being tested; `.anyMatch` / `.allMatch` bind their destinations to their
-/// scope while evaluating their predicate.
+/// scope while evaluating their predicate. `.anyMatch` is true when the predicate is *true* for
+/// some destination (SQL `EXISTS (… WHERE p)`); `.allMatch` when it is *true* for every one, an
+/// unknown result counting as a failure (SQL `NOT EXISTS (… WHERE (p) IS NOT TRUE)`). Both are
+/// never unknown. `.count` through a nil to-one is 0 (the compiler wraps optional chains so
+/// they give nil, as in Swift).
 package enum QueryEvaluator {
     /// Whether `row` satisfies `expression` (true only when the predicate is *true*, not unknown).
     package static func matches(_ expression: QueryExpression, row: any QueryRow) -> Bool {
