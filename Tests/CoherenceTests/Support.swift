@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @testable import Coherence
 
 /// A temporary directory for one test, removed when the value goes away.
@@ -70,4 +71,43 @@ final class Square: Shape {
 
 func makeTestModel() throws -> ManagedObjectModel {
     try ManagedObjectModel(types: [Person.self, Town.self, Club.self, Sample.self, Circle.self, Square.self])
+}
+
+// MARK: Store helpers (the coordinator's package-level API, below contexts)
+
+/// An insert of a new object with values by property name.
+func rowInsert(_ entity: EntityDescription, _ values: [String: StoredValue], references: [String: ObjectID?] = [:]) -> RowInsert {
+    var v = entity.initialValues
+    for (name, value) in values {
+        if let p = entity.propertiesByName[name] { v[p.slot] = value }
+    }
+    let refs = references.compactMap { name, target in entity.propertiesByName[name].map { RowReference(slot: $0.slot, target: target) } }
+    return RowInsert(objectID: ObjectID.temporary(for: entity), values: v, references: refs)
+}
+
+/// Inserts objects and returns their permanent IDs in order.
+@discardableResult
+func insertObjects(_ coordinator: PersistentStoreCoordinator, _ inserts: [RowInsert]) throws -> [ObjectID] {
+    var changes = StoreChangeSet()
+    changes.inserts = inserts
+    let result = try coordinator.save(changes)
+    return inserts.map { result.permanentIDs[$0.objectID] ?? $0.objectID }
+}
+
+/// Values of a row by property name.
+func named(_ row: StoreRow) -> [String: StoredValue] {
+    var d: [String: StoredValue] = [:]
+    for p in row.entity.storedProperties { d[p.name] = row.values[p.slot] }
+    return d
+}
+
+extension StoreType: CustomTestStringConvertible {
+    public var testDescription: String { description }
+}
+
+/// A coordinator with one store of `type` (SQLite in `dir`).
+func makeCoordinator(_ type: StoreType, in dir: TemporaryDirectory, model: ManagedObjectModel? = nil) throws -> PersistentStoreCoordinator {
+    let c = PersistentStoreCoordinator(managedObjectModel: try model ?? makeTestModel())
+    try c.addPersistentStore(type: type, at: type == .sqlite ? dir.file("store.sqlite") : nil)
+    return c
 }

@@ -142,7 +142,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     /// Converts a stored value to the Swift type used by the dynamic API.
-    static func swiftValue(_ v: StoredValue, type: AttributeType) -> Any? {
+    static func swiftValue(_ v: StoredValue, type: AttributeType) -> (any Sendable)? {
         if case .null = v { return nil }
         switch type.kind {
         case .integer16: return Int16(storedValue: v)

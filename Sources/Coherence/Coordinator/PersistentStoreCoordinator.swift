@@ -1,0 +1,434 @@
+import Foundation
+import Synchronization
+
+/// Connects a model to its stores, as Core Data's `NSPersistentStoreCoordinator`.
+///
+/// Stores can be added and removed at run time; SQLite and in-memory stores work side by side,
+/// each entity routed to the stores whose configuration holds it. Fetches span every store that
+/// holds the entity. A save writes each store's part in one transaction, and all of them or
+/// none when they succeed or fail together (a failure after another store committed is
+/// reported, as in Core Data).
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(type: .sqlite, at: url)
+/// try coordinator.addPersistentStore(type: .inMemory, configuration: "Cache")
+/// ```
+///
+/// The coordinator is `Sendable`: contexts on any thread share it.
+public final class PersistentStoreCoordinator: Sendable {
+    /// The model.
+    public let managedObjectModel: ManagedObjectModel
+    /// Snapshots of rows by object ID.
+    package let rowCache = RowCache()
+    private let stores = Mutex<[PersistentStore]>([])
+    /// Serializes saves (and key allocation) across contexts.
+    private let saveLock = Mutex<Void>(())
+
+    /// Creates a coordinator with no stores.
+    public init(managedObjectModel: ManagedObjectModel) {
+        self.managedObjectModel = managedObjectModel
+    }
+
+    deinit {
+        for s in stores.withLock({ $0 }) { s.engine.close() }
+    }
+
+    // MARK: Stores
+
+    /// The attached stores, in the order they were added.
+    public var persistentStores: [PersistentStore] { stores.withLock { $0 } }
+
+    /// Adds a store.
+    /// - Parameters:
+    ///   - type: `.sqlite` (needs `url`) or `.inMemory`.
+    ///   - configuration: the model configuration the store holds (nil: every entity).
+    ///   - url: the SQLite file; its directory must exist.
+    /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`.
+    @discardableResult
+    public func addPersistentStore(type: StoreType, configuration: String? = nil, at url: URL? = nil,
+                                   options: StoreOptions = StoreOptions()) throws(CoherenceError) -> PersistentStore {
+        let configuration = configuration == ManagedObjectModel.defaultConfigurationName ? nil : configuration
+        guard let entities = managedObjectModel.entities(forConfiguration: configuration) else {
+            throw CoherenceError(.invalidRequest, "The model has no configuration named '\(configuration ?? "")'.",
+                                 store: url?.path)
+        }
+        let engine: any StoreEngine
+        switch type {
+        case .sqlite:
+            guard let url else {
+                throw CoherenceError(.invalidRequest, "A SQLite store needs a file URL.")
+            }
+            let standardized = url.standardizedFileURL
+            if stores.withLock({ $0.contains { $0.url?.standardizedFileURL == standardized } }) {
+                throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: url.path)
+            }
+            engine = try SQLiteStore(url: standardized, model: managedObjectModel, configuration: configuration)
+        default:
+            engine = try InMemoryStore(model: managedObjectModel, configuration: configuration)
+        }
+        let store = PersistentStore(type: type, url: type == .sqlite ? url?.standardizedFileURL : nil, options: options,
+                                    engine: engine, entities: entities)
+        let duplicate = stores.withLock { list -> Bool in
+            if list.contains(where: { $0.identifier == store.identifier }) { return true }
+            list.append(store)
+            return false
+        }
+        if duplicate {
+            engine.close()
+            throw CoherenceError(.alreadyAttached, "A store with the same UUID is already attached (a copy of the same file?).",
+                                 store: url?.path)
+        }
+        return store
+    }
+
+    /// Removes a store and closes its file.
+    /// - Throws: `.storeNotAttached` when the store is not attached to this coordinator.
+    public func remove(_ store: PersistentStore) throws(CoherenceError) {
+        let removed = stores.withLock { list -> Bool in
+            guard let i = list.firstIndex(where: { $0 === store }) else { return false }
+            list.remove(at: i)
+            return true
+        }
+        guard removed else {
+            throw CoherenceError(.storeNotAttached, "The store is not attached to this coordinator.",
+                                 store: store.url?.path ?? store.engine.locationDescription)
+        }
+        saveLock.withLock { _ in store.engine.close() }
+        rowCache.removeAll(inStore: store.identifier)
+    }
+
+    /// The attached store at a file URL.
+    public func persistentStore(for url: URL) -> PersistentStore? {
+        let u = url.standardizedFileURL
+        return stores.withLock { $0.first { $0.url == u } }
+    }
+
+    /// The attached store with an identifier.
+    public func persistentStore(withIdentifier identifier: UUID) -> PersistentStore? {
+        stores.withLock { $0.first { $0.identifier == identifier } }
+    }
+
+    /// The stores that hold `entity`.
+    package func stores(for entity: EntityDescription) -> [PersistentStore] {
+        stores.withLock { $0.filter { $0.holds(entity) } }
+    }
+
+    /// The store an object lives in (nil for temporary IDs or detached stores).
+    package func store(for id: ObjectID) -> PersistentStore? {
+        guard let sid = id.storeIdentifier else { return nil }
+        return persistentStore(withIdentifier: sid)
+    }
+
+    // MARK: Object IDs
+
+    /// The object ID a URI names, or nil when it is not an ID of an attached store and model.
+    public func managedObjectID(forURIRepresentation uri: URL) -> ObjectID? {
+        guard uri.scheme == "x-coredata", let host = uri.host, let storeID = UUID(uuidString: host),
+              persistentStore(withIdentifier: storeID) != nil else { return nil }
+        let parts = uri.path.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.count == 2, let name = String(parts[0]).removingPercentEncoding,
+              let entity = managedObjectModel.entitiesByName[name], parts[1].first == "p",
+              let key = Int64(parts[1].dropFirst()) else { return nil }
+        return ObjectID(entity: entity, storeIdentifier: storeID, primaryKey: key)
+    }
+
+    /// Permanent IDs for temporary ones (each assigned to the first store holding its entity);
+    /// permanent IDs are returned unchanged.
+    public func obtainPermanentIDs(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID] {
+        var result = ids
+        var byStoreAndRoot: [String: (PersistentStore, EntityDescription, [Int])] = [:]
+        for (i, id) in ids.enumerated() where id.isTemporaryID {
+            let store = try assignedStore(for: id.entity)
+            let key = store.identifier.uuidString + "/" + id.entity.rootEntity.name
+            byStoreAndRoot[key, default: (store, id.entity.rootEntity, [])].2.append(i)
+        }
+        try saveLock.withLock { (_: inout Void) throws(CoherenceError) in
+            for (_, (store, root, indexes)) in byStoreAndRoot {
+                var next = try store.engine.allocateKeys(for: root, count: indexes.count)
+                for i in indexes {
+                    result[i] = ObjectID(entity: ids[i].entity, storeIdentifier: store.identifier, primaryKey: next)
+                    next += 1
+                }
+            }
+        }
+        return result
+    }
+
+    /// The store new objects of `entity` go to: the first attached store that holds it.
+    package func assignedStore(for entity: EntityDescription) throws(CoherenceError) -> PersistentStore {
+        guard let store = stores(for: entity).first else {
+            throw CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
+        }
+        return store
+    }
+
+    // MARK: Fetching
+
+    /// Rows matching a compiled fetch, with their object IDs, across every store holding the
+    /// entity.
+    package func fetchRows(_ fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
+        let stores = self.stores(for: fetch.entity)
+        if stores.count == 1, let store = stores.first {
+            return try store.engine.fetch(fetch).map { (ObjectID(entity: $0.entity, storeIdentifier: store.identifier, primaryKey: $0.primaryKey), $0) }
+        }
+        var perStore = fetch
+        if let limit = fetch.limit { perStore.limit = limit + fetch.offset }
+        perStore.offset = 0
+        var all: [(id: ObjectID, row: StoreRow)] = []
+        for store in stores {
+            for row in try store.engine.fetch(perStore) {
+                all.append((ObjectID(entity: row.entity, storeIdentifier: store.identifier, primaryKey: row.primaryKey), row))
+            }
+        }
+        return try Self.mergeAcrossStores(all, fetch: fetch)
+    }
+
+    static func mergeAcrossStores(_ rows: [(id: ObjectID, row: StoreRow)], fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
+        for key in fetch.sortKeys where !key.path.relationships.isEmpty {
+            throw CoherenceError(.unsupportedPredicate,
+                                 "Sorting by '\(key.path)' through a relationship is not supported when the entity spans several stores.",
+                                 entity: fetch.entity.name)
+        }
+        var rows = rows
+        let keys = fetch.sortKeys
+        rows.sort { a, b in
+            let ra = DetachedRow(id: a.id, row: a.row), rb = DetachedRow(id: b.id, row: b.row)
+            if QueryEvaluator.areInIncreasingOrder(ra, rb, keys: keys) { return true }
+            if QueryEvaluator.areInIncreasingOrder(rb, ra, keys: keys) { return false }
+            return (a.id.storeIdentifier?.uuidString ?? "", a.row.primaryKey) < (b.id.storeIdentifier?.uuidString ?? "", b.row.primaryKey)
+        }
+        var result = Array(rows.dropFirst(fetch.offset))
+        if let limit = fetch.limit, result.count > limit { result = Array(result.prefix(limit)) }
+        return result
+    }
+
+    /// The IDs of the objects a request matches.
+    public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        let stores = self.stores(for: fetch.entity)
+        if stores.count == 1, let store = stores.first, fetch.sortKeys.isEmpty || true {
+            let byNumber = Dictionary(uniqueKeysWithValues: SQLGenerator.hierarchy(of: fetch.entity).map { ($0.entityNumber, $0) })
+            return try store.engine.fetchKeys(fetch).compactMap { key in
+                byNumber[key.entityNumber].map { ObjectID(entity: $0, storeIdentifier: store.identifier, primaryKey: key.primaryKey) }
+            }
+        }
+        return try fetchRows(fetch).map(\.id)
+    }
+
+    /// The number of objects a request matches (limit and offset applied).
+    public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        let stores = self.stores(for: fetch.entity)
+        if stores.count <= 1 {
+            return try stores.first?.engine.count(fetch) ?? 0
+        }
+        var total = 0
+        var unlimited = fetch
+        unlimited.limit = nil
+        unlimited.offset = 0
+        for s in stores { total += try s.engine.count(unlimited) }
+        let afterOffset = max(0, total - fetch.offset)
+        return fetch.limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
+    /// The matching objects as dictionaries of `request.propertiesToFetch` (every attribute when
+    /// nil): attributes as their Swift values, to-one relationships as ``ObjectID``s. Nil values
+    /// are left out, as in Core Data.
+    public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [[String: any Sendable]] {
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        let properties: [PropertyDescription]
+        if let names = request.propertiesToFetch {
+            properties = try names.map { (name: String) throws(CoherenceError) -> PropertyDescription in
+                guard let p = fetch.entity.propertiesByName[name], !((p as? RelationshipDescription)?.isToMany ?? false) else {
+                    throw CoherenceError(.unknownKey, "'\(name)' is not an attribute or to-one relationship of '\(fetch.entity.name)'.",
+                                         entity: fetch.entity.name, property: name)
+                }
+                return p
+            }
+        } else {
+            properties = fetch.entity.attributes.filter { !$0.isTransient }
+        }
+        let rows = try fetchRows(fetch)
+        var toOneTargets: [ObjectIdentifier: [Int64: ObjectID]] = [:]
+        for case let r as RelationshipDescription in properties where !r.hasForeignKey {
+            // One-to-one stored on the other side: look the keys up in one query.
+            let related = try self.related(r, of: rows.map(\.id))
+            toOneTargets[ObjectIdentifier(r)] = Dictionary(uniqueKeysWithValues: related.compactMap { k, v in v.first.map { (k.primaryKey, $0) } })
+        }
+        return rows.map { id, row in
+            var d: [String: any Sendable] = [:]
+            for p in properties {
+                if let a = p as? AttributeDescription {
+                    if let v = ManagedObject.swiftValue(row.values[a.slot], type: a.type) { d[a.name] = v }
+                } else if let r = p as? RelationshipDescription {
+                    if r.hasForeignKey {
+                        if case .integer(let fk) = row.values[r.slot], let dest = r.destinationEntity {
+                            d[r.name] = ObjectID(entity: dest, storeIdentifier: id.storeIdentifier, primaryKey: fk)
+                        }
+                    } else if let target = toOneTargets[ObjectIdentifier(r)]?[row.primaryKey] {
+                        d[r.name] = target
+                    }
+                }
+            }
+            return d
+        }
+    }
+
+    /// Rows for object IDs (faults), from the row cache or the stores; missing rows are left out.
+    package func rows(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: StoreRow] {
+        var result: [ObjectID: StoreRow] = [:]
+        var missing: [UUID: [ObjectIdentifier: (EntityDescription, [Int64])]] = [:]
+        for id in ids {
+            guard let sid = id.storeIdentifier else { continue }
+            if let e = rowCache.entry(for: id) {
+                result[id] = StoreRow(entity: id.entity, primaryKey: id.primaryKey, version: e.version, values: e.values)
+            } else {
+                let root = id.entity.rootEntity
+                missing[sid, default: [:]][ObjectIdentifier(root), default: (root, [])].1.append(id.primaryKey)
+            }
+        }
+        for (sid, groups) in missing {
+            guard let store = persistentStore(withIdentifier: sid) else { continue }
+            for (_, (root, keys)) in groups {
+                for row in try store.engine.rows(of: root, keys: keys) {
+                    let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
+                    result[id] = row
+                    rowCache.store(.init(values: row.values, version: row.version), for: id)
+                }
+            }
+        }
+        return result
+    }
+
+    /// Destinations of a relationship for several objects (all in one query per store).
+    package func related(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
+        var byStore: [UUID: [Int64]] = [:]
+        for id in ids { if let sid = id.storeIdentifier { byStore[sid, default: []].append(id.primaryKey) } }
+        guard let dest = relationship.destinationEntity, let model = dest.managedObjectModel else { return [:] }
+        let byNumber = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.entityNumber, $0) })
+        var result: [ObjectID: [ObjectID]] = [:]
+        for (sid, keys) in byStore {
+            guard let store = persistentStore(withIdentifier: sid) else { continue }
+            let related = try store.engine.related(relationship, sources: keys)
+            let sourceEntity = ids.first { $0.storeIdentifier == sid }?.entity ?? dest
+            for (source, targets) in related {
+                let sourceID = ids.first { $0.storeIdentifier == sid && $0.primaryKey == source }
+                    ?? ObjectID(entity: sourceEntity, storeIdentifier: sid, primaryKey: source)
+                result[sourceID] = targets.map { ObjectID(entity: byNumber[$0.entityNumber] ?? dest, storeIdentifier: sid, primaryKey: $0.primaryKey) }
+            }
+        }
+        return result
+    }
+
+    // MARK: Saving
+
+    /// Writes a change set: each store's part in one transaction; all stores commit only when
+    /// every store accepted its part. Conflicts come back as a `.conflict` error listing every
+    /// conflict.
+    package func save(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
+        if changes.isEmpty { return StoreSaveResult() }
+        return try saveLock.withLock { (_: inout Void) throws(CoherenceError) -> StoreSaveResult in
+            let parts = try partition(changes)
+            var begun: [PersistentStore] = []
+            var result = StoreSaveResult()
+            var conflicts: [SaveConflict] = []
+            for (store, part) in parts {
+                do throws(CoherenceError) {
+                    let r = try store.engine.beginSave(part)
+                    begun.append(store)
+                    result.permanentIDs.merge(r.permanentIDs) { a, _ in a }
+                    result.versions.merge(r.versions) { a, _ in a }
+                } catch {
+                    if error.code == .conflict {
+                        conflicts += error.conflicts
+                        continue
+                    }
+                    for s in begun { s.engine.rollbackSave() }
+                    throw error
+                }
+            }
+            if !conflicts.isEmpty {
+                for s in begun { s.engine.rollbackSave() }
+                var error = CoherenceError(.conflict, "The save has \(conflicts.count) conflict(s).")
+                error.conflicts = conflicts
+                throw error
+            }
+            for (i, s) in begun.enumerated() {
+                do throws(CoherenceError) {
+                    try s.engine.commitSave()
+                } catch {
+                    for later in begun[(i + 1)...] { later.engine.rollbackSave() }
+                    throw error
+                }
+            }
+            updateRowCache(changes, result)
+            return result
+        }
+    }
+
+    private func updateRowCache(_ changes: StoreChangeSet, _ result: StoreSaveResult) {
+        rowCache.remove(changes.deletes.map(\.objectID))
+        for u in changes.updates {
+            guard let v = result.versions[u.objectID] else { continue }
+            rowCache.store(.init(values: u.values, version: v), for: u.objectID)
+        }
+    }
+
+    /// Splits a change set by store.
+    private func partition(_ changes: StoreChangeSet) throws(CoherenceError) -> [(PersistentStore, StoreChangeSet)] {
+        var parts: [UUID: (PersistentStore, StoreChangeSet)] = [:]
+        var order: [UUID] = []
+        var insertedStore: [ObjectID: PersistentStore] = [:]
+        func part(_ store: PersistentStore) -> UUID {
+            if parts[store.identifier] == nil {
+                parts[store.identifier] = (store, StoreChangeSet())
+                order.append(store.identifier)
+            }
+            return store.identifier
+        }
+        func existingStore(_ id: ObjectID) throws(CoherenceError) -> PersistentStore {
+            guard let s = store(for: id) else {
+                throw CoherenceError(.storeNotAttached, "The store of \(id) is not attached.", entity: id.entity.name, objectID: id)
+            }
+            return s
+        }
+        for i in changes.inserts {
+            let store: PersistentStore
+            if !i.objectID.isTemporaryID {
+                store = try existingStore(i.objectID)
+            } else if let target = i.references.compactMap({ $0.target }).first(where: { !$0.isTemporaryID }),
+                      let s = self.store(for: target), s.holds(i.objectID.entity) {
+                store = s
+            } else {
+                store = try assignedStore(for: i.objectID.entity)
+            }
+            insertedStore[i.objectID] = store
+            parts[part(store)]?.1.inserts.append(i)
+        }
+        for u in changes.updates { parts[part(try existingStore(u.objectID))]?.1.updates.append(u) }
+        for d in changes.deletes { parts[part(try existingStore(d.objectID))]?.1.deletes.append(d) }
+        for j in changes.joinInserts {
+            let s: PersistentStore
+            if let inserted = insertedStore[j.source] { s = inserted } else { s = try existingStore(j.source) }
+            parts[part(s)]?.1.joinInserts.append(j)
+        }
+        for j in changes.joinDeletes {
+            let s: PersistentStore
+            if let inserted = insertedStore[j.source] { s = inserted } else { s = try existingStore(j.source) }
+            parts[part(s)]?.1.joinDeletes.append(j)
+        }
+        return order.compactMap { parts[$0] }
+    }
+}
+
+/// A row outside any store context (for ordering rows merged from several stores).
+struct DetachedRow: QueryRow {
+    let id: ObjectID
+    let row: StoreRow
+    var queryEntity: EntityDescription { row.entity }
+    var queryObjectID: ObjectID { id }
+    func queryValue(at slot: Int) -> StoredValue { slot < row.values.count ? row.values[slot] : .null }
+    func queryToOne(_ relationship: RelationshipDescription) -> (any QueryRow)? { nil }
+    func queryToMany(_ relationship: RelationshipDescription) -> [any QueryRow] { [] }
+}

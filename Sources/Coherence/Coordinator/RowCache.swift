@@ -1,0 +1,58 @@
+import Foundation
+import Synchronization
+
+/// The coordinator's cache of row snapshots (values and version) by object ID, shared by its
+/// contexts: faults fill from it without a query, and conflicts report its snapshot.
+///
+/// Bounded: past `capacity` entries, the oldest half is dropped.
+package final class RowCache: Sendable {
+    package struct Entry: Sendable {
+        package var values: [StoredValue]
+        package var version: Int64
+    }
+
+    private struct State {
+        var entries: [ObjectID: Entry] = [:]
+        var order: [ObjectID] = []
+    }
+
+    private let state = Mutex(State())
+    package let capacity: Int
+
+    package init(capacity: Int = 50_000) { self.capacity = capacity }
+
+    package func entry(for id: ObjectID) -> Entry? {
+        state.withLock { $0.entries[id] }
+    }
+
+    package func store(_ entry: Entry, for id: ObjectID) {
+        state.withLock { s in
+            if s.entries.updateValue(entry, forKey: id) == nil { s.order.append(id) }
+            if s.entries.count > capacity { Self.trim(&s, to: capacity / 2) }
+        }
+    }
+
+    package func remove(_ ids: [ObjectID]) {
+        state.withLock { s in for id in ids { s.entries[id] = nil } }
+    }
+
+    package func removeAll(inStore identifier: UUID) {
+        state.withLock { s in
+            s.entries = s.entries.filter { $0.key.storeIdentifier != identifier }
+            s.order.removeAll { $0.storeIdentifier == identifier }
+        }
+    }
+
+    package var count: Int { state.withLock { $0.entries.count } }
+
+    private static func trim(_ s: inout State, to target: Int) {
+        var dropped = 0
+        let excess = s.entries.count - target
+        var i = 0
+        while dropped < excess && i < s.order.count {
+            if s.entries.removeValue(forKey: s.order[i]) != nil { dropped += 1 }
+            i += 1
+        }
+        s.order.removeFirst(i)
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+
+/// The work of one save on the in-memory store; mirrors the SQLite store's rules.
+struct MemoryWriter {
+    let store: InMemoryStore
+    var conflicts: [SaveConflict] = []
+    var permanent: [ObjectID: ObjectID] = [:]
+
+    init(store: InMemoryStore) { self.store = store }
+
+    mutating func write(_ changes: StoreChangeSet, into s: inout InMemoryStore.State) throws(CoherenceError) -> StoreSaveResult {
+        var result = StoreSaveResult()
+        for i in changes.inserts where i.objectID.isTemporaryID {
+            let root = ObjectIdentifier(i.objectID.entity.rootEntity)
+            let pk = (s.lastKey[root] ?? 0) + 1
+            s.lastKey[root] = pk
+            permanent[i.objectID] = ObjectID(entity: i.objectID.entity, storeIdentifier: store.identifier, primaryKey: pk)
+        }
+        result.permanentIDs = permanent
+
+        for d in changes.deletes {
+            let root = ObjectIdentifier(d.objectID.entity.rootEntity)
+            guard let row = s.tables[root]?[d.objectID.primaryKey], d.expectedVersion.map({ $0 == row.version }) ?? true else {
+                versionConflict(d.objectID, values: d.values, cached: d.values, old: d.expectedVersion ?? 0, in: s)
+                continue
+            }
+            removeUnique(row, from: &s)
+            s.tables[root]?[d.objectID.primaryKey] = nil
+            // Join rows go with the object (ON DELETE CASCADE in SQLite).
+            for r in d.objectID.entity.relationships {
+                guard case .joinTable(let name, let sourceIsFirst) = r.storage else { continue }
+                s.joins[name] = s.joins[name]?.filter { (sourceIsFirst ? $0.first : $0.second) != d.objectID.primaryKey }
+            }
+        }
+        for u in changes.updates {
+            let root = ObjectIdentifier(u.objectID.entity.rootEntity)
+            guard var row = s.tables[root]?[u.objectID.primaryKey], u.expectedVersion.map({ $0 == row.version }) ?? true else {
+                let values = (try? resolved(u.values, u.references, source: u.objectID)) ?? u.values
+                versionConflict(u.objectID, values: values, cached: u.cachedValues, old: u.expectedVersion ?? 0, in: s)
+                continue
+            }
+            let values = try resolved(u.values, u.references, source: u.objectID)
+            let stored = Set(u.objectID.entity.storedProperties.map { $0.slot })
+            var candidate = row
+            for slot in u.changedSlots where stored.contains(slot) { candidate.values[slot] = values[slot] }
+            candidate.version = row.version + 1
+            removeUnique(row, from: &s)
+            if let conflict = uniquenessConflict(candidate, id: u.objectID, cached: u.cachedValues, old: row.version, in: s) {
+                conflicts.append(conflict)
+                addUnique(row, to: &s)
+                continue
+            }
+            row = candidate
+            addUnique(row, to: &s)
+            s.tables[root]?[u.objectID.primaryKey] = row
+            result.versions[u.objectID] = row.version
+        }
+        for i in changes.inserts {
+            let id = permanent[i.objectID] ?? i.objectID
+            let values = try resolved(i.values, i.references, source: id)
+            var full = id.entity.initialValues
+            for p in id.entity.storedProperties { full[p.slot] = values[p.slot] }
+            let row = StoreRow(entity: id.entity, primaryKey: id.primaryKey, version: 1, values: full)
+            if let conflict = uniquenessConflict(row, id: id, cached: nil, old: 0, in: s) {
+                conflicts.append(conflict)
+                continue
+            }
+            addUnique(row, to: &s)
+            s.tables[ObjectIdentifier(id.entity.rootEntity), default: [:]][id.primaryKey] = row
+            result.versions[id] = 1
+        }
+        for j in changes.joinDeletes {
+            guard case .joinTable(let name, let sourceIsFirst) = j.relationship.storage,
+                  let src = try key(j.source, from: j.source, property: j.relationship.name),
+                  let dst = try key(j.destination, from: j.source, property: j.relationship.name) else { continue }
+            s.joins[name]?.remove(sourceIsFirst ? .init(first: src, second: dst) : .init(first: dst, second: src))
+        }
+        for j in changes.joinInserts {
+            guard case .joinTable(let name, let sourceIsFirst) = j.relationship.storage,
+                  let src = try key(j.source, from: j.source, property: j.relationship.name),
+                  let dst = try key(j.destination, from: j.source, property: j.relationship.name) else { continue }
+            s.joins[name, default: []].insert(sourceIsFirst ? .init(first: src, second: dst) : .init(first: dst, second: src))
+        }
+        return result
+    }
+
+    private func key(_ target: ObjectID?, from source: ObjectID, property: String) throws(CoherenceError) -> Int64? {
+        guard let target else { return nil }
+        if let p = permanent[target] { return p.primaryKey }
+        guard !target.isTemporaryID else {
+            throw CoherenceError(.invalidRequest, "\(source) refers through '\(property)' to \(target), which is not saved and not inserted in this save.",
+                                 entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+        }
+        guard target.storeIdentifier == store.identifier else {
+            throw CoherenceError(.invalidRequest, "\(source) refers through '\(property)' to \(target) in another store; relationships cannot cross stores.",
+                                 entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+        }
+        return target.primaryKey
+    }
+
+    private func resolved(_ values: [StoredValue], _ references: [RowReference], source: ObjectID) throws(CoherenceError) -> [StoredValue] {
+        var values = values
+        for r in references {
+            values[r.slot] = try key(r.target, from: source, property: source.entity.properties[r.slot].name).map { .integer($0) } ?? .null
+        }
+        return values
+    }
+
+    private mutating func versionConflict(_ id: ObjectID, values: [StoredValue], cached: [StoredValue]?, old: Int64, in s: InMemoryStore.State) {
+        let row = s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey]
+        conflicts.append(SaveConflict(kind: .version, objectID: id, objectValues: values, cachedValues: cached,
+                                      persistedValues: row?.values, oldVersion: old, newVersion: row?.version ?? 0))
+    }
+
+    /// The constraints that apply to a row: those of its entity and its ancestors.
+    private static func constraints(of entity: EntityDescription) -> [(EntityDescription, [String])] {
+        var result: [(EntityDescription, [String])] = []
+        var e: EntityDescription? = entity
+        while let x = e {
+            for c in x.uniquenessConstraints { result.append((x, c)) }
+            e = x.superentity
+        }
+        return result
+    }
+
+    /// The row's values for a constraint, or nil when any is null (nulls never conflict).
+    private static func uniqueValues(_ row: StoreRow, _ declaring: EntityDescription, _ constraint: [String]) -> [StoredValue]? {
+        var values: [StoredValue] = []
+        for name in constraint {
+            guard let p = declaring.propertiesByName[name] else { return nil }
+            let v = row.values[p.slot]
+            if v.isNull { return nil }
+            values.append(v)
+        }
+        return values
+    }
+
+    private func uniquenessConflict(_ row: StoreRow, id: ObjectID, cached: [StoredValue]?, old: Int64,
+                                    in s: InMemoryStore.State) -> SaveConflict? {
+        for (declaring, constraint) in Self.constraints(of: row.entity) {
+            guard let values = Self.uniqueValues(row, declaring, constraint),
+                  let other = s.unique[InMemoryStore.uniqueKey(declaring, constraint)]?[values], other != row.primaryKey,
+                  let otherRow = s.tables[ObjectIdentifier(row.entity.rootEntity)]?[other] else { continue }
+            var otherID = ObjectID(entity: otherRow.entity, storeIdentifier: store.identifier, primaryKey: other)
+            otherID = permanent.first(where: { $0.value == otherID })?.key ?? otherID
+            return SaveConflict(kind: .uniqueness, objectID: id, objectValues: row.values, cachedValues: cached,
+                                persistedValues: otherRow.values, oldVersion: old, newVersion: otherRow.version,
+                                constraint: constraint, conflictingObjectIDs: [otherID])
+        }
+        return nil
+    }
+
+    private func addUnique(_ row: StoreRow, to s: inout InMemoryStore.State) {
+        for (declaring, constraint) in Self.constraints(of: row.entity) {
+            guard let values = Self.uniqueValues(row, declaring, constraint) else { continue }
+            s.unique[InMemoryStore.uniqueKey(declaring, constraint), default: [:]][values] = row.primaryKey
+        }
+    }
+
+    private func removeUnique(_ row: StoreRow, from s: inout InMemoryStore.State) {
+        for (declaring, constraint) in Self.constraints(of: row.entity) {
+            guard let values = Self.uniqueValues(row, declaring, constraint) else { continue }
+            let key = InMemoryStore.uniqueKey(declaring, constraint)
+            if s.unique[key]?[values] == row.primaryKey { s.unique[key]?[values] = nil }
+        }
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import Synchronization
+
+/// A store kept in memory only, with the same semantics as ``SQLiteStore``: row versions,
+/// uniqueness constraints, relationships, and predicates evaluated by ``QueryEvaluator`` with
+/// the same answers as the SQL translation.
+package final class InMemoryStore: StoreEngine {
+    package let identifier: UUID
+    package let configurationName: String?
+    package let metadata: [String: String]
+    package let entities: [EntityDescription]
+    private let state: Mutex<State>
+
+    package var locationDescription: String { "in-memory \(identifier.uuidString)" }
+
+    struct JoinPair: Hashable, Sendable {
+        var first: Int64
+        var second: Int64
+    }
+
+    struct State: Sendable {
+        /// Rows by root entity, then by primary key.
+        var tables: [ObjectIdentifier: [Int64: StoreRow]] = [:]
+        /// Last allocated key by root entity.
+        var lastKey: [ObjectIdentifier: Int64] = [:]
+        /// Join tables by name.
+        var joins: [String: Set<JoinPair>] = [:]
+        /// Unique indexes: "<entity>|<constraint>" → values → key.
+        var unique: [String: [[StoredValue]: Int64]] = [:]
+        /// The committed state while a save is in progress (restored on rollback).
+        var saved: Snapshot?
+        var isClosed = false
+    }
+
+    struct Snapshot: Sendable {
+        var tables: [ObjectIdentifier: [Int64: StoreRow]]
+        var joins: [String: Set<JoinPair>]
+        var unique: [String: [[StoredValue]: Int64]]
+    }
+
+    package init(model: ManagedObjectModel, configuration: String?) throws(CoherenceError) {
+        guard let entities = model.entities(forConfiguration: configuration) else {
+            throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configuration ?? "")'.")
+        }
+        let id = UUID()
+        self.identifier = id
+        self.configurationName = configuration
+        self.entities = entities
+        self.metadata = [
+            "storeUUID": id.uuidString,
+            "modelVersionHash": model.versionHash(forConfiguration: configuration) ?? model.versionHash,
+            "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
+            "storeType": "InMemory",
+        ]
+        self.state = Mutex(State())
+    }
+
+    package func close() {
+        state.withLock { $0 = State(isClosed: true) }
+    }
+
+    private func read<T>(_ body: (borrowing State) throws(CoherenceError) -> T) throws(CoherenceError) -> T {
+        try state.withLock { (s: inout State) throws(CoherenceError) -> T in
+            guard !s.isClosed else {
+                throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
+            }
+            // Readers see the committed state, not a save in progress.
+            if let saved = s.saved {
+                var committed = State()
+                committed.tables = saved.tables
+                committed.joins = saved.joins
+                committed.lastKey = s.lastKey
+                return try body(committed)
+            }
+            return try body(s)
+        }
+    }
+
+    // MARK: Reads
+
+    private func matchingRows(_ fetch: StoreFetch, in s: borrowing State) -> [StoreRow] {
+        let root = fetch.entity.rootEntity
+        guard let table = s.tables[ObjectIdentifier(root)] else { return [] }
+        let allowed: Set<Int> = fetch.includesSubentities ? Set(fetch.entity.descendantNumbers) : [fetch.entity.entityNumber]
+        let context = RowContext(state: copy s, store: self)
+        var rows: [StoreRow] = []
+        for row in table.values where allowed.contains(row.entity.entityNumber) {
+            if let p = fetch.predicate, !QueryEvaluator.matches(p, row: MemoryRow(row: row, context: context)) { continue }
+            rows.append(row)
+        }
+        let keys = fetch.sortKeys
+        rows.sort { a, b in
+            if !keys.isEmpty {
+                let ra = MemoryRow(row: a, context: context), rb = MemoryRow(row: b, context: context)
+                if QueryEvaluator.areInIncreasingOrder(ra, rb, keys: keys) { return true }
+                if QueryEvaluator.areInIncreasingOrder(rb, ra, keys: keys) { return false }
+            }
+            return a.primaryKey < b.primaryKey
+        }
+        if fetch.offset > 0 { rows = Array(rows.dropFirst(fetch.offset)) }
+        if let limit = fetch.limit, rows.count > limit { rows = Array(rows.prefix(limit)) }
+        return rows
+    }
+
+    package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
+        try read { s in matchingRows(fetch, in: s) }
+    }
+
+    package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
+        try read { s in matchingRows(fetch, in: s).map { ($0.primaryKey, $0.entity.entityNumber) } }
+    }
+
+    package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
+        try read { s in
+            var f = fetch
+            f.sortKeys = []
+            return matchingRows(f, in: s).count
+        }
+    }
+
+    package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
+        try read { s in
+            guard let table = s.tables[ObjectIdentifier(entity.rootEntity)] else { return [] }
+            return keys.compactMap { table[$0] }
+        }
+    }
+
+    package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {
+        try read { s in
+            let context = RowContext(state: copy s, store: self)
+            var result: RelatedKeys = [:]
+            let wanted = Set(sources)
+            switch relationship.storage {
+            case .foreignKey:
+                guard let source = relationship.entity, let table = s.tables[ObjectIdentifier(source.rootEntity)] else { return [:] }
+                for pk in sources {
+                    guard let row = table[pk], case .integer(let fk) = row.values[relationship.slot],
+                          let dest = context.row(of: relationship.destinationEntity, key: fk) else { continue }
+                    result[pk] = [(fk, dest.entity.entityNumber)]
+                }
+            case .inverseForeignKey:
+                guard let inverse = relationship.inverseRelationship, let dest = relationship.destinationEntity,
+                      let table = s.tables[ObjectIdentifier(dest.rootEntity)] else { return [:] }
+                let allowed = Set(dest.descendantNumbers)
+                for row in table.values.sorted(by: { $0.primaryKey < $1.primaryKey }) where allowed.contains(row.entity.entityNumber) {
+                    if case .integer(let fk) = row.values[inverse.slot], wanted.contains(fk) {
+                        result[fk, default: []].append((row.primaryKey, row.entity.entityNumber))
+                    }
+                }
+            case .joinTable(let name, let sourceIsFirst):
+                for pair in (s.joins[name] ?? []).sorted(by: { ($0.first, $0.second) < ($1.first, $1.second) }) {
+                    let (src, dst) = sourceIsFirst ? (pair.first, pair.second) : (pair.second, pair.first)
+                    guard wanted.contains(src), let dest = context.row(of: relationship.destinationEntity, key: dst) else { continue }
+                    result[src, default: []].append((dst, dest.entity.entityNumber))
+                }
+            }
+            return result
+        }
+    }
+
+    package func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64 {
+        try state.withLock { (s: inout State) throws(CoherenceError) -> Int64 in
+            guard !s.isClosed else { throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription) }
+            let key = ObjectIdentifier(entity.rootEntity)
+            let first = (s.lastKey[key] ?? 0) + 1
+            s.lastKey[key] = first + Int64(count) - 1
+            return first
+        }
+    }
+
+    // MARK: Saves
+
+    package func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
+        try state.withLock { (s: inout State) throws(CoherenceError) -> StoreSaveResult in
+            guard !s.isClosed else { throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription) }
+            s.saved = Snapshot(tables: s.tables, joins: s.joins, unique: s.unique)
+            var writer = MemoryWriter(store: self)
+            do throws(CoherenceError) {
+                let result = try writer.write(changes, into: &s)
+                if !writer.conflicts.isEmpty {
+                    var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: locationDescription)
+                    error.conflicts = writer.conflicts
+                    throw error
+                }
+                return result
+            } catch {
+                Self.restore(&s)
+                throw error
+            }
+        }
+    }
+
+    private static func restore(_ s: inout State) {
+        guard let saved = s.saved else { return }
+        s.tables = saved.tables
+        s.joins = saved.joins
+        s.unique = saved.unique
+        s.saved = nil
+    }
+
+    package func commitSave() throws(CoherenceError) {
+        state.withLock { $0.saved = nil }
+    }
+
+    package func rollbackSave() {
+        state.withLock { Self.restore(&$0) }
+    }
+
+    /// The unique-index key of a constraint.
+    static func uniqueKey(_ entity: EntityDescription, _ constraint: [String]) -> String {
+        entity.name + "|" + constraint.joined(separator: ",")
+    }
+}
+
+/// Read access to a state for predicate evaluation.
+struct RowContext {
+    let state: InMemoryStore.State
+    let store: InMemoryStore
+
+    func row(of entity: EntityDescription?, key: Int64) -> StoreRow? {
+        guard let entity else { return nil }
+        return state.tables[ObjectIdentifier(entity.rootEntity)]?[key]
+    }
+}
+
+/// A row of the in-memory store seen by ``QueryEvaluator``.
+struct MemoryRow: QueryRow {
+    let row: StoreRow
+    let context: RowContext
+
+    var queryEntity: EntityDescription { row.entity }
+    var queryObjectID: ObjectID {
+        ObjectID(entity: row.entity, storeIdentifier: context.store.identifier, primaryKey: row.primaryKey)
+    }
+    func queryValue(at slot: Int) -> StoredValue { slot < row.values.count ? row.values[slot] : .null }
+
+    func queryToOne(_ r: RelationshipDescription) -> (any QueryRow)? {
+        switch r.storage {
+        case .foreignKey:
+            guard case .integer(let fk) = queryValue(at: r.slot), let dest = context.row(of: r.destinationEntity, key: fk) else { return nil }
+            return MemoryRow(row: dest, context: context)
+        case .inverseForeignKey:
+            return queryToMany(r).first
+        case .joinTable:
+            return nil
+        }
+    }
+
+    func queryToMany(_ r: RelationshipDescription) -> [any QueryRow] {
+        switch r.storage {
+        case .foreignKey:
+            return queryToOne(r).map { [$0] } ?? []
+        case .inverseForeignKey:
+            guard let inverse = r.inverseRelationship, let dest = r.destinationEntity,
+                  let table = context.state.tables[ObjectIdentifier(dest.rootEntity)] else { return [] }
+            let allowed = Set(dest.descendantNumbers)
+            return table.values.filter { allowed.contains($0.entity.entityNumber) && $0.values[inverse.slot] == .integer(row.primaryKey) }
+                .sorted { $0.primaryKey < $1.primaryKey }
+                .map { MemoryRow(row: $0, context: context) }
+        case .joinTable(let name, let sourceIsFirst):
+            let pairs = context.state.joins[name] ?? []
+            return pairs.compactMap { pair -> (any QueryRow)? in
+                let (src, dst) = sourceIsFirst ? (pair.first, pair.second) : (pair.second, pair.first)
+                guard src == row.primaryKey, let dest = context.row(of: r.destinationEntity, key: dst) else { return nil }
+                return MemoryRow(row: dest, context: context)
+            }
+        }
+    }
+}

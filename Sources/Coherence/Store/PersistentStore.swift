@@ -1,0 +1,70 @@
+import Foundation
+
+/// The kind of a persistent store.
+public struct StoreType: Hashable, Sendable, CustomStringConvertible {
+    private enum Kind: Hashable, Sendable { case sqlite, inMemory }
+    private let kind: Kind
+    /// A SQLite file.
+    public static let sqlite = StoreType(kind: .sqlite)
+    /// Memory only; gone when the store is removed.
+    public static let inMemory = StoreType(kind: .inMemory)
+    public var description: String { kind == .sqlite ? "SQLite" : "InMemory" }
+}
+
+/// Options for adding a store.
+public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
+    /// Migrate an older store automatically when its model changed (reserved for staged
+    /// migrations; an incompatible store is reported as an error today).
+    public var migratesAutomatically: Bool
+    /// Infer the mapping between model versions (reserved for staged migrations).
+    public var infersMappingModelAutomatically: Bool
+
+    /// The defaults: infer and migrate.
+    public init(migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true) {
+        self.migratesAutomatically = migratesAutomatically
+        self.infersMappingModelAutomatically = infersMappingModelAutomatically
+    }
+
+    public var description: String {
+        "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically)"
+    }
+}
+
+/// A store attached to a ``PersistentStoreCoordinator``, as Core Data's `NSPersistentStore`.
+public final class PersistentStore: Sendable, Hashable, CustomStringConvertible {
+    /// The store's UUID, kept in its metadata (part of every ``ObjectID`` it holds).
+    public let identifier: UUID
+    /// SQLite or in-memory.
+    public let type: StoreType
+    /// The file, for SQLite stores.
+    public let url: URL?
+    /// The model configuration whose entities the store holds (nil: every entity).
+    public let configurationName: String?
+    /// The store's metadata (UUID, model version hash, …).
+    public let metadata: [String: String]
+    /// The options the store was added with.
+    public let options: StoreOptions
+    package let engine: any StoreEngine
+    /// Entities this store holds.
+    package let entities: Set<ObjectIdentifier>
+
+    init(type: StoreType, url: URL?, options: StoreOptions, engine: any StoreEngine, entities: [EntityDescription]) {
+        self.identifier = engine.identifier
+        self.type = type
+        self.url = url
+        self.configurationName = engine.configurationName
+        self.metadata = engine.metadata
+        self.options = options
+        self.engine = engine
+        self.entities = Set(entities.map { ObjectIdentifier($0) })
+    }
+
+    /// Whether the store holds objects of `entity`.
+    public func holds(_ entity: EntityDescription) -> Bool { entities.contains(ObjectIdentifier(entity)) }
+
+    public static func == (lhs: PersistentStore, rhs: PersistentStore) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    public var description: String {
+        "<PersistentStore \(type) \(url?.path ?? "memory") configuration: \(configurationName ?? ManagedObjectModel.defaultConfigurationName)>"
+    }
+}

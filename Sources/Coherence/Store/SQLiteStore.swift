@@ -1,0 +1,336 @@
+import CCoherenceSQLite
+import Foundation
+import Synchronization
+
+/// A store in a SQLite file: one table per entity hierarchy, WAL journal, row versions for
+/// optimistic locking, metadata that records the model's version hash.
+///
+/// Reads use a small pool of connections, so readers run while a writer writes (WAL); writes use
+/// one writer connection, only under the coordinator's save lock.
+package final class SQLiteStore: StoreEngine {
+    package let identifier: UUID
+    package let configurationName: String?
+    package let metadata: [String: String]
+    package let url: URL
+    package let entities: [EntityDescription]
+    let generator = SQLGenerator(dialect: .sqlite)
+
+    private let writer: ConnectionBox
+    private let readers = Mutex<ReaderPool>(ReaderPool())
+    private let plans = Mutex<[ObjectIdentifier: SelectPlan]>([:])
+
+    struct ReaderPool {
+        var idle: [ConnectionBox] = []
+        var isClosed = false
+    }
+
+    package var locationDescription: String { url.path }
+
+    /// Opens or creates the store at `url` for the entities of `configuration`.
+    /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
+    ///   `.storeIncompatible` (made for another model, or not a Coherence store).
+    package init(url: URL, model: ManagedObjectModel, configuration: String?) throws(CoherenceError) {
+        let path = url.path
+        guard let entities = model.entities(forConfiguration: configuration) else {
+            throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configuration ?? "")'.", store: path)
+        }
+        var isDirectory: ObjCBool = false
+        let directory = url.deletingLastPathComponent().path
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CoherenceError(.storeOpenFailed, "The directory \(directory) does not exist.", store: path)
+        }
+        let existed = FileManager.default.fileExists(atPath: path)
+        let connection: SQLiteConnection
+        do {
+            connection = try SQLiteConnection(location: .file(path))
+        } catch {
+            throw Self.openError(error, path: path)
+        }
+        if !existed {
+            // Store files are readable by their owner only.
+            _ = chmod(path, 0o600)
+        }
+        let expectedHash = model.versionHash(forConfiguration: configuration) ?? model.versionHash
+        let generator = self.generator
+        var metadata: [String: String] = [:]
+        do {
+            let hasMetadata = try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0
+            if hasMetadata > 0 {
+                for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) {
+                    metadata[k] = v
+                }
+                guard metadata["modelVersionHash"] == expectedHash else {
+                    throw CoherenceError(.storeIncompatible,
+                                         "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).",
+                                         store: path)
+                }
+            } else {
+                let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
+                guard tables == 0 else {
+                    throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
+                }
+                metadata = [
+                    "storeUUID": UUID().uuidString,
+                    "modelVersionHash": expectedHash,
+                    "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
+                    "storeType": "SQLite",
+                    "formatVersion": "1",
+                ]
+                let meta = metadata
+                try connection.writeTransaction {
+                    for sql in generator.createMetadataTables() { try connection.execute(sql) }
+                    for sql in generator.createSchema(for: entities) { try connection.execute(sql) }
+                    let insert = try connection.prepare(generator.writeMetadata)
+                    for (k, v) in meta.sorted(by: { $0.key < $1.key }) {
+                        insert.bind(k, at: 1)
+                        insert.bind(v, at: 2)
+                        try insert.execute()
+                    }
+                    let keys = try connection.prepare(generator.initPrimaryKey)
+                    for e in entities where e.superentity == nil {
+                        keys.bind(Int64(e.entityNumber), at: 1)
+                        keys.bind(e.name, at: 2)
+                        try keys.execute()
+                    }
+                }
+            }
+        } catch let error as CoherenceError {
+            throw error
+        } catch {
+            throw Self.openError(error, path: path)
+        }
+        guard let uuidText = metadata["storeUUID"], let uuid = UUID(uuidString: uuidText) else {
+            throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
+        }
+        self.identifier = uuid
+        self.configurationName = configuration
+        self.metadata = metadata
+        self.url = url
+        self.entities = entities
+        self.writer = ConnectionBox(connection)
+    }
+
+    private static func openError(_ error: any Error, path: String) -> CoherenceError {
+        guard let e = error as? SQLiteError else {
+            return CoherenceError(.storeOpenFailed, "Cannot open the store: \(error)", store: path)
+        }
+        let message: String
+        switch e.resultCode {
+        case SQLiteError.notADatabase: message = "The file is not a SQLite database (or is encrypted or corrupt)."
+        case SQLiteError.corrupt: message = "The database file is corrupt."
+        case SQLiteError.cannotOpen: message = "The file cannot be opened (missing directory or no permission)."
+        case SQLiteError.readOnly: message = "The location is read-only."
+        default: message = "SQLite could not open the store: \(e.message ?? "error \(e.resultCode)")."
+        }
+        var err = CoherenceError(.storeOpenFailed, message, store: path, sql: e.sql)
+        err.underlyingErrors = [e]
+        return err
+    }
+
+    deinit { close() }
+
+    package func close() {
+        let idle = readers.withLock { pool -> [ConnectionBox] in
+            pool.isClosed = true
+            defer { pool.idle.removeAll() }
+            return pool.idle
+        }
+        _ = idle
+        writer.close()
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` with a reader connection from the pool.
+    private func withReader<T>(_ body: (SQLiteConnection) throws -> T) throws(CoherenceError) -> T {
+        let box: ConnectionBox
+        let taken = readers.withLock { pool -> (ConnectionBox?, Bool) in
+            if pool.isClosed { return (nil, true) }
+            return (pool.idle.popLast(), false)
+        }
+        if taken.1 {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+        }
+        if let b = taken.0 {
+            box = b
+        } else {
+            do {
+                let c = try SQLiteConnection(location: .file(url.path))
+                try c.execute("PRAGMA query_only=1")
+                box = ConnectionBox(c)
+            } catch {
+                throw Self.openError(error, path: url.path)
+            }
+        }
+        defer {
+            readers.withLock { pool in
+                if !pool.isClosed && pool.idle.count < 4 { pool.idle.append(box) }
+            }
+        }
+        guard let connection = box.connection else {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+        }
+        do {
+            return try body(connection)
+        } catch let error as CoherenceError {
+            throw error
+        } catch {
+            throw storeError(error, "Reading the store failed")
+        }
+    }
+
+    func writerConnectionForSave() throws(CoherenceError) -> SQLiteConnection {
+        guard let c = writer.connection else {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+        }
+        return c
+    }
+
+    func storeError(_ error: any Error, _ what: String) -> CoherenceError {
+        if let e = error as? CoherenceError { return e }
+        let sql = (error as? SQLiteError)?.sql
+        var e = CoherenceError(.storeOpenFailed, "\(what): \(error)", store: url.path, sql: sql)
+        e.underlyingErrors = [error as? SQLiteError ?? SQLiteError(extendedResultCode: SQLITE_ERROR, message: "\(error)")]
+        return e
+    }
+
+    /// Test hook: the writer connection's SQL trace.
+    package func setWriterTrace(_ handler: ((String) -> Void)?) {
+        writer.connection?.traceHandler = handler
+    }
+
+    // MARK: Reads
+
+    func plan(for entity: EntityDescription) -> SelectPlan {
+        let key = ObjectIdentifier(entity)
+        if let p = plans.withLock({ $0[key] }) { return p }
+        let p = generator.selectPlan(for: entity)
+        plans.withLock { $0[key] = p }
+        return p
+    }
+
+    /// Reads the current row of a statement positioned on a row.
+    @inline(__always)
+    private func readRow(_ st: SQLiteStatement, plan: SelectPlan) throws(CoherenceError) -> StoreRow {
+        let pk = st.int64(0)
+        let number = Int(st.int64(1))
+        guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
+            throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
+                                 store: url.path)
+        }
+        var values = entity.initialValues
+        for (column, slot) in mapping {
+            values[slot] = st.value(column)
+        }
+        return StoreRow(entity: entity, primaryKey: pk, version: st.int64(2), values: values)
+    }
+
+    package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
+        let plan = self.plan(for: fetch.entity)
+        let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            var rows: [StoreRow] = []
+            if let limit = fetch.limit { rows.reserveCapacity(limit) }
+            while try st.step() {
+                rows.append(try readRow(st, plan: plan))
+            }
+            return rows
+        }
+    }
+
+    package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
+        let (sql, bindings) = try generator.select(fetch, plan: nil, storeIdentifier: identifier)
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            var keys: [(primaryKey: Int64, entityNumber: Int)] = []
+            while try st.step() { keys.append((st.int64(0), Int(st.int64(1)))) }
+            return keys
+        }
+    }
+
+    package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
+        var f = fetch
+        f.sortKeys = []
+        let limit = f.limit, offset = f.offset
+        f.limit = nil
+        f.offset = 0
+        let (sql, bindings) = try generator.select(f, plan: nil, storeIdentifier: identifier, count: true)
+        let total = try withReader { c -> Int in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            return try st.step() ? Int(st.int64(0)) : 0
+        }
+        let afterOffset = max(0, total - offset)
+        return limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
+    package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
+        guard !keys.isEmpty else { return [] }
+        let plan = self.plan(for: entity.rootEntity)
+        let sql = generator.selectByKeys(entity, plan: plan)
+        let list = "[" + keys.map(String.init).joined(separator: ",") + "]"
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(list, at: 1)
+            var rows: [StoreRow] = []
+            rows.reserveCapacity(keys.count)
+            while try st.step() { rows.append(try readRow(st, plan: plan)) }
+            return rows
+        }
+    }
+
+    package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {
+        guard !sources.isEmpty else { return [:] }
+        guard let sql = generator.selectRelated(relationship) else {
+            throw CoherenceError(.invalidRequest, "Relationship '\(relationship.name)' is not stored.", property: relationship.name)
+        }
+        let list = "[" + sources.map(String.init).joined(separator: ",") + "]"
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(list, at: 1)
+            var result: RelatedKeys = [:]
+            while try st.step() {
+                result[st.int64(0), default: []].append((st.int64(1), Int(st.int64(2))))
+            }
+            return result
+        }
+    }
+
+    package func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64 {
+        let c = try writerConnectionForSave()
+        do {
+            if c.isInTransaction { return try allocate(c, entity.rootEntity, count) }
+            return try c.writeTransaction { try allocate(c, entity.rootEntity, count) }
+        } catch {
+            throw storeError(error, "Allocating primary keys failed")
+        }
+    }
+
+    private func allocate(_ c: SQLiteConnection, _ root: EntityDescription, _ count: Int) throws -> Int64 {
+        let st = try c.cachedStatement(generator.allocatePrimaryKeys)
+        defer { st.reset() }
+        st.bind(Int64(count), at: 1)
+        st.bind(Int64(root.entityNumber), at: 2)
+        guard try st.step() else {
+            throw CoherenceError(.corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: url.path)
+        }
+        return st.int64(0) - Int64(count) + 1
+    }
+}
+
+/// A connection shared between the store and the thread using it.
+final class ConnectionBox: @unchecked Sendable {
+    // @unchecked Sendable: a reader connection is used only by the thread that took it out of the
+    // pool (under the pool's lock); the writer only under the coordinator's save lock.
+    private(set) var connection: SQLiteConnection?
+    init(_ connection: SQLiteConnection) { self.connection = connection }
+    func close() { connection = nil }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// What the coordinator needs from a store. SQLite and in-memory stores implement it; a
+/// PostgreSQL store will too.
+///
+/// Saves are two-phase so that one save can span several stores: ``beginSave(_:)`` writes the
+/// change set inside an open transaction (or validates it, for the in-memory store) and
+/// reports conflicts; ``commitSave()`` or ``rollbackSave()`` ends it. The coordinator calls
+/// these under its save lock, one save at a time.
+package protocol StoreEngine: AnyObject, Sendable {
+    /// The store's UUID (kept in its metadata).
+    var identifier: UUID { get }
+    /// The model configuration the store was added for (nil: every entity).
+    var configurationName: String? { get }
+    /// The store's metadata.
+    var metadata: [String: String] { get }
+    /// A description for errors: the file path, or "in-memory <UUID>".
+    var locationDescription: String { get }
+
+    func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow]
+    func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
+    func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
+    /// Rows of an entity hierarchy by primary key (missing keys are left out).
+    func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow]
+    /// Destinations of a relationship for several source keys.
+    func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys
+    /// Reserves `count` primary keys for an entity hierarchy; returns the first.
+    func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64
+
+    func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult
+    func commitSave() throws(CoherenceError)
+    func rollbackSave()
+
+    /// Closes the store's files. Later calls fail with `.storeNotAttached`.
+    func close()
+}

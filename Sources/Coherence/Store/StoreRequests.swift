@@ -1,0 +1,125 @@
+import Foundation
+
+/// A row read from a store: the object's concrete entity, key, version and values by slot.
+package struct StoreRow: Sendable {
+    /// The concrete entity of the row.
+    package var entity: EntityDescription
+    /// The primary key.
+    package var primaryKey: Int64
+    /// The row version (optimistic locking); starts at 1 and grows by one per update.
+    package var version: Int64
+    /// Values by property slot: stored attributes and foreign keys (as the destination's key);
+    /// defaults for transient attributes; null for to-many relationships.
+    package var values: [StoredValue]
+
+    package init(entity: EntityDescription, primaryKey: Int64, version: Int64, values: [StoredValue]) {
+        self.entity = entity
+        self.primaryKey = primaryKey
+        self.version = version
+        self.values = values
+    }
+}
+
+/// A fetch as a store executes it.
+package struct StoreFetch: Sendable {
+    /// The entity fetched.
+    package var entity: EntityDescription
+    /// Whether rows of sub-entities are included.
+    package var includesSubentities: Bool = true
+    /// The filter, or nil for every row.
+    package var predicate: QueryExpression?
+    /// The ordering.
+    package var sortKeys: [SortKey] = []
+    /// The maximum number of rows (nil: no limit).
+    package var limit: Int?
+    /// Rows to skip.
+    package var offset: Int = 0
+
+    package init(entity: EntityDescription, includesSubentities: Bool = true, predicate: QueryExpression? = nil,
+                 sortKeys: [SortKey] = [], limit: Int? = nil, offset: Int = 0) {
+        self.entity = entity
+        self.includesSubentities = includesSubentities
+        self.predicate = predicate
+        self.sortKeys = sortKeys
+        self.limit = limit
+        self.offset = offset
+    }
+}
+
+/// A reference to another object in a row being written: resolved to a primary key by the
+/// store, after keys of objects inserted in the same save are allocated.
+package struct RowReference: Sendable {
+    /// The foreign-key slot.
+    package var slot: Int
+    /// The destination (nil: no destination).
+    package var target: ObjectID?
+}
+
+/// An object inserted by a save.
+package struct RowInsert: Sendable {
+    /// The object's ID (temporary, or permanent when obtained earlier).
+    package var objectID: ObjectID
+    /// Values by slot (foreign-key slots are filled from `references`).
+    package var values: [StoredValue]
+    /// Foreign keys to resolve.
+    package var references: [RowReference]
+}
+
+/// An object updated by a save.
+package struct RowUpdate: Sendable {
+    package var objectID: ObjectID
+    /// The new values by slot.
+    package var values: [StoredValue]
+    /// The slots that changed (only these are written).
+    package var changedSlots: [Int]
+    /// Foreign keys to resolve (a subset of `changedSlots`).
+    package var references: [RowReference]
+    /// The version the object was loaded at; nil writes without a version check.
+    package var expectedVersion: Int64?
+    /// The values the object was loaded with (reported in conflicts).
+    package var cachedValues: [StoredValue]?
+}
+
+/// An object deleted by a save.
+package struct RowDelete: Sendable {
+    package var objectID: ObjectID
+    /// The version the object was loaded at; nil deletes without a version check.
+    package var expectedVersion: Int64?
+    /// The object's values (reported in conflicts).
+    package var values: [StoredValue]
+}
+
+/// A change to a join table (many-to-many or to-many without inverse).
+package struct JoinChange: Sendable {
+    /// The relationship, from the side whose objects are `source`.
+    package var relationship: RelationshipDescription
+    package var source: ObjectID
+    package var destination: ObjectID
+}
+
+/// Everything one save writes to one store, applied in one transaction.
+package struct StoreChangeSet: Sendable {
+    package var inserts: [RowInsert] = []
+    package var updates: [RowUpdate] = []
+    package var deletes: [RowDelete] = []
+    package var joinInserts: [JoinChange] = []
+    package var joinDeletes: [JoinChange] = []
+
+    package init() {}
+
+    package var isEmpty: Bool {
+        inserts.isEmpty && updates.isEmpty && deletes.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty
+    }
+}
+
+/// What a store reports after writing a change set.
+package struct StoreSaveResult: Sendable {
+    /// Permanent IDs for inserted objects that had temporary IDs.
+    package var permanentIDs: [ObjectID: ObjectID] = [:]
+    /// The new row version of every inserted and updated object (by permanent ID).
+    package var versions: [ObjectID: Int64] = [:]
+    package init() {}
+}
+
+/// Destinations of a to-many (or inverse to-one) relationship, by source key.
+package typealias RelatedKeys = [Int64: [(primaryKey: Int64, entityNumber: Int)]]

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+@testable import Coherence
+
+@Suite("SQLite layer")
+struct SQLiteLayerTests {
+    @Test func opensFileInWALWithForeignKeys() throws {
+        let dir = try TemporaryDirectory()
+        let c = try SQLiteConnection(location: .file(dir.file("a.sqlite").path))
+        let mode = try c.prepare("PRAGMA journal_mode").rows { $0.string(0) }
+        #expect(mode == ["wal"])
+        let sync = try c.prepare("PRAGMA synchronous").rows { $0.int64(0) }
+        #expect(sync == [1])   // NORMAL
+        let fk = try c.prepare("PRAGMA foreign_keys").rows { $0.int64(0) }
+        #expect(fk == [1])
+    }
+
+    @Test func roundTripsEveryTypedValue() throws {
+        let c = try SQLiteConnection(location: .memory)
+        try c.execute("CREATE TABLE t (v)")
+        let insert = try c.prepare("INSERT INTO t (v) VALUES (?)")
+        let select = try c.prepare("SELECT v FROM t")
+        func roundTrip<T: PersistentValue & Equatable>(_ value: T) throws -> T {
+            try c.execute("DELETE FROM t")
+            insert.bind(value, at: 1)
+            try insert.execute()
+            defer { select.reset() }
+            #expect(try select.step())
+            return try select.decode(T.self, at: 0)
+        }
+        #expect(try roundTrip(Int.max) == Int.max)
+        #expect(try roundTrip(Int.min) == Int.min)
+        #expect(try roundTrip(Int16.min) == Int16.min)
+        #expect(try roundTrip(Int32.max) == Int32.max)
+        #expect(try roundTrip(Int64.min) == Int64.min)
+        #expect(try roundTrip(Double.pi) == Double.pi)
+        #expect(try roundTrip(-Double.greatestFiniteMagnitude) == -Double.greatestFiniteMagnitude)
+        #expect(try roundTrip(Float(1.5e-30)) == Float(1.5e-30))
+        #expect(try roundTrip(true) == true)
+        #expect(try roundTrip("héllo wörld 🌍 \u{0}nul") == "héllo wörld 🌍 \u{0}nul")
+        #expect(try roundTrip("") == "")
+        #expect(try roundTrip(Data([0, 1, 2, 255])) == Data([0, 1, 2, 255]))
+        let date = Date(timeIntervalSinceReferenceDate: 123_456_789.123_456)
+        #expect(try roundTrip(date) == date)
+        let uuid = UUID()
+        #expect(try roundTrip(uuid) == uuid)
+        let url = try #require(URL(string: "https://example.com/a%20b?q=1#x"))
+        #expect(try roundTrip(url) == url)
+        let decimal = try #require(Decimal(string: "12345678901234567890.123456789012345678"))
+        #expect(try roundTrip(decimal) == decimal)
+        let small = try #require(Decimal(string: "-0.000000000000000000000000000001"))
+        #expect(try roundTrip(small) == small)
+        #expect(try roundTrip(Optional<Int>.none) == nil)
+    }
+
+    @Test func decodingTheWrongTypeThrows() throws {
+        let c = try SQLiteConnection(location: .memory)
+        let st = try c.prepare("SELECT 'text'")
+        #expect(try st.step())
+        #expect(throws: SQLiteError.self) { try st.decode(Int.self, at: 0) }
+    }
+
+    @Test func statementCacheReusesStatements() throws {
+        let c = try SQLiteConnection(location: .memory)
+        let a = try c.cachedStatement("SELECT 1")
+        let b = try c.cachedStatement("SELECT 1")
+        #expect(a === b)
+        #expect(c.cachedStatementCount >= 1)
+    }
+
+    @Test func writeTransactionRollsBackOnError() throws {
+        let c = try SQLiteConnection(location: .memory)
+        try c.execute("CREATE TABLE t (v INTEGER UNIQUE)")
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try c.writeTransaction {
+                try c.execute("INSERT INTO t VALUES (1)")
+                throw Boom()
+            }
+        }
+        let count = try c.prepare("SELECT count(*) FROM t").rows { $0.int64(0) }
+        #expect(count == [0])
+        #expect(!c.isInTransaction)
+        var traced: [String] = []
+        c.traceHandler = { traced.append($0) }
+        try c.writeTransaction { try c.execute("INSERT INTO t VALUES (2)") }
+        #expect(traced.first == "BEGIN IMMEDIATE")
+        #expect(traced.last == "COMMIT")
+    }
+
+    @Test func errorsCarryCodesAndSQLButNotValues() throws {
+        let c = try SQLiteConnection(location: .memory)
+        try c.execute("CREATE TABLE t (v TEXT UNIQUE)")
+        let insert = try c.prepare("INSERT INTO t (v) VALUES (?)")
+        insert.bind("secret-value", at: 1)
+        try insert.execute()
+        insert.bind("secret-value", at: 1)
+        do {
+            try insert.execute()
+            Issue.record("expected a constraint error")
+        } catch {
+            #expect(error.resultCode == SQLiteError.constraint)
+            #expect(error.isUniqueConstraintViolation)
+            #expect(error.sql == "INSERT INTO t (v) VALUES (?)")
+            #expect(!error.description.contains("secret-value"))
+            #expect(error.description.contains("INSERT INTO t"))
+        }
+    }
+
+    @Test func decimalCollationComparesNumerically() throws {
+        let c = try SQLiteConnection(location: .memory)
+        try c.execute("CREATE TABLE t (d TEXT COLLATE COHERENCE_DECIMAL)")
+        for v in ["10", "9.5", "-1", "100.25", "2"] { try c.execute("INSERT INTO t VALUES ('\(v)')") }
+        let sorted = try c.prepare("SELECT d FROM t ORDER BY d").rows { $0.string(0) }
+        #expect(sorted == ["-1", "2", "9.5", "10", "100.25"])
+        let bigger = try c.prepare("SELECT d FROM t WHERE d > '9.75' ORDER BY d").rows { $0.string(0) }
+        #expect(bigger == ["10", "100.25"])
+    }
+}
