@@ -21,6 +21,8 @@ public final class PersistentStoreCoordinator: Sendable {
     public let managedObjectModel: ManagedObjectModel
     /// Snapshots of rows by object ID.
     package let rowCache = RowCache()
+    /// The root contexts using this coordinator (for automatic merges).
+    let contextRegistry = ContextRegistry()
     private let stores = Mutex<[PersistentStore]>([])
     /// Serializes saves (and key allocation) across contexts.
     private let saveLock = Mutex<Void>(())
@@ -371,7 +373,19 @@ public final class PersistentStoreCoordinator: Sendable {
         rowCache.remove(changes.deletes.map(\.objectID))
         for u in changes.updates {
             guard let v = result.versions[u.objectID] else { continue }
-            rowCache.store(.init(values: u.values, version: v), for: u.objectID)
+            var values = u.values
+            var resolvable = true
+            for r in u.references {
+                guard let target = r.target else { values[r.slot] = .null; continue }
+                let id = result.permanentIDs[target] ?? target
+                if id.isTemporaryID { resolvable = false; break }
+                values[r.slot] = .integer(id.primaryKey)
+            }
+            if resolvable {
+                rowCache.store(.init(values: values, version: v), for: u.objectID)
+            } else {
+                rowCache.remove([u.objectID])
+            }
         }
     }
 

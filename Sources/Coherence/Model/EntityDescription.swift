@@ -141,6 +141,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// The properties kept in a store's row: attributes and foreign-key relationships that are
     /// not transient.
     package internal(set) var storedProperties: [PropertyDescription] = []
+    /// Stored to-one relationships (foreign keys) in property order; inherited ones keep their
+    /// position in every sub-entity.
+    package internal(set) var foreignKeyRelationships: [RelationshipDescription] = []
     /// The values of a new object, computed when the model loads.
     package internal(set) var _initialValues: [StoredValue]?
 }

@@ -250,6 +250,10 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 r.storage = storage(of: r, in: e)
             }
         }
+        for e in entities.sorted(by: { depth($0) < depth($1) }) {
+            e.foreignKeyRelationships = e.relationships.filter { $0.hasForeignKey && !$0.isTransient }
+            for (i, r) in e.foreignKeyRelationships.enumerated() where r.entity === e { r.fkOrdinal = i }
+        }
         for e in entities {
             e.storedProperties = e.properties.filter { p in
                 if p.isTransient { return false }

@@ -165,6 +165,8 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public internal(set) var destinationEntity: EntityDescription?
     /// The inverse relationship (set when the model loads).
     public internal(set) weak var inverseRelationship: RelationshipDescription?
+    /// The index of this relationship in `entity.foreignKeyRelationships` (foreign keys only).
+    package internal(set) var fkOrdinal: Int = -1
     /// How the relationship is stored (decided when the model loads).
     package internal(set) var storage: RelationshipStorage = .foreignKey
 

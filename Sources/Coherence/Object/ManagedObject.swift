@@ -27,10 +27,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     package final var _objectID: ObjectID?
     /// Non-nil only on probe objects used to resolve key paths.
     package final var _probe: KeyPathProbe.Recorder?
-    /// Relationship destinations by slot (loaded or set).
-    package final var _relationshipObjects: [Int: [ManagedObject]]?
+    /// Relationship state by slot (to-one overrides and to-many contents); nil until used.
+    package final var _relations: [Int: RelationState]?
+    /// The context the object is registered in.
+    package final weak var _context: ManagedObjectContext?
+    /// Lifecycle flags.
+    package final var _flags: ObjectFlags = []
+    /// The row version the object was loaded at (0: never saved).
+    package final var _version: Int64 = 0
+    /// Values at load or last save (nil for new objects).
+    package final var _committed: [StoredValue]?
+    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`.
+    package final var _committedToOne: [ObjectID?] = []
+    /// The fetch result this object came with (for batched relationship loading).
+    package final var _group: FetchGroup?
 
     /// Creates an object of `entity` with the entity's default values, not yet in any context.
+    /// Insert it with ``ManagedObjectContext/insert(_:)``, or use ``init(context:)``.
     ///
     /// Subclasses inherit this initializer; if a subclass declares its own designated
     /// initializer it must also provide this one.
@@ -53,6 +66,25 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The `userInfo` of the reflected entity.
     open class var entityUserInfo: [String: any Sendable] { [:] }
 
+    // MARK: Lifecycle hooks
+
+    /// Called once when the object is inserted into a context. Set initial values here.
+    open func awakeFromInsert() {}
+    /// Called when a fetched object's values are first filled in.
+    open func awakeFromFetch() {}
+    /// Called before the object is saved (inserted, updated or deleted). Changes made here are saved.
+    open func willSave() {}
+    /// Called after the object was saved.
+    open func didSave() {}
+    /// Called when the object is about to be deleted, before delete rules apply.
+    open func prepareForDeletion() {}
+    /// Validates an inserted object at save; throw to refuse the save.
+    open func validateForInsert() throws {}
+    /// Validates an updated object at save; throw to refuse the save.
+    open func validateForUpdate() throws {}
+    /// Validates a deleted object at save; throw to refuse the save.
+    open func validateForDelete() throws {}
+
     // MARK: Identity
 
     /// The object's ID: temporary until the object is saved.
@@ -67,24 +99,47 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     open var description: String {
+        if _flags.contains(.fault) { return "<\(entity.name) \(objectID) fault>" }
         let props = entity.attributes.map { a -> String in "\(a.name)=\(_values[a.slot])" }
         return "<\(entity.name) \(objectID) \(props.joined(separator: " "))>"
     }
 
     // MARK: Raw value access
 
-    /// The stored value at a property slot.
+    /// The stored value at a property slot (fires the fault first).
     @inline(__always)
     package final func _storedValue(at slot: Int) -> StoredValue {
-        _values[slot]
+        _willAccess()
+        return _values[slot]
     }
 
     /// Sets the stored value at a property slot. Setting the value a property already has does
     /// not mark the object changed.
     @inline(__always)
     package final func _setStoredValue(_ value: StoredValue, at slot: Int) {
+        _willAccess()
         if _values[slot] == value { return }
         _values[slot] = value
+        _didChange()
+    }
+
+    /// Checks the executor (debug builds) and fires the fault.
+    @inline(__always)
+    package final func _willAccess() {
+        #if DEBUG
+        if let context = _context { context.assertOnExecutor(touching: self) }
+        #endif
+        if _flags.contains(.fault) { _fireFault() }
+    }
+
+    /// Tells the context the object changed.
+    @inline(__always)
+    package final func _didChange() {
+        if let context = _context, !_flags.contains(.inserted), !_flags.contains(.deleted) {
+            context._noteUpdated(self)
+        } else if let context = _context {
+            context._noteChanged()
+        }
     }
 
     // MARK: Dynamic access

@@ -113,15 +113,3 @@ extension Relationship: ReflectedProperty {
     var isIndexed: Bool { false }
 }
 
-extension ManagedObject {
-    /// The destinations of the relationship at `slot`.
-    package func _relatedObjects(at slot: Int) -> [ManagedObject] {
-        _relationshipObjects?[slot] ?? []
-    }
-
-    /// Replaces the destinations of the relationship at `slot`.
-    package func _setRelatedObjects(_ objects: [ManagedObject], at slot: Int) {
-        if _relationshipObjects == nil { _relationshipObjects = [:] }
-        _relationshipObjects?[slot] = objects
-    }
-}

@@ -1,0 +1,11 @@
+/// The objects of one fetch result. When a relationship fault fires on one of them, the
+/// relationship is loaded for all of them in one query (so walking 100,000 fetched objects
+/// issues one query per relationship, not 100,000).
+package final class FetchGroup {
+    /// The objects, in fetch order.
+    package var objects: [ManagedObject]
+    /// Relationship slots already loaded for the whole group.
+    package var loadedSlots: Set<Int> = []
+
+    init(objects: [ManagedObject]) { self.objects = objects }
+}

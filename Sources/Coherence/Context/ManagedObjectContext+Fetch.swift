@@ -1,0 +1,185 @@
+import Dispatch
+import Foundation
+
+extension ManagedObjectContext {
+    /// The objects a request matches.
+    ///
+    /// Unsaved changes are included (``FetchRequest/includesPendingChanges``): inserted objects
+    /// that match are returned, deleted ones are not, and updated ones are matched on their
+    /// current values, with the same predicate evaluated in memory.
+    ///
+    /// ```swift
+    /// let adults = try context.fetch(FetchRequest<Person>(predicate: #Predicate { $0.age >= 18 }))
+    /// ```
+    public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [T] {
+        assertOnExecutor()
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        let objects = try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges,
+                                       asFaults: request.returnsObjectsAsFaults,
+                                       prefetching: request.relationshipKeyPathsForPrefetching)
+        if fetch.entity.managedObjectClass is T.Type {
+            return objects.map { unsafeDowncast($0, to: T.self) }
+        }
+        return objects.compactMap { $0 as? T }
+    }
+
+    /// The IDs of the objects a request matches (unsaved changes included).
+    public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
+        assertOnExecutor()
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        if !request.includesPendingChanges || pendingObjects(for: fetch).isEmpty, parent == nil {
+            return try persistentStoreCoordinator.fetchObjectIDs(request)
+        }
+        return try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges, asFaults: true, prefetching: []).map(\.objectID)
+    }
+
+    /// The number of objects a request matches (unsaved changes included).
+    public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
+        assertOnExecutor()
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        if !request.includesPendingChanges || pendingObjects(for: fetch).isEmpty {
+            let start = DispatchTime.now().uptimeNanoseconds
+            defer { statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+            return try source.sourceCount(fetch)
+        }
+        return try fetchObjects(fetch, includesPendingChanges: true, asFaults: true, prefetching: []).count
+    }
+
+    /// Objects with unsaved changes that could affect a fetch of `fetch.entity`.
+    func pendingObjects(for fetch: StoreFetch) -> [ManagedObject] {
+        if insertedList.isEmpty && deletedList.isEmpty && updatedCandidates.isEmpty { return [] }
+        func relevant(_ o: ManagedObject) -> Bool {
+            fetch.includesSubentities ? o.entity.isKindOf(fetch.entity) : o.entity === fetch.entity
+        }
+        return insertedList.filter(relevant) + deletedList.filter(relevant) + updatedCandidates.values.filter(relevant)
+    }
+
+    /// Runs a compiled fetch and returns registered objects.
+    func fetchObjects(_ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
+                      prefetching: [String]) throws(CoherenceError) -> [ManagedObject] {
+        let pending = includesPendingChanges ? pendingObjects(for: fetch) : []
+        var storeFetch = fetch
+        if !pending.isEmpty {
+            storeFetch.limit = nil
+            storeFetch.offset = 0
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let snapshots = try source.sourceFetch(storeFetch)
+        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        statistics.fetchedRows += snapshots.count
+
+        let group = FetchGroup(objects: [])
+        var results: [ManagedObject] = []
+        results.reserveCapacity(snapshots.count)
+        for s in snapshots {
+            if let o = registered[s.id] {
+                if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+                    o._install(s, asFault: asFaults)
+                    if !asFaults { o.awakeFromFetch() }
+                }
+                if o._group == nil { o._group = group }
+                results.append(o)
+            } else {
+                let o = materialize(s, asFault: asFaults, group: group)
+                if !asFaults { o.awakeFromFetch() }
+                results.append(o)
+            }
+        }
+        group.objects = results
+
+        if !pending.isEmpty {
+            results = mergePending(results, pending: pending, fetch: fetch)
+        }
+        for name in prefetching {
+            guard let r = fetch.entity.relationshipsByName[name], let first = results.first(where: { $0._group === group }) else { continue }
+            _ = first._relatedObjects(at: r.slot)
+        }
+        return results
+    }
+
+    /// Applies unsaved changes to store results: drops deleted objects, re-matches changed ones,
+    /// adds matching inserted ones, then sorts and limits in memory.
+    private func mergePending(_ stored: [ManagedObject], pending: [ManagedObject], fetch: StoreFetch) -> [ManagedObject] {
+        let predicate = fetch.predicate
+        func matches(_ o: ManagedObject) -> Bool { predicate.map { QueryEvaluator.matches($0, row: o) } ?? true }
+        let changed = Set(pending.map(ObjectIdentifier.init))
+        var results = stored.filter { o in
+            !o.isDeleted && (!changed.contains(ObjectIdentifier(o)) || matches(o))
+        }
+        var seen = Set(results.map(ObjectIdentifier.init))
+        for o in pending where !o.isDeleted && !seen.contains(ObjectIdentifier(o)) && matches(o) {
+            results.append(o)
+            seen.insert(ObjectIdentifier(o))
+        }
+        if !fetch.sortKeys.isEmpty {
+            let keys = fetch.sortKeys
+            results = results.enumerated().sorted { a, b in
+                if QueryEvaluator.areInIncreasingOrder(a.element, b.element, keys: keys) { return true }
+                if QueryEvaluator.areInIncreasingOrder(b.element, a.element, keys: keys) { return false }
+                return a.offset < b.offset
+            }.map(\.element)
+        }
+        if fetch.offset > 0 { results = Array(results.dropFirst(fetch.offset)) }
+        if let limit = fetch.limit, results.count > limit { results = Array(results.prefix(limit)) }
+        return results
+    }
+
+    /// A snapshot of an object's current state (for a child context).
+    func currentSnapshot(_ o: ManagedObject) -> ObjectSnapshot {
+        o._willAccess()
+        let toOne = o.entity.foreignKeyRelationships.map { o._currentToOneID($0) }
+        return ObjectSnapshot(id: o.objectID, values: o._values, version: o._version, toOne: toOne)
+    }
+}
+
+/// A parent context seen as the source of a child context: the child's reads go through the
+/// parent's executor and see its unsaved changes.
+final class ParentSource: ContextSource, @unchecked Sendable {
+    // @unchecked Sendable: holds only the parent context, which is Sendable; all reads happen
+    // inside the parent's performAndWait.
+    let parent: ManagedObjectContext
+
+    init(parent: ManagedObjectContext) { self.parent = parent }
+
+    func sourceFetch(_ fetch: StoreFetch) throws(CoherenceError) -> [ObjectSnapshot] {
+        let parent = self.parent
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectSnapshot] in
+            let objects = try parent.fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: [])
+            return objects.map { parent.currentSnapshot($0) }
+        }
+    }
+
+    func sourceCount(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
+        let parent = self.parent
+        return try parent.performAndWait { () throws(CoherenceError) -> Int in
+            if parent.pendingObjects(for: fetch).isEmpty { return try parent.source.sourceCount(fetch) }
+            return try parent.fetchObjects(fetch, includesPendingChanges: true, asFaults: true, prefetching: []).count
+        }
+    }
+
+    func sourceSnapshots(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: ObjectSnapshot] {
+        let parent = self.parent
+        return parent.performAndWait {
+            var result: [ObjectID: ObjectSnapshot] = [:]
+            for id in ids {
+                let o = parent._object(for: id)
+                o._willAccess()
+                if o.isDeleted || o._flags.contains(.inaccessible) { continue }
+                result[id] = parent.currentSnapshot(o)
+            }
+            return result
+        }
+    }
+
+    func sourceRelated(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
+        let parent = self.parent
+        return parent.performAndWait {
+            var result: [ObjectID: [ObjectID]] = [:]
+            for id in ids {
+                let o = parent._object(for: id)
+                result[id] = o._relatedObjects(at: relationship.slot).filter { !$0.isDeleted }.map(\.objectID)
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,432 @@
+import Dispatch
+import Foundation
+
+extension ManagedObjectContext {
+    /// Saves the context's changes: to the stores (one transaction per store), or into the
+    /// parent context for a child.
+    ///
+    /// In order: pending changes are processed (ObjectsDidChange), every changed object is
+    /// validated (all failures are reported together in one `.validation` error), `willSave()`
+    /// is called and WillSave posted, conflicts are detected and resolved with the
+    /// ``mergePolicy``, the changes are written atomically, `didSave()` is called and DidSave
+    /// posted. A save that fails leaves the stores as they were and the context's changes in
+    /// place, so you can fix them and save again.
+    public func save() throws(CoherenceError) {
+        assertOnExecutor()
+        guard !isSaving else {
+            throw CoherenceError(.invalidRequest, "save() was called while the context '\(name ?? "unnamed")' is already saving (from willSave or an observer?).")
+        }
+        isSaving = true
+        defer { isSaving = false }
+        processPendingChanges()
+        guard hasChanges else { return }
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+
+        try validateChanges()
+        let changing = insertedList + updatedCandidates.values.filter { $0.isUpdated } + deletedList
+        for o in changing { o.willSave() }
+        var willSave = ContextEvent(kind: .willSave, contextName: name)
+        willSave.inserted = Set(insertedList.map(\.objectID))
+        willSave.updated = Set(updatedCandidates.values.filter { $0.isUpdated }.map(\.objectID))
+        willSave.deleted = Set(deletedList.map(\.objectID))
+        NotificationCenter.default.post(name: Self.willSaveNotification, object: self, userInfo: willSave.idUserInfo)
+        broadcaster.yield(willSave)
+        pendingChanges = PendingChanges()   // changes made by willSave are part of this save
+
+        let saved: SavedObjects
+        if let parent {
+            saved = try pushToParent(parent)
+        } else {
+            saved = try saveToStores()
+        }
+        finishSave(saved)
+    }
+
+    /// What a successful save wrote.
+    struct SavedObjects {
+        var inserted: [ManagedObject] = []
+        var updated: [ManagedObject] = []
+        var deleted: [ManagedObject] = []
+        var permanentIDs: [ObjectID: ObjectID] = [:]
+    }
+
+    // MARK: Validation
+
+    /// Validates every changed object; throws one error listing every failure.
+    func validateChanges() throws(CoherenceError) {
+        var failures: [CoherenceError] = []
+        for o in insertedList {
+            failures += validateProperties(o)
+            do { try o.validateForInsert() } catch { failures.append(Self.wrap(error, o)) }
+        }
+        for o in updatedCandidates.values where o.isUpdated {
+            failures += validateProperties(o)
+            do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
+        }
+        for o in deletedList {
+            for r in o.entity.relationships where r.deleteRule == .deny && !r.isTransient {
+                let remaining = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }
+                if !remaining.isEmpty {
+                    failures.append(CoherenceError(.deleteDenied,
+                                                   "\(o.entity.name) \(o.objectID) cannot be deleted: relationship '\(r.name)' (delete rule deny) still has \(remaining.count) object(s).",
+                                                   entity: o.entity.name, property: r.name, objectID: o.objectID))
+                }
+            }
+            do { try o.validateForDelete() } catch { failures.append(Self.wrap(error, o)) }
+        }
+        guard !failures.isEmpty else { return }
+        let summary = failures.prefix(3).map(\.message).joined(separator: "; ")
+        var error = CoherenceError(.validation, "The save failed validation with \(failures.count) error(s): \(summary)\(failures.count > 3 ? "; …" : "")")
+        error.underlyingErrors = failures
+        throw error
+    }
+
+    private static func wrap(_ error: any Error, _ o: ManagedObject) -> CoherenceError {
+        if let e = error as? CoherenceError { return e }
+        return CoherenceError(.validation, "\(o.entity.name) \(o.objectID): \(error)", entity: o.entity.name, objectID: o.objectID)
+    }
+
+    /// Checks required values, ranges, lengths, patterns and relationship counts.
+    func validateProperties(_ o: ManagedObject) -> [CoherenceError] {
+        var failures: [CoherenceError] = []
+        func fail(_ p: PropertyDescription, _ message: String) {
+            failures.append(CoherenceError(.validation, "\(o.entity.name).\(p.name) \(message)", entity: o.entity.name,
+                                           property: p.name, objectID: o.objectID))
+        }
+        o._willAccess()
+        for a in o.entity.attributes where !a.isTransient {
+            let v = o._values[a.slot]
+            if v.isNull {
+                if !a.isOptional { fail(a, "is required") }
+                continue
+            }
+            let rules = a.validation
+            if rules.isEmpty { continue }
+            if rules.minimum != nil || rules.maximum != nil {
+                let number: Double?
+                switch v {
+                case .integer(let i): number = Double(i)
+                case .real(let d): number = d
+                case .text(let t) where a.type == .decimal: number = DecimalText.parse(t).map { NSDecimalNumber(decimal: $0).doubleValue }
+                default: number = nil
+                }
+                if let n = number {
+                    if let min = rules.minimum, n < min { fail(a, "is \(n), below the minimum \(min)") }
+                    if let max = rules.maximum, n > max { fail(a, "is \(n), above the maximum \(max)") }
+                }
+            }
+            if rules.minLength != nil || rules.maxLength != nil {
+                let length: Int?
+                switch v {
+                case .text(let t): length = t.count
+                case .blob(let d): length = d.count
+                default: length = nil
+                }
+                if let n = length {
+                    if let min = rules.minLength, n < min { fail(a, "has length \(n), shorter than \(min)") }
+                    if let max = rules.maxLength, n > max { fail(a, "has length \(n), longer than \(max)") }
+                }
+            }
+            if let regex = a.compiledRegex, case .text(let t) = v {
+                let range = NSRange(t.startIndex..<t.endIndex, in: t)
+                let match = regex.firstMatch(in: t, options: [.anchored], range: range)
+                if match?.range != range { fail(a, "does not match the pattern \(rules.regularExpression ?? "")") }
+            }
+        }
+        for r in o.entity.relationships where !r.isTransient {
+            if r.isToMany {
+                guard r.minCount > 0 || r.maxCount > 0 else { continue }
+                let n = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }.count
+                if r.minCount > 0 && n < r.minCount { fail(r, "has \(n) object(s), fewer than the minimum \(r.minCount)") }
+                if r.maxCount > 0 && n > r.maxCount { fail(r, "has \(n) object(s), more than the maximum \(r.maxCount)") }
+            } else if !r.isOptional {
+                if o._toOne(r) == nil { fail(r, "is required") }
+            }
+        }
+        return failures
+    }
+
+    // MARK: Saving to stores
+
+    /// Builds the change set for the current changes.
+    func buildChangeSet() -> StoreChangeSet {
+        var changes = StoreChangeSet()
+        changes.inserts.reserveCapacity(insertedList.count)
+        for o in insertedList {
+            let references = o.entity.foreignKeyRelationships.map { RowReference(slot: $0.slot, target: o._currentToOneID($0)) }
+            changes.inserts.append(RowInsert(objectID: o.objectID, values: o._values, references: references))
+            appendJoinChanges(o, into: &changes)
+        }
+        for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
+            var slots: [Int] = []
+            var references: [RowReference] = []
+            if let committed = o._committed {
+                for p in o.entity.storedProperties {
+                    if let r = p as? RelationshipDescription {
+                        let current = o._currentToOneID(r)
+                        let old = r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil
+                        if current != old || committed[r.slot] == .null && o._committedToOne.isEmpty && current != nil {
+                            slots.append(r.slot)
+                            references.append(RowReference(slot: r.slot, target: current))
+                        }
+                    } else if o._values[p.slot] != committed[p.slot] {
+                        slots.append(p.slot)
+                    }
+                }
+            }
+            appendJoinChanges(o, into: &changes)
+            guard !slots.isEmpty else { continue }
+            changes.updates.append(RowUpdate(objectID: o.objectID, values: o._values, changedSlots: slots, references: references,
+                                             expectedVersion: o._version, cachedValues: o._committed))
+        }
+        for o in deletedList where !o.objectID.isTemporaryID {
+            changes.deletes.append(RowDelete(objectID: o.objectID, expectedVersion: o._version, values: o._values))
+        }
+        return changes
+    }
+
+    /// Join-table changes of an object's to-many relationships (from the owning side only).
+    private func appendJoinChanges(_ o: ManagedObject, into changes: inout StoreChangeSet) {
+        guard let relations = o._relations else { return }
+        for (slot, state) in relations {
+            guard case .toMany(let m) = state, let r = o.entity.properties[slot] as? RelationshipDescription,
+                  case .joinTable(_, let sourceIsFirst) = r.storage, sourceIsFirst else { continue }
+            if let objects = m.objects {
+                let current = Set(objects.filter { !$0.isDeleted }.map(\.objectID))
+                let committed = Set(m.committed ?? [])
+                for d in current.subtracting(committed) { changes.joinInserts.append(JoinChange(relationship: r, source: o.objectID, destination: d)) }
+                for d in committed.subtracting(current) { changes.joinDeletes.append(JoinChange(relationship: r, source: o.objectID, destination: d)) }
+            } else {
+                for d in m.pendingAdds where !d.isDeleted {
+                    changes.joinInserts.append(JoinChange(relationship: r, source: o.objectID, destination: d.objectID))
+                }
+                for d in registeredObjects(m.pendingRemoves) {
+                    changes.joinDeletes.append(JoinChange(relationship: r, source: o.objectID, destination: d.objectID))
+                }
+            }
+        }
+    }
+
+    private func registeredObjects(_ keys: Set<ObjectIdentifier>) -> [ManagedObject] {
+        guard !keys.isEmpty else { return [] }
+        return registered.values.filter { keys.contains(ObjectIdentifier($0)) }
+    }
+
+    /// Writes to the stores, resolving conflicts with the merge policy (a few rounds at most).
+    func saveToStores() throws(CoherenceError) -> SavedObjects {
+        var round = 0
+        while true {
+            let changes = buildChangeSet()
+            do throws(CoherenceError) {
+                let result = try persistentStoreCoordinator.save(changes)
+                return applyStoreResult(result, changes: changes)
+            } catch {
+                guard error.code == .conflict, !error.conflicts.isEmpty, round < 4 else { throw error }
+                round += 1
+                do {
+                    try mergePolicy.resolve(conflicts: error.conflicts, in: self)
+                } catch let e as CoherenceError {
+                    throw e
+                } catch {
+                    var e = CoherenceError(.conflict, "The merge policy failed: \(error)")
+                    e.conflicts = error is CoherenceError ? [] : []
+                    throw e
+                }
+            }
+        }
+    }
+
+    /// Updates objects after a successful store save.
+    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet) -> SavedObjects {
+        var saved = SavedObjects()
+        saved.permanentIDs = result.permanentIDs
+        saved.inserted = insertedList
+        saved.deleted = deletedList
+        for o in insertedList {
+            if let id = result.permanentIDs[o.objectID] { rekey(o, to: id) }
+        }
+        let writtenUpdates = Set(changes.updates.map(\.objectID))
+        for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
+            if writtenUpdates.contains(o.objectID) || o._hasRelationshipChanges { saved.updated.append(o) }
+        }
+        for o in insertedList + updatedCandidates.values where !o.isDeleted {
+            o._flags.remove(.inserted)
+            if let v = result.versions[o.objectID] { o._version = v }
+            commit(o)
+        }
+        for o in deletedList {
+            registered[o.objectID] = nil
+            o._context = nil
+            o._group = nil
+        }
+        statistics.inserts += changes.inserts.count
+        statistics.updates += changes.updates.count
+        statistics.deletes += changes.deletes.count
+        return saved
+    }
+
+    /// Makes an object's current state its committed state.
+    func commit(_ o: ManagedObject) {
+        o._committedToOne = o.entity.foreignKeyRelationships.map { o._currentToOneID($0) }
+        // Keep foreign-key slots equal to the stored keys (row snapshots carry them).
+        for (r, id) in zip(o.entity.foreignKeyRelationships, o._committedToOne) {
+            o._values[r.slot] = id.map { $0.isTemporaryID ? .null : .integer($0.primaryKey) } ?? .null
+        }
+        o._committed = o._values
+        if let relations = o._relations {
+            var kept: [Int: RelationState] = [:]
+            for (slot, state) in relations {
+                if case .toMany(let m) = state, let objects = m.objects {
+                    m.committed = objects.filter { !$0.isDeleted }.map(\.objectID)
+                    m.objects = objects.filter { !$0.isDeleted }
+                    kept[slot] = state
+                } else if case .toMany(let m) = state {
+                    // Still a fault: forget the pending edits, they are saved now.
+                    m.pendingAdds = []
+                    m.pendingRemoves = []
+                    kept[slot] = state
+                }
+                // To-one states are now in _committedToOne.
+            }
+            o._relations = kept.isEmpty ? nil : kept
+        }
+    }
+
+    /// Clears change tracking after a save and posts DidSave.
+    func finishSave(_ saved: SavedObjects) {
+        insertedList = []
+        insertedSet = []
+        updatedCandidates = [:]
+        deletedList = []
+        deletedSet = []
+        pendingChanges = PendingChanges()
+        for o in saved.inserted + saved.updated + saved.deleted { o.didSave() }
+        for o in saved.deleted { o._flags = [] }
+
+        var event = ContextEvent(kind: .didSave, contextName: name)
+        event.transactionAuthor = transactionAuthor
+        event.inserted = Set(saved.inserted.map(\.objectID))
+        event.updated = Set(saved.updated.map(\.objectID))
+        event.deleted = Set(saved.deleted.map(\.objectID))
+        event.permanentIDs = saved.permanentIDs
+        var info = event.idUserInfo
+        info[NotificationKey.insertedObjects] = Set(saved.inserted)
+        info[NotificationKey.updatedObjects] = Set(saved.updated)
+        info[NotificationKey.deletedObjects] = Set(saved.deleted)
+        NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
+        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: event.idUserInfo)
+        broadcaster.yield(event)
+        propagateSave(event)
+    }
+
+    // MARK: Saving into a parent
+
+    /// One object's changes, as handed to the parent (Sendable: IDs and values only).
+    struct PushedObject: Sendable {
+        enum Kind: Sendable { case insert, update, delete }
+        var kind: Kind
+        var id: ObjectID
+        var values: [StoredValue]
+        var changedSlots: [Int]
+        var toOne: [(slot: Int, target: ObjectID?)]
+        var toMany: [(slot: Int, targets: [ObjectID])]
+    }
+
+    /// Pushes the changes into the parent's memory (on the parent's executor).
+    func pushToParent(_ parent: ManagedObjectContext) throws(CoherenceError) -> SavedObjects {
+        var pushed: [PushedObject] = []
+        var saved = SavedObjects()
+        func relationships(_ o: ManagedObject) -> ([(slot: Int, target: ObjectID?)], [(slot: Int, targets: [ObjectID])]) {
+            var toOne: [(slot: Int, target: ObjectID?)] = []
+            var toMany: [(slot: Int, targets: [ObjectID])] = []
+            guard let relations = o._relations else { return ([], []) }
+            for (slot, state) in relations {
+                switch state {
+                case .toOne(let t): toOne.append((slot, t?.objectID))
+                case .toMany(let m):
+                    if m.objects != nil || !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty {
+                        guard let r = o.entity.properties[slot] as? RelationshipDescription else { continue }
+                        toMany.append((slot, o._toMany(r).filter { !$0.isDeleted }.map(\.objectID)))
+                    }
+                }
+            }
+            return (toOne, toMany)
+        }
+        for o in insertedList {
+            let (toOne, toMany) = relationships(o)
+            pushed.append(PushedObject(kind: .insert, id: o.objectID, values: o._values,
+                                       changedSlots: o.entity.attributes.map(\.slot), toOne: toOne, toMany: toMany))
+            saved.inserted.append(o)
+        }
+        for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
+            let (toOne, toMany) = relationships(o)
+            let slots = Array(changedSlots(o).keys)
+            guard !slots.isEmpty || !toOne.isEmpty || !toMany.isEmpty else { continue }
+            pushed.append(PushedObject(kind: .update, id: o.objectID, values: o._values, changedSlots: slots,
+                                       toOne: toOne, toMany: toMany))
+            saved.updated.append(o)
+        }
+        for o in deletedList {
+            pushed.append(PushedObject(kind: .delete, id: o.objectID, values: [], changedSlots: [], toOne: [], toMany: []))
+            saved.deleted.append(o)
+        }
+        let childName = name
+        let event = parent.performAndWait { parent.applyPushed(pushed, from: childName) }
+        for o in insertedList + updatedCandidates.values where !o.isDeleted {
+            o._flags.remove(.inserted)
+            commit(o)
+        }
+        for o in deletedList {
+            registered[o.objectID] = nil
+            o._context = nil
+        }
+        statistics.inserts += saved.inserted.count
+        statistics.updates += saved.updated.count
+        statistics.deletes += saved.deleted.count
+        _ = event
+        return saved
+    }
+
+    /// Applies a child's pushed changes (on this context's executor).
+    func applyPushed(_ pushed: [PushedObject], from child: String?) -> ContextEvent {
+        var objects: [ObjectID: ManagedObject] = [:]
+        for p in pushed where p.kind == .insert {
+            let o = p.id.entity.managedObjectClass.init(entity: p.id.entity)
+            o._objectID = p.id
+            o._context = self
+            o._flags = [.inserted]
+            o._values = p.values
+            registered[p.id] = o
+            insertedList.append(o)
+            insertedSet.insert(ObjectIdentifier(o))
+            pendingChanges.inserted[ObjectIdentifier(o)] = o
+            objects[p.id] = o
+        }
+        for p in pushed where p.kind == .update {
+            let o = _object(for: p.id)
+            for slot in p.changedSlots { o._setStoredValue(p.values[slot], at: slot) }
+            objects[p.id] = o
+        }
+        for p in pushed where p.kind != .delete {
+            guard let o = objects[p.id] else { continue }
+            for (slot, target) in p.toOne {
+                guard let r = o.entity.properties[slot] as? RelationshipDescription else { continue }
+                o._setToOne(r, target.map { _object(for: $0) })
+            }
+            for (slot, targets) in p.toMany {
+                guard let r = o.entity.properties[slot] as? RelationshipDescription else { continue }
+                o._setToMany(r, targets.map { _object(for: $0) })
+            }
+        }
+        for p in pushed where p.kind == .delete {
+            delete(_object(for: p.id))
+        }
+        var event = ContextEvent(kind: .didSave, contextName: child)
+        event.inserted = Set(pushed.filter { $0.kind == .insert }.map(\.id))
+        event.updated = Set(pushed.filter { $0.kind == .update }.map(\.id))
+        event.deleted = Set(pushed.filter { $0.kind == .delete }.map(\.id))
+        processPendingChanges()
+        return event
+    }
+}

@@ -1,0 +1,682 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A scratch pad of managed objects, as Core Data's `NSManagedObjectContext`.
+///
+/// A context tracks the objects you fetch, insert, change and delete, and writes the changes in
+/// one ``save()``. Every context runs its work on its own executor:
+///
+/// - a **main-queue** context runs on the main queue (the main actor): use it for UI-facing
+///   objects;
+/// - a **private-queue** context has its own serial queue: use it for background work.
+///
+/// Use objects and the context only inside ``perform(schedule:_:)`` or ``performAndWait(_:)``
+/// (a main-queue context may also be used directly on the main thread). Debug builds stop with
+/// a message naming the context when a context or one of its objects is used off its executor.
+///
+/// ```swift
+/// let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+/// let name = try await context.perform {
+///     let ada = Person(context: context)
+///     ada.name = "Ada"
+///     try context.save()
+///     return ada.name
+/// }
+/// ```
+///
+/// A context has either a coordinator (its saves go to the stores) or a parent context (its
+/// saves go into the parent's memory; fetches see the parent's unsaved changes).
+public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: every mutable field is touched only on the context's executor (its
+    // serial queue or the main queue), reached through perform/performAndWait and checked in
+    // debug builds; the settings other threads may read are behind a Mutex.
+
+    /// How a context runs its work.
+    public struct ConcurrencyType: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: Hashable, Sendable { case main, privateQueue }
+        private let kind: Kind
+        /// Work runs on the main queue (the main actor).
+        public static let mainQueue = ConcurrencyType(kind: .main)
+        /// Work runs on the context's own serial queue.
+        public static let privateQueue = ConcurrencyType(kind: .privateQueue)
+        public var description: String { kind == .main ? "mainQueue" : "privateQueue" }
+    }
+
+    /// When `perform(schedule:_:)` runs its block.
+    public struct ScheduledTaskType: Hashable, Sendable {
+        private enum Kind: Hashable, Sendable { case immediate, enqueued }
+        private let kind: Kind
+        /// Run at once when already on the context's executor, else enqueue.
+        public static let immediate = ScheduledTaskType(kind: .immediate)
+        /// Always enqueue, after the work already queued.
+        public static let enqueued = ScheduledTaskType(kind: .enqueued)
+        var isImmediate: Bool { kind == .immediate }
+    }
+
+    /// How the context runs its work.
+    public let concurrencyType: ConcurrencyType
+    /// The coordinator (a child context uses its parent's).
+    public let persistentStoreCoordinator: PersistentStoreCoordinator
+    /// The parent context, for a child context.
+    public let parent: ManagedObjectContext?
+    let source: any ContextSource
+    let queue: DispatchQueue
+    private let token: ContextToken
+    private static let queueKey = DispatchSpecificKey<ContextToken>()
+
+    struct Settings {
+        var name: String?
+        var transactionAuthor: String?
+        var mergePolicy: MergePolicy = .error
+        var automaticallyMergesChangesFromParent = false
+    }
+    private let settings: Mutex<Settings>
+
+    // Executor-confined state.
+    var registered: [ObjectID: ManagedObject] = [:]
+    var insertedList: [ManagedObject] = []
+    var insertedSet: Set<ObjectIdentifier> = []
+    var updatedCandidates: [ObjectIdentifier: ManagedObject] = [:]
+    var deletedList: [ManagedObject] = []
+    var deletedSet: Set<ObjectIdentifier> = []
+    var unfilledFaults: [ObjectIdentifier: [ManagedObject]] = [:]
+    var pendingChanges = PendingChanges()
+    var performDepth = 0
+    var isSaving = false
+    /// Statistics for actions (counts and times of fetches and saves).
+    package var statistics = ContextStatistics()
+    let children = Mutex<[WeakContext]>([])
+    let broadcaster = EventBroadcaster()
+
+    /// Creates a context whose saves go to `coordinator`'s stores.
+    public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator, name: String? = nil) {
+        self.concurrencyType = concurrencyType
+        self.persistentStoreCoordinator = coordinator
+        self.parent = nil
+        self.source = coordinator
+        self.settings = Mutex(Settings(name: name))
+        self.token = ContextToken()
+        self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "private")")
+        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) }
+        coordinator.contextRegistry.add(self)
+    }
+
+    /// Creates a child context whose saves go into `parent`.
+    public init(concurrencyType: ConcurrencyType, parent: ManagedObjectContext, name: String? = nil) {
+        self.concurrencyType = concurrencyType
+        self.persistentStoreCoordinator = parent.persistentStoreCoordinator
+        self.parent = parent
+        self.source = ParentSource(parent: parent)
+        self.settings = Mutex(Settings(name: name))
+        self.token = ContextToken()
+        self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "child")")
+        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) }
+        parent.children.withLock { list in
+            list.removeAll { $0.context == nil }
+            list.append(WeakContext(self))
+        }
+    }
+
+    public var description: String {
+        "<ManagedObjectContext \(name ?? "unnamed") \(concurrencyType)\(parent != nil ? " child" : "")>"
+    }
+
+    // MARK: Settings
+
+    /// A name for diagnostics (and history, later).
+    public var name: String? {
+        get { settings.withLock { $0.name } }
+        set { settings.withLock { $0.name = newValue } }
+    }
+
+    /// The author recorded with this context's saves.
+    public var transactionAuthor: String? {
+        get { settings.withLock { $0.transactionAuthor } }
+        set { settings.withLock { $0.transactionAuthor = newValue } }
+    }
+
+    /// How save conflicts are resolved. Default: ``MergePolicy/error``.
+    public var mergePolicy: MergePolicy {
+        get { settings.withLock { $0.mergePolicy } }
+        set { settings.withLock { $0.mergePolicy = newValue } }
+    }
+
+    /// Whether saves of other contexts (on the same coordinator, or into the same parent) are
+    /// merged into this context automatically.
+    public var automaticallyMergesChangesFromParent: Bool {
+        get { settings.withLock { $0.automaticallyMergesChangesFromParent } }
+        set { settings.withLock { $0.automaticallyMergesChangesFromParent = newValue } }
+    }
+
+    /// The model.
+    public var managedObjectModel: ManagedObjectModel { persistentStoreCoordinator.managedObjectModel }
+
+    // MARK: Executor
+
+    /// Whether the current code runs on this context's executor.
+    public var isOnExecutor: Bool {
+        if concurrencyType == .mainQueue { return Thread.isMainThread }
+        return DispatchQueue.getSpecific(key: Self.queueKey) === token
+    }
+
+    /// Stops (in debug builds) when the context is used off its executor.
+    @inline(__always)
+    package func assertOnExecutor(touching object: ManagedObject? = nil, _ function: StaticString = #function) {
+        #if DEBUG
+        if !isOnExecutor {
+            let what = object.map { "object \($0.objectID) of " } ?? ""
+            preconditionFailure("Coherence: \(what)ManagedObjectContext '\(name ?? "unnamed")' (\(concurrencyType)) used off its executor in \(function); use perform or performAndWait")
+        }
+        #endif
+    }
+
+    /// Runs `block` on the context's executor and returns its value.
+    ///
+    /// With `.immediate` (the default) the block runs at once when the caller is already on the
+    /// executor; otherwise it is enqueued.
+    ///
+    /// ```swift
+    /// let count = try await context.perform { try context.count(for: FetchRequest<Person>()) }
+    /// ```
+    public func perform<T, E: Error>(schedule: ScheduledTaskType = .immediate,
+                                     _ block: sending @escaping () throws(E) -> sending T) async throws(E) -> T {
+        if schedule.isImmediate && isOnExecutor {
+            return try run(block)
+        }
+        nonisolated(unsafe) let work = block
+        let result: Result<T, E> = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<T, E>, Never>) in
+            queue.async {
+                nonisolated(unsafe) let r = self.run { () -> Result<T, E> in
+                    do throws(E) { return .success(try work()) } catch { return .failure(error) }
+                }
+                continuation.resume(returning: r)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Enqueues `block` on the context's executor and returns at once.
+    public func perform(_ block: sending @escaping () -> Void) {
+        nonisolated(unsafe) let work = block
+        queue.async { self.run(work) }
+    }
+
+    /// Runs `block` on the context's executor and waits for it. Re-entrant: calling it from the
+    /// executor runs the block at once.
+    public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
+        if isOnExecutor { return try run(block) }
+        let result: Result<T, E> = withoutActuallyEscaping(block) { escapable in
+            nonisolated(unsafe) let work = escapable
+            return queue.sync {
+                self.run { () -> Result<T, E> in
+                    do throws(E) { return .success(try work()) } catch { return .failure(error) }
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Runs work on the executor, posting pending change notifications when the outermost block ends.
+    @inline(__always)
+    func run<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        performDepth += 1
+        let start = performDepth == 1 ? DispatchTime.now().uptimeNanoseconds : 0
+        defer {
+            performDepth -= 1
+            if performDepth == 0 {
+                statistics.performTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                processPendingChanges()
+            }
+        }
+        return try body()
+    }
+
+    // MARK: Registration
+
+    /// The object for an ID: the registered one, or a new fault. Touching a fault whose row is
+    /// gone leaves it with default values and marks it inaccessible (``existingObject(with:)``
+    /// checks first).
+    public func object(with id: ObjectID) -> ManagedObject {
+        assertOnExecutor()
+        return _object(for: id)
+    }
+
+    /// The object for an ID, loaded and checked to exist.
+    /// - Throws: `.objectNotFound` when the object does not exist.
+    public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
+        assertOnExecutor()
+        if let o = registered[id] {
+            if o.isDeleted || o._flags.contains(.inaccessible) {
+                throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
+            }
+            if !o.isFault || o._flags.contains(.prefilled) || o.isInserted { return o }
+        }
+        guard !id.isTemporaryID, let snapshot = try source.sourceSnapshots(for: [id])[id] else {
+            throw CoherenceError(.objectNotFound, "No object with ID \(id) exists.", entity: id.entity.name, objectID: id)
+        }
+        if let o = registered[id] {
+            o._install(snapshot, asFault: false)
+            o.awakeFromFetch()
+            return o
+        }
+        let o = materialize(snapshot, asFault: false, group: nil)
+        o.awakeFromFetch()
+        return o
+    }
+
+    /// The registered object for an ID, without loading anything.
+    public func registeredObject(for id: ObjectID) -> ManagedObject? {
+        assertOnExecutor()
+        return registered[id]
+    }
+
+    /// Every object registered in the context.
+    public var registeredObjects: Set<ManagedObject> {
+        assertOnExecutor()
+        return Set(registered.values)
+    }
+
+    /// The registered object, or a new fault for `id`.
+    package func _object(for id: ObjectID) -> ManagedObject {
+        if let o = registered[id] { return o }
+        var entity = id.entity
+        var concrete = id
+        if !entity.subentities.isEmpty, let snapshot = try? source.sourceSnapshots(for: [id])[id] {
+            // A relationship to a parent entity: find the concrete entity first.
+            entity = snapshot.id.entity
+            concrete = ObjectID(entity: entity, storeIdentifier: id.storeIdentifier, primaryKey: id.primaryKey)
+            let o = materialize(snapshot, asFault: true, group: nil)
+            _ = concrete
+            return o
+        }
+        let o = entity.managedObjectClass.init(entity: entity)
+        o._objectID = concrete
+        o._flags = [.fault]
+        o._context = self
+        registered[concrete] = o
+        unfilledFaults[ObjectIdentifier(entity.rootEntity), default: []].append(o)
+        return o
+    }
+
+    /// Creates and registers an object from a snapshot.
+    @inline(__always)
+    func materialize(_ snapshot: ObjectSnapshot, asFault: Bool, group: FetchGroup?) -> ManagedObject {
+        let o = snapshot.id.entity.managedObjectClass.init(entity: snapshot.id.entity)
+        o._objectID = snapshot.id
+        o._context = self
+        o._install(snapshot, asFault: asFault)
+        o._group = group
+        registered[snapshot.id] = o
+        return o
+    }
+
+    /// Fills a fault, loading a batch of other unfilled faults of the same entity hierarchy in
+    /// the same query.
+    package func _fulfill(_ object: ManagedObject) {
+        let root = ObjectIdentifier(object.entity.rootEntity)
+        var batch: [ManagedObject] = [object]
+        if var pending = unfilledFaults[root] {
+            while batch.count < 512, let o = pending.popLast() {
+                if o !== object && o._flags.contains(.fault) && !o._flags.contains(.prefilled) && o._context === self {
+                    batch.append(o)
+                }
+            }
+            unfilledFaults[root] = pending.isEmpty ? nil : pending
+        }
+        let ids = batch.map(\.objectID)
+        let start = DispatchTime.now().uptimeNanoseconds
+        let snapshots = (try? source.sourceSnapshots(for: ids)) ?? [:]
+        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        statistics.fetchedRows += snapshots.count
+        for o in batch {
+            if let s = snapshots[o.objectID] {
+                o._install(s, asFault: o !== object)
+            } else if o === object {
+                o._flags.insert(.inaccessible)
+                o._flags.remove(.fault)
+            }
+        }
+    }
+
+    /// IDs of a relationship's destinations, loading the relationship for the object's whole
+    /// fetch group in one query.
+    package func _relatedIDs(_ r: RelationshipDescription, of object: ManagedObject) -> [ObjectID] {
+        var sources: [ManagedObject] = [object]
+        if let group = object._group, !group.loadedSlots.contains(r.slot) {
+            group.loadedSlots.insert(r.slot)
+            for o in group.objects where o !== object && o._context === self && !o.isInserted && o.entity.isKindOf(r.entity ?? o.entity) {
+                if r.isToMany {
+                    if case .toMany(let m)? = o._relations?[r.slot], m.objects != nil { continue }
+                } else if o._relations?[r.slot] != nil {
+                    continue
+                }
+                sources.append(o)
+            }
+        }
+        let ids = sources.compactMap { $0._objectID }.filter { !$0.isTemporaryID }
+        guard !ids.isEmpty else { return [] }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let related = (try? source.sourceRelated(r, of: ids)) ?? [:]
+        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        for o in sources where o !== object {
+            let targets = related[o.objectID] ?? []
+            if r.isToMany {
+                let m = o._toManyState(r, load: false)
+                var objects = targets.map { _object(for: $0) }.filter { t in !t.isDeleted && !m.pendingRemoves.contains(ObjectIdentifier(t)) }
+                for a in m.pendingAdds where !objects.contains(where: { $0 === a }) { objects.append(a) }
+                m.objects = objects
+                m.committed = targets
+                m.pendingAdds = []
+                m.pendingRemoves = []
+            } else {
+                o._setRelationState(.toOne(targets.first.map { _object(for: $0) }), at: r.slot)
+            }
+        }
+        return related[object.objectID] ?? []
+    }
+
+    // MARK: Inserting and deleting
+
+    /// Inserts a new object (one not yet in any context).
+    public func insert(_ object: ManagedObject) {
+        assertOnExecutor()
+        guard object._context == nil else {
+            precondition(object._context === self, "\(object.objectID) already belongs to another context")
+            return
+        }
+        object._context = self
+        object._flags = [.inserted]
+        object._version = 0
+        registered[object.objectID] = object
+        insertedList.append(object)
+        insertedSet.insert(ObjectIdentifier(object))
+        pendingChanges.inserted[ObjectIdentifier(object)] = object
+        object.awakeFromInsert()
+    }
+
+    /// Creates and inserts a new object of the named entity.
+    /// - Throws: `.unknownEntity`.
+    @discardableResult
+    public func insertNewObject(forEntityName name: String) throws(CoherenceError) -> ManagedObject {
+        guard let entity = managedObjectModel.entitiesByName[name] else {
+            throw CoherenceError(.unknownEntity, "The model has no entity named '\(name)'.", entity: name)
+        }
+        guard !entity.isAbstract else {
+            throw CoherenceError(.unknownEntity, "Entity '\(name)' is abstract.", entity: name)
+        }
+        let o = entity.managedObjectClass.init(entity: entity)
+        insert(o)
+        return o
+    }
+
+    /// Deletes an object. Delete rules apply at once: cascade deletes destinations, nullify
+    /// removes the object from inverses; deny is checked at save.
+    public func delete(_ object: ManagedObject) {
+        assertOnExecutor()
+        guard object._context === self, !object.isDeleted else { return }
+        object._willAccess()
+        object.prepareForDeletion()
+        let key = ObjectIdentifier(object)
+        if insertedSet.contains(key) {
+            // Deleting an unsaved object just forgets it (after applying delete rules).
+            applyDeleteRules(object)
+            insertedSet.remove(key)
+            insertedList.removeAll { $0 === object }
+            registered[object.objectID] = nil
+            pendingChanges.inserted[key] = nil
+            object._flags.insert(.deleted)
+            object._flags.remove(.inserted)
+            pendingChanges.deleted[key] = object
+            return
+        }
+        object._flags.insert(.deleted)
+        deletedList.append(object)
+        deletedSet.insert(key)
+        updatedCandidates[key] = nil
+        pendingChanges.deleted[key] = object
+        applyDeleteRules(object)
+    }
+
+    private func applyDeleteRules(_ object: ManagedObject) {
+        for r in object.entity.relationships where !r.isTransient {
+            switch r.deleteRule.kind {
+            case .cascade:
+                for d in object._relatedObjects(at: r.slot) where !d.isDeleted { delete(d) }
+                nullify(object, r)
+            case .nullify:
+                nullify(object, r)
+            case .deny, .noAction:
+                break
+            }
+        }
+    }
+
+    private func nullify(_ object: ManagedObject, _ r: RelationshipDescription) {
+        guard let inverse = r.inverseRelationship else { return }
+        for d in object._relatedObjects(at: r.slot) {
+            if inverse.isToMany { d._primitiveRemove(object, from: inverse) } else if d._toOne(inverse) === object {
+                d._primitiveSetToOne(inverse, nil)
+            }
+        }
+    }
+
+    // MARK: Change sets
+
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: Set<ManagedObject> {
+        assertOnExecutor()
+        return Set(insertedList)
+    }
+
+    /// Objects with unsaved changes (not inserted or deleted).
+    public var updatedObjects: Set<ManagedObject> {
+        assertOnExecutor()
+        return Set(updatedCandidates.values.filter { $0.isUpdated })
+    }
+
+    /// Objects deleted and not yet saved.
+    public var deletedObjects: Set<ManagedObject> {
+        assertOnExecutor()
+        return Set(deletedList)
+    }
+
+    /// Whether the context has unsaved changes.
+    public var hasChanges: Bool {
+        assertOnExecutor()
+        return !insertedList.isEmpty || !deletedList.isEmpty || updatedCandidates.values.contains { $0.isUpdated }
+    }
+
+    package func _noteUpdated(_ object: ManagedObject) {
+        let key = ObjectIdentifier(object)
+        if updatedCandidates.updateValue(object, forKey: key) == nil {
+            pendingChanges.updated[key] = object
+        } else if pendingChanges.updated[key] == nil {
+            pendingChanges.updated[key] = object
+        }
+    }
+
+    package func _noteChanged() {}
+
+    /// Permanent IDs for inserted objects, before they are saved.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws(CoherenceError) {
+        assertOnExecutor()
+        let temporary = objects.filter { $0.objectID.isTemporaryID }
+        guard !temporary.isEmpty else { return }
+        guard parent == nil else {
+            // A child gets keys from the store through the coordinator too.
+            let ids = try persistentStoreCoordinator.obtainPermanentIDs(for: temporary.map(\.objectID))
+            for (o, id) in zip(temporary, ids) { rekey(o, to: id) }
+            return
+        }
+        let ids = try persistentStoreCoordinator.obtainPermanentIDs(for: temporary.map(\.objectID))
+        for (o, id) in zip(temporary, ids) { rekey(o, to: id) }
+    }
+
+    /// Changes an object's ID (temporary → permanent) in the identity map.
+    func rekey(_ object: ManagedObject, to id: ObjectID) {
+        if let old = object._objectID { registered[old] = nil }
+        object._objectID = id
+        registered[id] = object
+    }
+
+    // MARK: Resetting
+
+    /// Forgets every registered object and unsaved change.
+    public func reset() {
+        assertOnExecutor()
+        for o in registered.values {
+            o._context = nil
+            o._group = nil
+            o._relations = nil
+        }
+        for o in insertedList { o._group = nil }
+        registered = [:]
+        insertedList = []
+        insertedSet = []
+        updatedCandidates = [:]
+        deletedList = []
+        deletedSet = []
+        unfilledFaults = [:]
+        pendingChanges = PendingChanges()
+        pendingChanges.invalidatedAll = true
+        processPendingChanges()
+    }
+
+    /// Discards unsaved changes: inserted objects are forgotten, deleted ones restored and
+    /// updated ones return to their last saved values.
+    public func rollback() {
+        assertOnExecutor()
+        for o in insertedList {
+            registered[o.objectID] = nil
+            o._context = nil
+            o._flags = []
+            pendingChanges.invalidated[ObjectIdentifier(o)] = o
+        }
+        for o in deletedList { o._flags.remove(.deleted) }
+        var touched = Array(updatedCandidates.values) + deletedList
+        // Objects whose relationships changed through inverses are candidates too.
+        touched += registered.values.filter { $0._relations != nil && !touched.contains($0) }
+        for o in touched where o._context === self {
+            restoreCommitted(o)
+            pendingChanges.refreshed[ObjectIdentifier(o)] = o
+        }
+        insertedList = []
+        insertedSet = []
+        updatedCandidates = [:]
+        deletedList = []
+        deletedSet = []
+        processPendingChanges()
+    }
+
+    private func restoreCommitted(_ o: ManagedObject) {
+        if let committed = o._committed { o._values = committed }
+        o._relations = nil
+    }
+
+    /// Turns an object back into a fault (dropping its unsaved changes), or with
+    /// `mergeChanges: true` reloads it and re-applies its unsaved changes.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnExecutor()
+        guard object._context === self, !object.isInserted else { return }
+        let key = ObjectIdentifier(object)
+        if mergeChanges {
+            let changed = object.isFault ? [:] : changedSlots(object)
+            let relations = object._relations
+            guard let snapshot = (try? source.sourceSnapshots(for: [object.objectID]))?[object.objectID] else { return }
+            object._install(snapshot, asFault: false)
+            for (slot, value) in changed { object._values[slot] = value }
+            // Keep locally changed to-one relationships; reload to-many ones.
+            if let relations {
+                for (slot, state) in relations {
+                    if case .toOne = state { object._setRelationState(state, at: slot) }
+                }
+            }
+        } else {
+            object._relations = nil
+            object._flags.insert(.fault)
+            object._flags.remove(.prefilled)
+            updatedCandidates[key] = nil
+            if deletedSet.contains(key) {
+                deletedSet.remove(key)
+                deletedList.removeAll { $0 === object }
+                object._flags.remove(.deleted)
+            }
+            unfilledFaults[ObjectIdentifier(object.entity.rootEntity), default: []].append(object)
+        }
+        pendingChanges.refreshed[key] = object
+    }
+
+    /// Refreshes every registered object (turning unchanged ones into faults) and keeps
+    /// unsaved changes.
+    public func refreshAllObjects() {
+        assertOnExecutor()
+        for o in registered.values where !o.isInserted {
+            refresh(o, mergeChanges: o.hasChanges)
+        }
+    }
+
+    /// Attribute slots whose values differ from the committed snapshot.
+    func changedSlots(_ o: ManagedObject) -> [Int: StoredValue] {
+        var result: [Int: StoredValue] = [:]
+        guard let committed = o._committed else { return result }
+        for a in o.entity.attributes where !a.isTransient && o._values[a.slot] != committed[a.slot] {
+            result[a.slot] = o._values[a.slot]
+        }
+        return result
+    }
+}
+
+/// Identity of a context's queue.
+final class ContextToken: Sendable {}
+
+/// A weak reference to a context.
+struct WeakContext: @unchecked Sendable {
+    // @unchecked Sendable: a weak reference to a Sendable class.
+    weak var context: ManagedObjectContext?
+    init(_ context: ManagedObjectContext) { self.context = context }
+}
+
+/// Objects changed since ObjectsDidChange was last posted.
+struct PendingChanges {
+    var inserted: [ObjectIdentifier: ManagedObject] = [:]
+    var updated: [ObjectIdentifier: ManagedObject] = [:]
+    var deleted: [ObjectIdentifier: ManagedObject] = [:]
+    var refreshed: [ObjectIdentifier: ManagedObject] = [:]
+    var invalidated: [ObjectIdentifier: ManagedObject] = [:]
+    var invalidatedAll = false
+    /// IDs from merged saves (objects that need not be registered here).
+    var mergedInserted: Set<ObjectID> = []
+    var mergedUpdated: Set<ObjectID> = []
+    var mergedDeleted: Set<ObjectID> = []
+    var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && invalidated.isEmpty && !invalidatedAll
+            && mergedInserted.isEmpty && mergedUpdated.isEmpty && mergedDeleted.isEmpty
+    }
+}
+
+/// Counts and times a context collects (reported by actions).
+package struct ContextStatistics: Sendable {
+    package var inserts = 0
+    package var updates = 0
+    package var deletes = 0
+    package var fetchedRows = 0
+    package var fetchTime: Double = 0
+    package var saveTime: Double = 0
+    package var performTime: Double = 0
+}
+
+extension ManagedObject {
+    /// Creates an object and inserts it into `context`.
+    ///
+    /// The class must be the class of exactly one entity of the context's model (a programming
+    /// error otherwise, as in Core Data); for models built in code use
+    /// ``ManagedObjectContext/insertNewObject(forEntityName:)``.
+    public convenience init(context: ManagedObjectContext) {
+        guard let entity = context.managedObjectModel.entity(for: Self.self) else {
+            preconditionFailure("\(Self.self) is not the class of an entity of the context's model; use insertNewObject(forEntityName:)")
+        }
+        self.init(entity: entity)
+        context.insert(self)
+    }
+}

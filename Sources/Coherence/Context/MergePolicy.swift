@@ -1,0 +1,163 @@
+import Foundation
+
+/// How a save resolves conflicts, as Core Data's `NSMergePolicy`.
+///
+/// | Policy | Version conflict (row changed in the store) | Uniqueness conflict |
+/// |---|---|---|
+/// | ``error`` | the save throws, listing every conflict | the save throws |
+/// | ``mergeByPropertyStoreTrump`` | per property: where both changed, the store wins | keep the stored values |
+/// | ``mergeByPropertyObjectTrump`` | per property: where both changed, memory wins | upsert: the stored row takes the in-memory values |
+/// | ``overwrite`` | the in-memory object is written whole | upsert, as object trump |
+/// | ``rollback`` | the object's changes are dropped; the store wins | keep the stored values |
+///
+/// A row deleted in the store (new version 0) cannot be written again: under every policy but
+/// ``error`` the object's changes are dropped and it is removed from the context.
+///
+/// Subclass to write your own policy: override ``resolve(conflicts:in:)``, change the objects
+/// (for example with `setValue(_:forKey:)` and ``ManagedObjectContext/refresh(_:mergeChanges:)``),
+/// and return; the context then saves again. Call `super` to apply the built-in behaviour.
+open class MergePolicy: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: the built-in policies hold only an immutable kind; subclasses must
+    // keep their own state immutable or synchronized.
+
+    enum Kind: String, Sendable { case error, storeTrump, objectTrump, overwrite, rollback }
+    let kind: Kind
+
+    init(kind: Kind) { self.kind = kind }
+
+    /// Creates a custom policy that starts from a built-in behaviour (call `super.resolve`).
+    public init(basedOn policy: MergePolicy) { self.kind = policy.kind }
+
+    /// Fail the save with every conflict.
+    public static let error = MergePolicy(kind: .error)
+    /// Merge property by property; where both sides changed, the store wins.
+    public static let mergeByPropertyStoreTrump = MergePolicy(kind: .storeTrump)
+    /// Merge property by property; where both sides changed, the in-memory value wins.
+    public static let mergeByPropertyObjectTrump = MergePolicy(kind: .objectTrump)
+    /// Write the in-memory objects whole over the stored ones.
+    public static let overwrite = MergePolicy(kind: .overwrite)
+    /// Drop the in-memory changes of conflicting objects.
+    public static let rollback = MergePolicy(kind: .rollback)
+
+    open var description: String { "MergePolicy(\(kind.rawValue))" }
+
+    /// Resolves conflicts by changing the context's objects; throw to fail the save.
+    /// Called on the context's executor.
+    open func resolve(conflicts: [SaveConflict], in context: ManagedObjectContext) throws {
+        if kind == .error {
+            var error = CoherenceError(.conflict, "The save has \(conflicts.count) conflict(s) and the merge policy is .error.")
+            error.conflicts = conflicts
+            throw error
+        }
+        for conflict in conflicts {
+            if conflict.kind == .uniqueness {
+                try context.resolveUniqueness(conflict, policy: kind)
+            } else {
+                context.resolveVersion(conflict, policy: kind)
+            }
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    /// Applies a built-in policy to a version conflict.
+    func resolveVersion(_ conflict: SaveConflict, policy: MergePolicy.Kind) {
+        guard let object = registered[conflict.objectID] else { return }
+        guard let persisted = conflict.persistedValues else {
+            // The row is gone: nothing can be written to it.
+            forget(object)
+            return
+        }
+        let entity = object.entity
+        let cached = object._committed ?? persisted
+        switch policy {
+        case .error:
+            return
+        case .rollback:
+            object._values = persisted
+            object._relations = nil
+            updatedCandidates[ObjectIdentifier(object)] = nil
+            deletedSet.remove(ObjectIdentifier(object))
+            deletedList.removeAll { $0 === object }
+            object._flags.remove(.deleted)
+        case .storeTrump, .objectTrump:
+            for a in entity.attributes where !a.isTransient {
+                let mine = object._values[a.slot], theirs = persisted[a.slot], base = cached[a.slot]
+                let iChanged = mine != base, theyChanged = theirs != base
+                if theyChanged && (!iChanged || policy == .storeTrump) { object._values[a.slot] = theirs }
+            }
+            for r in entity.foreignKeyRelationships {
+                let theirs = persisted[r.slot], base = cached[r.slot]
+                let iChanged: Bool
+                if case .toOne(let o)? = object._relations?[r.slot] {
+                    iChanged = o?.objectID != (r.fkOrdinal < object._committedToOne.count ? object._committedToOne[r.fkOrdinal] : nil)
+                } else { iChanged = false }
+                if theirs != base && (!iChanged || policy == .storeTrump) {
+                    object._relations?[r.slot] = nil
+                }
+            }
+        case .overwrite:
+            break
+        }
+        // The object now builds on the stored row.
+        object._committed = persisted
+        object._committedToOne = ObjectSnapshot(row: StoreRow(entity: entity, primaryKey: conflict.objectID.primaryKey,
+                                                              version: conflict.newVersion, values: persisted),
+                                                id: conflict.objectID).toOne
+        object._version = conflict.newVersion
+        if policy == .overwrite {
+            // Write every stored property, not just the changed ones.
+            object._committed = entity.initialValues.map { _ in StoredValue.null }
+        }
+        pendingChanges.refreshed[ObjectIdentifier(object)] = object
+    }
+
+    /// Applies a built-in policy to a uniqueness conflict.
+    func resolveUniqueness(_ conflict: SaveConflict, policy: MergePolicy.Kind) throws {
+        guard let object = registered[conflict.objectID], let existingID = conflict.conflictingObjectIDs.first else { return }
+        guard !existingID.isTemporaryID, let persisted = conflict.persistedValues else {
+            var error = CoherenceError(.conflict, "\(conflict.objectID) and \(existingID), both new, have the same values for [\(conflict.constraint.joined(separator: ", "))].",
+                                       entity: conflict.objectID.entity.name, objectID: conflict.objectID)
+            error.conflicts = [conflict]
+            throw error
+        }
+        // The object takes over the stored row's identity; an object already registered for
+        // that row is replaced.
+        if let other = registered[existingID], other !== object { forget(other) }
+        let key = ObjectIdentifier(object)
+        let wasInserted = insertedSet.contains(key)
+        if wasInserted {
+            insertedSet.remove(key)
+            insertedList.removeAll { $0 === object }
+            object._flags.remove(.inserted)
+        }
+        rekey(object, to: ObjectID(entity: existingID.entity, storeIdentifier: existingID.storeIdentifier, primaryKey: existingID.primaryKey))
+        let mine = object._values
+        object._committed = persisted
+        object._version = conflict.newVersion
+        object._committedToOne = ObjectSnapshot(row: StoreRow(entity: existingID.entity, primaryKey: existingID.primaryKey,
+                                                              version: conflict.newVersion, values: persisted),
+                                                id: existingID).toOne
+        switch policy {
+        case .objectTrump, .overwrite:
+            object._values = mine        // upsert: the stored row takes the in-memory values
+            updatedCandidates[key] = object
+        default:
+            object._values = persisted   // keep the stored values
+            object._relations = nil
+            updatedCandidates[key] = nil
+        }
+        pendingChanges.refreshed[key] = object
+    }
+
+    /// Removes an object from the context (its row is gone or replaced).
+    func forget(_ object: ManagedObject) {
+        let key = ObjectIdentifier(object)
+        registered[object.objectID] = nil
+        updatedCandidates[key] = nil
+        if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === object } }
+        if insertedSet.remove(key) != nil { insertedList.removeAll { $0 === object } }
+        object._flags = [.inaccessible]
+        pendingChanges.invalidated[key] = object
+    }
+}

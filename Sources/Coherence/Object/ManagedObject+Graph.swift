@@ -1,0 +1,332 @@
+import Foundation
+
+/// Lifecycle flags of a managed object.
+package struct ObjectFlags: OptionSet, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Inserted in its context and not yet saved.
+    package static let inserted = ObjectFlags(rawValue: 1 << 0)
+    /// Deleted in its context and not yet saved.
+    package static let deleted = ObjectFlags(rawValue: 1 << 1)
+    /// A fault: its values have not been accessed yet.
+    package static let fault = ObjectFlags(rawValue: 1 << 2)
+    /// The fault's values are already in memory (fetched with the row); firing needs no query.
+    package static let prefilled = ObjectFlags(rawValue: 1 << 3)
+    /// Firing the fault found no row: the object's data is gone.
+    package static let inaccessible = ObjectFlags(rawValue: 1 << 4)
+}
+
+/// The state of one relationship of one object.
+package enum RelationState {
+    /// A to-one destination that was set (or resolved) in memory.
+    case toOne(ManagedObject?)
+    /// A to-many relationship.
+    case toMany(ToManyState)
+}
+
+/// The contents of a to-many relationship: loaded lazily; changes made while it is still a
+/// fault are kept and applied when it loads.
+package final class ToManyState {
+    /// The destinations, or nil while the relationship is a fault.
+    package var objects: [ManagedObject]?
+    /// The destinations' IDs when loaded or last saved (nil: never loaded).
+    package var committed: [ObjectID]?
+    /// Destinations added while a fault.
+    package var pendingAdds: [ManagedObject] = []
+    /// Destinations removed while a fault.
+    package var pendingRemoves: Set<ObjectIdentifier> = []
+
+    init(objects: [ManagedObject]?, committed: [ObjectID]?) {
+        self.objects = objects
+        self.committed = committed
+    }
+}
+
+extension ManagedObject {
+    // MARK: Public state
+
+    /// The context the object is registered in, or nil.
+    public var managedObjectContext: ManagedObjectContext? { _context }
+    /// Whether the object was inserted and not yet saved.
+    public var isInserted: Bool { _flags.contains(.inserted) }
+    /// Whether the object was deleted and the deletion not yet saved.
+    public var isDeleted: Bool { _flags.contains(.deleted) }
+    /// Whether the object is a fault (its values not yet accessed).
+    public var isFault: Bool { _flags.contains(.fault) }
+    /// Whether the object has unsaved changes to its properties (an existing object).
+    public var isUpdated: Bool {
+        !isInserted && !isDeleted && _context != nil && (!changedValues().isEmpty || _hasRelationshipChanges)
+    }
+    /// Whether the object is inserted, deleted or updated.
+    public var hasChanges: Bool { isInserted || isDeleted || isUpdated }
+
+    /// The attributes and to-one relationships whose values differ from the last saved (or
+    /// fetched) state, by name. Relationships map to their destination object (or `NSNull`-free
+    /// `Optional<ManagedObject>.none` for nil).
+    public func changedValues() -> [String: Any] {
+        guard !_flags.contains(.fault) else { return [:] }
+        var result: [String: Any] = [:]
+        let committed = _committed
+        for a in entity.attributes where !a.isTransient {
+            let current = _values[a.slot]
+            let old = committed?[a.slot] ?? a.initialValue
+            if committed == nil || current != old {
+                if committed == nil && current == a.initialValue && !isInserted { continue }
+                result[a.name] = ManagedObject.swiftValue(current, type: a.type) as Any
+            }
+        }
+        for r in entity.foreignKeyRelationships {
+            guard case .toOne(let target)? = _relations?[r.slot] else { continue }
+            let old = r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
+            if target?.objectID != old { result[r.name] = target as Any }
+        }
+        return result
+    }
+
+    /// The last saved (or fetched) values of `keys` (every attribute when nil), by name.
+    public func committedValues(forKeys keys: [String]? = nil) -> [String: Any] {
+        var result: [String: Any] = [:]
+        let names = keys ?? entity.attributes.map(\.name)
+        for name in names {
+            guard let a = entity.attributesByName[name] else { continue }
+            let v = _committed?[a.slot] ?? .null
+            result[name] = ManagedObject.swiftValue(v, type: a.type) as Any
+        }
+        return result
+    }
+
+    var _hasRelationshipChanges: Bool {
+        guard let relations = _relations else { return false }
+        for (slot, state) in relations {
+            guard let r = entity.properties[slot] as? RelationshipDescription else { continue }
+            switch state {
+            case .toOne(let target):
+                if r.hasForeignKey {
+                    let old = r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
+                    if target?.objectID != old { return true }
+                }
+            case .toMany(let m):
+                if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty { return true }
+                if let objects = m.objects, let committed = m.committed, Set(objects.map(\.objectID)) != Set(committed) { return true }
+            }
+        }
+        return false
+    }
+
+    // MARK: Faults
+
+    /// Fills the object's values.
+    package final func _fireFault() {
+        _flags.remove(.fault)
+        if _flags.contains(.prefilled) {
+            _flags.remove(.prefilled)
+        } else if let context = _context {
+            context._fulfill(self)
+        }
+        awakeFromFetch()
+    }
+
+    /// Installs loaded values (keeps the object a fault when `asFault`).
+    package final func _install(_ snapshot: ObjectSnapshot, asFault: Bool) {
+        _values = snapshot.values
+        _committed = snapshot.values
+        _committedToOne = snapshot.toOne
+        _version = snapshot.version
+        _relations = nil
+        if asFault {
+            _flags.insert([.fault, .prefilled])
+        } else {
+            _flags.remove([.fault, .prefilled])
+        }
+    }
+
+    // MARK: Relationships
+
+    /// The destinations of the relationship at `slot`.
+    package final func _relatedObjects(at slot: Int) -> [ManagedObject] {
+        guard let r = entity.properties[slot] as? RelationshipDescription else { return [] }
+        if r.isToMany { return _toMany(r) }
+        return _toOne(r).map { [$0] } ?? []
+    }
+
+    /// Replaces the destinations of the relationship at `slot`, keeping inverses in step.
+    package final func _setRelatedObjects(_ objects: [ManagedObject], at slot: Int) {
+        guard let r = entity.properties[slot] as? RelationshipDescription else { return }
+        if r.isToMany {
+            _setToMany(r, objects)
+        } else {
+            _setToOne(r, objects.first)
+        }
+    }
+
+    /// The to-one destination.
+    package final func _toOne(_ r: RelationshipDescription) -> ManagedObject? {
+        _willAccess()
+        if case .toOne(let o)? = _relations?[r.slot] { return o }
+        guard let context = _context else { return nil }
+        if r.hasForeignKey {
+            guard r.fkOrdinal < _committedToOne.count, let id = _committedToOne[r.fkOrdinal] else { return nil }
+            return context._object(for: id)
+        }
+        // One-to-one kept on the other side.
+        guard !isInserted, let id = context._relatedIDs(r, of: self).first else {
+            _setRelationState(.toOne(nil), at: r.slot)
+            return nil
+        }
+        let o = context._object(for: id)
+        _setRelationState(.toOne(o), at: r.slot)
+        return o
+    }
+
+    package final func _setRelationState(_ state: RelationState, at slot: Int) {
+        if _relations == nil { _relations = [:] }
+        _relations?[slot] = state
+    }
+
+    /// The to-many state, loading it when `load` is true.
+    package final func _toManyState(_ r: RelationshipDescription, load: Bool) -> ToManyState {
+        if case .toMany(let m)? = _relations?[r.slot] {
+            if load, m.objects == nil { _load(m, r) }
+            return m
+        }
+        let m: ToManyState
+        if isInserted || _context == nil || _objectID?.isTemporaryID ?? true {
+            m = ToManyState(objects: [], committed: [])
+        } else {
+            m = ToManyState(objects: nil, committed: nil)
+        }
+        _setRelationState(.toMany(m), at: r.slot)
+        if load, m.objects == nil { _load(m, r) }
+        return m
+    }
+
+    private func _load(_ m: ToManyState, _ r: RelationshipDescription) {
+        guard let context = _context else { m.objects = []; m.committed = []; return }
+        let ids = context._relatedIDs(r, of: self)
+        var objects = ids.map { context._object(for: $0) }.filter { o in !o.isDeleted && !m.pendingRemoves.contains(ObjectIdentifier(o)) }
+        for o in m.pendingAdds where !objects.contains(where: { $0 === o }) { objects.append(o) }
+        m.objects = objects
+        m.committed = ids
+        m.pendingAdds = []
+        m.pendingRemoves = []
+    }
+
+    /// The to-many destinations.
+    package final func _toMany(_ r: RelationshipDescription) -> [ManagedObject] {
+        _willAccess()
+        return _toManyState(r, load: true).objects ?? []
+    }
+
+    /// Adds to a to-many relationship without touching the inverse.
+    package final func _primitiveAdd(_ o: ManagedObject, to r: RelationshipDescription) {
+        let m = _toManyState(r, load: false)
+        if var objects = m.objects {
+            guard !objects.contains(where: { $0 === o }) else { return }
+            objects.append(o)
+            m.objects = objects
+        } else {
+            m.pendingRemoves.remove(ObjectIdentifier(o))
+            if !m.pendingAdds.contains(where: { $0 === o }) { m.pendingAdds.append(o) }
+        }
+        _didChange()
+    }
+
+    /// Removes from a to-many relationship without touching the inverse.
+    package final func _primitiveRemove(_ o: ManagedObject, from r: RelationshipDescription) {
+        let m = _toManyState(r, load: false)
+        if var objects = m.objects {
+            guard let i = objects.firstIndex(where: { $0 === o }) else { return }
+            objects.remove(at: i)
+            m.objects = objects
+        } else {
+            m.pendingAdds.removeAll { $0 === o }
+            m.pendingRemoves.insert(ObjectIdentifier(o))
+        }
+        _didChange()
+    }
+
+    /// Sets a to-one relationship without touching the inverse.
+    package final func _primitiveSetToOne(_ r: RelationshipDescription, _ o: ManagedObject?) {
+        if case .toOne(let current)? = _relations?[r.slot], current === o { return }
+        _setRelationState(.toOne(o), at: r.slot)
+        _didChange()
+    }
+
+    private func _adopt(_ o: ManagedObject) {
+        guard let context = _context else { return }
+        if o._context == nil {
+            context.insert(o)
+        } else {
+            precondition(o._context === context,
+                         "Illegal relationship between objects in different contexts: \(self.objectID) and \(o.objectID)")
+        }
+    }
+
+    /// Sets a to-one relationship and keeps the inverse in step.
+    package final func _setToOne(_ r: RelationshipDescription, _ new: ManagedObject?) {
+        _willAccess()
+        if let new { _adopt(new) }
+        let old = _toOne(r)
+        if old === new { return }
+        _primitiveSetToOne(r, new)
+        guard let inverse = r.inverseRelationship else { return }
+        if let old {
+            if inverse.isToMany { old._primitiveRemove(self, from: inverse) } else { old._primitiveSetToOne(inverse, nil) }
+        }
+        if let new {
+            if inverse.isToMany {
+                new._primitiveAdd(self, to: inverse)
+            } else {
+                if let previous = new._toOne(inverse), previous !== self { previous._primitiveSetToOne(r, nil) }
+                new._primitiveSetToOne(inverse, self)
+            }
+        }
+    }
+
+    /// Replaces a to-many relationship and keeps inverses in step.
+    package final func _setToMany(_ r: RelationshipDescription, _ newObjects: [ManagedObject]) {
+        _willAccess()
+        for o in newObjects { _adopt(o) }
+        let current = _toMany(r)
+        let newSet = Set(newObjects.map(ObjectIdentifier.init))
+        let currentSet = Set(current.map(ObjectIdentifier.init))
+        for o in current where !newSet.contains(ObjectIdentifier(o)) { _removeRelated(o, r) }
+        for o in newObjects where !currentSet.contains(ObjectIdentifier(o)) { _addRelated(o, r) }
+        if r.isOrdered, let m = Optional(_toManyState(r, load: false)), m.objects != nil {
+            m.objects = newObjects
+        }
+    }
+
+    /// Adds one destination to a to-many relationship, keeping the inverse in step.
+    package final func _addRelated(_ o: ManagedObject, _ r: RelationshipDescription) {
+        _primitiveAdd(o, to: r)
+        guard let inverse = r.inverseRelationship else { return }
+        if inverse.isToMany {
+            o._primitiveAdd(self, to: inverse)
+        } else {
+            if let previous = o._toOne(inverse), previous !== self { previous._primitiveRemove(o, from: r) }
+            o._primitiveSetToOne(inverse, self)
+        }
+    }
+
+    /// Removes one destination from a to-many relationship, keeping the inverse in step.
+    package final func _removeRelated(_ o: ManagedObject, _ r: RelationshipDescription) {
+        _primitiveRemove(o, from: r)
+        guard let inverse = r.inverseRelationship else { return }
+        if inverse.isToMany { o._primitiveRemove(self, from: inverse) } else { o._primitiveSetToOne(inverse, nil) }
+    }
+
+    /// Current to-one destination ID for a foreign-key relationship (for saves).
+    package final func _currentToOneID(_ r: RelationshipDescription) -> ObjectID? {
+        if case .toOne(let o)? = _relations?[r.slot] { return o?.objectID }
+        return r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
+    }
+}
+
+extension ManagedObject: QueryRow {
+    package var queryEntity: EntityDescription { entity }
+    package var queryObjectID: ObjectID { objectID }
+    package func queryValue(at slot: Int) -> StoredValue { _storedValue(at: slot) }
+    package func queryToOne(_ relationship: RelationshipDescription) -> (any QueryRow)? { _toOne(relationship) }
+    package func queryToMany(_ relationship: RelationshipDescription) -> [any QueryRow] { _toMany(relationship) }
+}
