@@ -25,6 +25,11 @@ let package = Package(
             dependencies: ["Coherence"],
             path: "Examples/QuickStart"
         ),
+        .executableTarget(
+            name: "ContextsDemo",
+            dependencies: ["Coherence"],
+            path: "Examples/ContextsDemo"
+        ),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence"],

@@ -64,6 +64,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     let queue: DispatchQueue
     private let token: ContextToken
     private static let queueKey = DispatchSpecificKey<ContextToken>()
+    /// Marks the main queue: on Linux, after `dispatch_main()`, main-queue work runs on a pool
+    /// thread, so `Thread.isMainThread` alone cannot tell.
+    private static let mainQueueKey: DispatchSpecificKey<ContextToken> = {
+        let key = DispatchSpecificKey<ContextToken>()
+        DispatchQueue.main.setSpecific(key: key, value: ContextToken())
+        return key
+    }()
 
     struct Settings {
         var name: String?
@@ -156,7 +163,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// Whether the current code runs on this context's executor.
     public var isOnExecutor: Bool {
-        if concurrencyType == .mainQueue { return Thread.isMainThread }
+        if concurrencyType == .mainQueue {
+            return DispatchQueue.getSpecific(key: Self.mainQueueKey) != nil || Thread.isMainThread
+        }
         return DispatchQueue.getSpecific(key: Self.queueKey) === token
     }
 
@@ -197,6 +206,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     /// Enqueues `block` on the context's executor and returns at once.
+    ///
+    /// In async functions `await perform { … }` picks the async overload, which returns the
+    /// block's value; in top-level script code, annotate the result type
+    /// (`let n: Int = await context.perform { … }`) to get it.
+    @_disfavoredOverload
     public func perform(_ block: sending @escaping () -> Void) {
         nonisolated(unsafe) let work = block
         queue.async { self.run(work) }
