@@ -33,7 +33,8 @@ let package = Package(
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence"],
-            path: "Tests/CoherenceTests"
+            path: "Tests/CoherenceTests",
+            resources: [.copy("Resources/HR.xcdatamodeld")]
         ),
     ],
     swiftLanguageModes: [.v6]

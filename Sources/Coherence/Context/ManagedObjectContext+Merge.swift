@@ -53,7 +53,11 @@ extension ManagedObjectContext {
         // Updated objects: reload registered ones, keeping local edits.
         let updated = event.updated.compactMap { registered[$0] }.filter { !$0.isInserted && $0._context === self }
         let loaded = updated.filter { !$0._flags.contains(.fault) || $0._flags.contains(.prefilled) }
-        if !loaded.isEmpty, let snapshots = try? source.sourceSnapshots(for: loaded.map(\.objectID)) {
+        var reloaded: [ObjectID: ObjectSnapshot]?
+        if !loaded.isEmpty {
+            do { reloaded = try source.sourceSnapshots(for: loaded.map(\.objectID)) } catch { reportPropagationError(error) }
+        }
+        if let snapshots = reloaded {
             for o in loaded {
                 guard let s = snapshots[o.objectID] else { continue }
                 let wasFault = o._flags.contains(.fault)

@@ -318,6 +318,7 @@ extension ManagedObjectContext {
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: event.idUserInfo)
         broadcaster.yield(event)
         propagateSave(event)
+        hooks.didSave?(event)
     }
 
     // MARK: Saving into a parent

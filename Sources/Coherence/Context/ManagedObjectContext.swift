@@ -96,6 +96,26 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     let children = Mutex<[WeakContext]>([])
     let broadcaster = EventBroadcaster()
 
+    /// Hooks a container's strategy installs: what to do after a save, and where errors raised
+    /// while propagating changes go.
+    package struct Hooks: Sendable {
+        package var didSave: (@Sendable (ContextEvent) -> Void)?
+        package var errorHandler: (@Sendable (any Error) -> Void)?
+    }
+    private let hookStorage = Mutex(Hooks())
+    /// The strategy hooks.
+    package var hooks: Hooks {
+        get { hookStorage.withLock { $0 } }
+        set { hookStorage.withLock { $0 = newValue } }
+    }
+
+    /// Reports an error raised while propagating changes (never thrown at an unrelated caller).
+    package func reportPropagationError(_ error: any Error) {
+        if let handler = hooks.errorHandler {
+            DispatchQueue.global().async { handler(error) }
+        }
+    }
+
     /// Creates a context whose saves go to `coordinator`'s stores.
     public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator, name: String? = nil) {
         self.concurrencyType = concurrencyType

@@ -104,6 +104,16 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         }
     }
 
+    /// A model with no entities (what a container holds when its model could not be loaded).
+    init(empty: ()) {
+        entities = []
+        entitiesByName = [:]
+        configurations = [:]
+        versionHash = StableHash.hex("")
+        entityVersionHashes = [:]
+        entitiesByClass = [:]
+    }
+
     /// Loads a model from typed ``ManagedObject`` subclasses (their typed superclasses are
     /// included automatically).
     ///

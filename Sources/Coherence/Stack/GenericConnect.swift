@@ -1,0 +1,140 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A container that is started and stopped, and (see the actions guide) runs work for the app.
+///
+/// ```swift
+/// let connect: Connect = GenericConnect<ContextStrategy.Mixed>(name: "MyModelName")
+/// try connect.attachPersistentStores(for: [StoreConfiguration(name: "TransientData", type: .inMemory),
+///                                          StoreConfiguration(name: "PersistentData", type: .sqlite)])
+/// try connect.start()
+/// ```
+public protocol Connect: PersistentStack {
+    /// Starts: attaches the default store when none is attached. A second call does nothing.
+    func start() throws
+    /// Starts on a global queue and calls `block` there with the error, if any.
+    func start(block: @escaping @Sendable ((any Error)?) -> Void)
+    /// Stops: detaches every store. A second call does nothing; start → stop → start works.
+    func stop() throws
+    /// Stops on a global queue and calls `block` there with the error, if any.
+    func stop(block: @escaping @Sendable ((any Error)?) -> Void)
+    /// While true, queued actions wait (running ones finish).
+    var suspended: Bool { get set }
+    /// Whether the connect is started.
+    var isStarted: Bool { get }
+}
+
+/// The Coherence container: a ``GenericPersistentContainer`` with a start/stop lifecycle and
+/// (issue 5) actions. `Strategy` arranges the contexts: ``ContextStrategy/Direct``,
+/// ``ContextStrategy/DirectIndependent``, ``ContextStrategy/IndirectNested`` or
+/// ``ContextStrategy/Mixed``.
+///
+/// The four start-up scenarios:
+///
+/// ```swift
+/// // 1. No configuration: start() attaches <default location>/HR.sqlite.
+/// let connect = GenericConnect<ContextStrategy.Mixed>(name: "HR")
+/// try connect.start()
+///
+/// // 2. Custom configurations.
+/// try connect.attachPersistentStores(for: [StoreConfiguration(name: "TransientData", type: .inMemory),
+///                                          StoreConfiguration(name: "PersistentData")])
+/// try connect.start()
+///
+/// // 3. One store per logged-in user, at <location>/<user>.
+/// let userStore = try connect.attachPersistentStore(at: StoreLocation.location(forUser: "alice"),
+///                                                   for: StoreConfiguration(name: "UserData"))
+/// // … at logout:
+/// try connect.detach(persistentStore: userStore)
+///
+/// // 4. A global store first, then the user's stores (attach works after start).
+/// try connect.attachPersistentStore(for: StoreConfiguration(name: "GlobalData"))
+/// try connect.start()
+/// try connect.attachPersistentStore(at: StoreLocation.location(forUser: "alice"), for: StoreConfiguration(name: "UserData"))
+/// ```
+public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersistentContainer<Strategy>, Connect, @unchecked Sendable {
+    // @unchecked Sendable: as GenericPersistentContainer; the lifecycle is behind a Mutex.
+
+    /// The lifecycle of a connect.
+    public enum State: Sendable, Equatable, CustomStringConvertible {
+        /// Not started (initially, and after `stop()`).
+        case stopped
+        /// `start()` is running.
+        case starting
+        /// Started.
+        case started
+        /// `stop()` is running.
+        case stopping
+        public var description: String {
+            switch self {
+            case .stopped: return "stopped"
+            case .starting: return "starting"
+            case .started: return "started"
+            case .stopping: return "stopping"
+            }
+        }
+    }
+
+    private let lifecycle = Mutex<State>(.stopped)
+    let suspendedFlag = Mutex(false)
+
+    /// The current lifecycle state.
+    public var state: State { lifecycle.withLock { $0 } }
+
+    public var isStarted: Bool { state == .started }
+
+    public var suspended: Bool {
+        get { suspendedFlag.withLock { $0 } }
+        set { setSuspended(newValue) }
+    }
+
+    public func start() throws {
+        let proceed = lifecycle.withLock { state -> Bool in
+            guard state == .stopped else { return false }
+            state = .starting
+            return true
+        }
+        guard proceed else { return }
+        do {
+            if let modelError { throw modelError }
+            if persistentStoreCoordinator.persistentStores.isEmpty {
+                try attachPersistentStore()
+            }
+            didStart()
+            lifecycle.withLock { $0 = .started }
+        } catch {
+            lifecycle.withLock { $0 = .stopped }
+            throw error
+        }
+    }
+
+    public func start(block: @escaping @Sendable ((any Error)?) -> Void) {
+        DispatchQueue.global().async {
+            do { try self.start(); block(nil) } catch { block(error) }
+        }
+    }
+
+    public func stop() throws {
+        let proceed = lifecycle.withLock { state -> Bool in
+            guard state == .started else { return false }
+            state = .stopping
+            return true
+        }
+        guard proceed else { return }
+        willStop()
+        detachAllStores()
+        lifecycle.withLock { $0 = .stopped }
+    }
+
+    public func stop(block: @escaping @Sendable ((any Error)?) -> Void) {
+        DispatchQueue.global().async {
+            do { try self.stop(); block(nil) } catch { block(error) }
+        }
+    }
+
+    // Hooks for actions (see GenericConnect+Actions).
+    func didStart() {}
+    func willStop() {}
+    func setSuspended(_ value: Bool) { suspendedFlag.withLock { $0 = value } }
+}
