@@ -157,6 +157,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             throw CoherenceError(.unknownKey, "'\(key)' is a relationship; relationships are read through the context's object graph.",
                                  entity: entity.name, property: key, objectID: _objectID)
         }
+        if attribute.type == .transformable {
+            return Self.transformedSwiftValue(_storedValue(at: attribute.slot), for: attribute)
+        }
         return Self.swiftValue(_storedValue(at: attribute.slot), type: attribute.type)
     }
 
@@ -188,7 +191,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             throw CoherenceError(.unknownKey, "'\(key)' is a relationship; set relationships through the context's object graph.",
                                  entity: entity.name, property: key, objectID: _objectID)
         }
-        guard let stored = Self.storedValue(value, for: attribute.type) else {
+        let converted = attribute.type == .transformable && value != nil
+            ? value.flatMap { Self.transformedStoredValue($0, for: attribute) } : Self.storedValue(value, for: attribute.type)
+        guard let stored = converted else {
             throw CoherenceError(.typeMismatch,
                                  "A value of type \(value.map { "\(type(of: $0))" } ?? "nil") cannot be stored in '\(key)' (\(attribute.type)).",
                                  entity: entity.name, property: key, objectID: _objectID)
