@@ -495,6 +495,10 @@ enum CrossCases {
             .people("caseInsensitiveCompare == descending", #Predicate { $0.name.caseInsensitiveCompare("m") == descending }) { folded($0.name) > "m" },
             .people("caseInsensitiveCompare != ascending", #Predicate { $0.name.caseInsensitiveCompare("dora") != ascending }) { folded($0.name) >= "dora" },
             .people("caseInsensitiveCompare != descending", #Predicate { $0.name.caseInsensitiveCompare("dora") != descending }) { folded($0.name) <= "dora" },
+            .people("caseInsensitiveCompare on forced optional", #Predicate { $0.email!.caseInsensitiveCompare("EVE@X.FR") == same }) { p in
+                p.email.map { folded($0) == "eve@x.fr" } ?? false
+            },
+            .people("caseInsensitiveCompare on ??", #Predicate { ($0.email ?? "").caseInsensitiveCompare("") == same }) { ($0.email ?? "") == "" },
             .towns("caseInsensitiveCompare on town", #Predicate { $0.name.caseInsensitiveCompare("EVRY") == same }) { folded($1.name) == "evry" },
             .towns("localizedStandardContains on town", #Predicate { $0.name.localizedStandardContains("zur") }) { has(folded($1.name), "zur") },
         ]
@@ -726,6 +730,14 @@ struct CrossStorePredicateTests {
             ("count of unsupported", { _ = try coordinator.count(for: FetchRequest<Person>(predicate: #Predicate { $0.name.count > 3 })) }),
             ("dictionaries of unsupported", { _ = try coordinator.fetchDictionaries(FetchRequest<Person>(predicate: #Predicate { $0.clubs.first?.title == "Go" })) }),
             ("sort on to-many count", { _ = try coordinator.fetchObjectIDs(FetchRequest<Town>(sortBy: [SortDescriptor(\Town.people.count)])) }),
+            ("caseInsensitiveCompare inside flatMap", {
+                let same = ComparisonResult.orderedSame
+                _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.email.flatMap { $0.caseInsensitiveCompare("x") } == same }))
+            }),
+            ("caseInsensitiveCompare against a non-constant", {
+                let same = ComparisonResult.orderedSame
+                _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.name.caseInsensitiveCompare("x") == ($0.age > 3 ? same : same) }))
+            }),
             ("sort on computed property", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.shout)])) }),
         ]
         for (name, request) in requests {
