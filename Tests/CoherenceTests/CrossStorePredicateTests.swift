@@ -452,6 +452,7 @@ enum CrossCases {
             .people("flatMap isEmpty == true", #Predicate { $0.email?.isEmpty == true }) { $0.email?.isEmpty == true },
             .people("flatMap contains == false", #Predicate { $0.email?.contains("@x.") == false }) { p in p.email.map { !has($0, "@x.") } == true },
             .people("flatMap contains == nil", #Predicate { $0.email?.contains("@x.") == nil }) { $0.email == nil },
+            .people("optional test ?? false", #Predicate { $0.email?.contains("a") ?? false }) { $0.email.map { has($0, "a") } ?? false },
             .people("chain then string test", #Predicate { $0.town.flatMap { $0.name.starts(with: "É") } == true }) { $0.town?.name.starts(with: "É") == true },
             .people("optional in list with nil", #Predicate { names.contains($0.town.flatMap { $0.name }) }) { names.contains($0.town?.name) },
             .people("ternary on nil check", #Predicate { ($0.town == nil ? "none" : $0.name) == "none" }) { ($0.town == nil ? "none" : $0.name) == "none" },
@@ -526,6 +527,9 @@ enum CrossCases {
             .people("IN only nil, computed operand, more parameters after", #Predicate { onlyNil.contains($0.age > 30 ? $0.email : nil) && $0.name != "bob" }) {
                 onlyNil.contains($0.age > 30 ? $0.email : nil) && $0.name != "bob"
             },
+            .people("NOT IN without nil (nil is not in the list)", #Predicate { !["eve@x.com", "tom@x.com"].contains($0.email) }) {
+                !["eve@x.com", "tom@x.com"].contains($0.email)
+            },
             .people("IN empty", #Predicate { none.contains($0.name) }) { none.contains($0.name) },
             .people("NOT IN empty", #Predicate { !none.contains($0.name) }) { !none.contains($0.name) },
             .people("captured contains(where:)", #Predicate { p in anyOf.contains(where: { $0 == p.name }) }) { anyOf.contains($0.name) },
@@ -594,6 +598,7 @@ enum CrossCases {
             .people("to-many through to-one: contains", #Predicate { $0.town?.people.contains { $0.age > 60 } == true }) { p in
                 p.townIndex.map { t in CrossData.people.contains { $0.townIndex == t && $0.age > 60 } } ?? false
             },
+            .people("to-many count through a forced nil to-one is 0", #Predicate { $0.town!.people.count == 0 }) { $0.town == nil },
             .towns("isEmpty (inverse to-many)", #Predicate { $0.people.isEmpty }) { t, _ in !CrossData.people.contains { $0.townIndex == t } },
             .towns("count >", #Predicate { $0.people.count > 5 }) { t, _ in CrossData.people.filter { $0.townIndex == t }.count > 5 },
             .towns("allSatisfy incl. empty", #Predicate { $0.people.allSatisfy { $0.age >= 18 } }) { t, _ in
