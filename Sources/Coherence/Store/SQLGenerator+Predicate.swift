@@ -97,9 +97,12 @@ final class QueryBuilder {
         return "\(try alias(scope: p.scope, relationships: p.relationships[...])).Z_PK"
     }
 
+    /// Whether a value is compared as a decimal: the same rule as the evaluator's (a decimal
+    /// attribute, or `??` / `?:` choosing one). SQLite only carries a column's collation through
+    /// a bare column reference, not through `coalesce(…)` or `CASE`, so the collation is always
+    /// written out.
     private func isDecimal(_ e: QueryExpression) -> Bool {
-        if case .path(let p) = e, p.attribute?.type == .decimal { return true }
-        return false
+        QueryEvaluator.isDecimal(e)
     }
 
     // MARK: Expressions
@@ -169,20 +172,26 @@ final class QueryBuilder {
         case .inList(let x, let values):
             if values.isEmpty { return "0" }
             let collate = isDecimal(x) ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
-            var hasNull = false
-            var items: [String] = []
-            let l = try sql(x)
-            for v in values {
-                if case .constant(.null) = v { hasNull = true; continue }
-                if case .object(nil) = v { hasNull = true; continue }
-                items.append(try sql(v))
+            // Parameters are bound in the order they appear in the text, so the operand is only
+            // translated where it is written (a list of nils alone only writes the IS NULL test).
+            let nonNull = values.filter { v in
+                if case .constant(.null) = v { return false }
+                if case .object(nil) = v { return false }
+                return true
             }
+            let hasNull = nonNull.count < values.count
             var parts: [String] = []
-            if !items.isEmpty { parts.append("coalesce(\(l)\(collate) IN (\(items.joined(separator: ", "))), 0)") }
+            if !nonNull.isEmpty {
+                let l = try sql(x)
+                var items: [String] = []
+                for v in nonNull { items.append(try sql(v)) }
+                parts.append("coalesce(\(l)\(collate) IN (\(items.joined(separator: ", "))), 0)")
+            }
             if hasNull { parts.append("(\(try sql(x)) IS NULL)") }
             return "(" + parts.joined(separator: " OR ") + ")"
         case .between(let x, let lower, let upper, let inclusive):
-            let collate = isDecimal(x) ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
+            let decimal = isDecimal(x) || isDecimal(lower) || isDecimal(upper)
+            let collate = decimal ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
             let l = try sql(x)
             if inclusive {
                 return "(\(l) BETWEEN \(try sql(lower))\(collate) AND \(try sql(upper))\(collate))"
