@@ -20,16 +20,16 @@ let package = Package(
             dependencies: ["CCoherenceSQLite"],
             path: "Sources/Coherence"
         ),
-        .executableTarget(
-            name: "QuickStart",
-            dependencies: ["Coherence"],
-            path: "Examples/QuickStart"
-        ),
-        .executableTarget(
-            name: "ContextsDemo",
-            dependencies: ["Coherence"],
-            path: "Examples/ContextsDemo"
-        ),
+        // Examples: `swift run <name>`.
+        .target(name: "CoherenceExampleSupport", dependencies: ["Coherence"], path: "Examples/Support"),
+        .executableTarget(name: "QuickStart", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/QuickStart"),
+        .executableTarget(name: "ContextsDemo", dependencies: ["Coherence"], path: "Examples/ContextsDemo"),
+        .executableTarget(name: "StartupDefault", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/StartupDefault"),
+        .executableTarget(name: "StartupConfigurations", dependencies: ["Coherence", "CoherenceExampleSupport"],
+                          path: "Examples/StartupConfigurations"),
+        .executableTarget(name: "StartupPerUser", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/StartupPerUser"),
+        .executableTarget(name: "StartupGlobalThenUser", dependencies: ["Coherence", "CoherenceExampleSupport"],
+                          path: "Examples/StartupGlobalThenUser"),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence"],

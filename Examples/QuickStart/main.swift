@@ -1,37 +1,50 @@
 import Coherence
+import CoherenceExampleSupport
 import Foundation
 
-// A small tour of the engine: a typed model, a SQLite store beside an in-memory store, a save,
-// and fetches with #Predicate. (Contexts and the GenericConnect container build on this.)
+// The Coherence quick start: a GenericConnect with the Mixed strategy, a global store shared by
+// everyone and a store for the logged-in user. Background work goes straight to disk and the
+// view context follows it.
 
-final class Town: ManagedObject {
-    @Attribute(.unique) var name: String = ""
-    @Attribute var population: Int = 0
-    @Relationship(inverse: "town", deleteRule: .cascade) var people: Set<Person>
+let location = try exampleLocation("quickstart")
+defer { cleanUp(location) }
+
+// 1. A connect over a model with two configurations: GlobalData (Product), UserData (Note).
+let connect: Connect = GenericConnect<ContextStrategy.Mixed>(name: "Shop", managedObjectModel: try makeExampleModel())
+print("1. Created GenericConnect<Mixed> for model: \(connect.managedObjectModel.entities.map(\.name).joined(separator: ", "))")
+
+// 2. The global store first, then start.
+let global = try connect.attachPersistentStore(at: location, for: StoreConfiguration(name: "GlobalData"))
+try connect.start()
+print("2. Attached the global store \(global.url?.lastPathComponent ?? "") and started")
+
+// 3. A user logs in: their store lives in <location>/<user>.
+let userLocation = try StoreLocation.location(forUser: "alice", under: location)
+let userStore = try connect.attachPersistentStore(at: userLocation, for: StoreConfiguration(name: "UserData"))
+print("3. alice logged in: store at <location>/alice/\(userStore.url?.lastPathComponent ?? "")")
+
+// 4. A background context imports the catalog; the view context is told about it.
+let view = connect.viewContext
+let changes = view.events
+try await addProducts([("A-1", "Desk lamp", "19.99"), ("B-2", "Oak desk", "249"), ("C-3", "Chair", "89.5")], using: connect)
+for await event in changes where event.kind == .objectsDidChange && !event.inserted.isEmpty {
+    print("4. Background import saved; the view context announced \(event.inserted.count) new products")
+    break
 }
 
-final class Person: ManagedObject {
-    @Attribute var name: String = ""
-    @Attribute var age: Int = 0
-    @Relationship(inverse: "people") var town: Town?
-    override class var indexes: [[String]] { [["age"]] }
+// 5. The view context reads the global store and writes to the user's store.
+let report: String = try await view.perform {
+    let cheap = try view.fetch(FetchRequest<Product>(predicate: #Predicate { $0.price < 100 }, sortBy: [SortDescriptor(\.price)]))
+    let note = Note(context: view)
+    note.text = "Compare \(cheap.map(\.name).joined(separator: " and "))"
+    note.created = Date()
+    try view.save()
+    return "under 100: \(cheap.map { "\($0.name) (\($0.price))" }.joined(separator: ", "))"
 }
+print("5. Fetched with #Predicate — \(report); saved a note for alice")
 
-do {
-    let model = try ManagedObjectModel(types: [Town.self, Person.self])
-    print("Model: \(model.entities.map(\.name).joined(separator: ", ")) (version \(model.versionHash))")
-
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("coherence-quickstart-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-
-    let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-    let store = try coordinator.addPersistentStore(type: .sqlite, at: directory.appendingPathComponent("QuickStart.sqlite"))
-    print("Opened \(store)")
-
-    let count = try coordinator.count(for: FetchRequest<Person>())
-    print("People stored: \(count)")
-} catch {
-    print("QuickStart failed: \(error)")
-    exit(1)
-}
+// 6. Logout and shutdown.
+try connect.detach(persistentStore: userStore)
+print("6. alice logged out; stores attached: \(connect.persistentStoreCoordinator.persistentStores.count)")
+try connect.stop()
+print("   Stopped. Files: \(listFiles(location).joined(separator: ", "))")

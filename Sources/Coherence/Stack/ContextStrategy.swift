@@ -13,6 +13,19 @@ public protocol ContextStrategyType: AnyObject, Sendable {
     var viewContext: ManagedObjectContext { get }
     /// A new private-queue context for background work.
     func newBackgroundContext() -> ManagedObjectContext
+    /// Waits until saves the strategy started on its own (for example a root context writing
+    /// the view context's changes) have finished. Called by `stop()` before stores are detached.
+    func waitForPendingSaves()
+}
+
+extension ContextStrategyType {
+    public func waitForPendingSaves() {}
+}
+
+/// Waits for work queued on the view context (unless called from it) and then on the root context.
+private func drain(view: ManagedObjectContext, root: ManagedObjectContext) {
+    if !view.isOnExecutor { view.performAndWait {} }
+    root.performAndWait {}
 }
 
 /// The four built-in context strategies.
@@ -101,6 +114,8 @@ public enum ContextStrategy {
             viewContext.hooks.didSave = ContextStrategy.saveParent(rootContext, errorHandler)
         }
 
+        public func waitForPendingSaves() { drain(view: viewContext, root: rootContext) }
+
         public func newBackgroundContext() -> ManagedObjectContext {
             let c = ManagedObjectContext(concurrencyType: .privateQueue, parent: viewContext, name: "background")
             c.hooks.errorHandler = errorHandler
@@ -138,6 +153,8 @@ public enum ContextStrategy {
             viewContext.hooks.errorHandler = errorHandler
             viewContext.hooks.didSave = ContextStrategy.saveParent(rootContext, errorHandler)
         }
+
+        public func waitForPendingSaves() { drain(view: viewContext, root: rootContext) }
 
         public func newBackgroundContext() -> ManagedObjectContext {
             let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "background")

@@ -123,6 +123,7 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
         }
         guard proceed else { return }
         willStop()
+        strategy.waitForPendingSaves()
         detachAllStores()
         lifecycle.withLock { $0 = .stopped }
     }
