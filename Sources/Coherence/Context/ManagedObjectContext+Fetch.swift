@@ -76,6 +76,8 @@ extension ManagedObjectContext {
                 if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
                     o._install(s, asFault: asFaults)
                     if !asFaults { o.awakeFromFetch() }
+                } else if o._flags.contains(.fault) && !asFaults {
+                    o._fireFault()   // a prefilled fault: a non-faulting fetch realizes it
                 }
                 if o._group == nil { o._group = group }
                 results.append(o)
