@@ -64,6 +64,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     let queue: DispatchQueue
     private let token: ContextToken
     private static let queueKey = DispatchSpecificKey<ContextToken>()
+    /// Marks the main queue: after `dispatch_main()` (as under an async `main` on Linux) the main
+    /// queue's blocks run on a worker thread, where `Thread.isMainThread` is false.
+    private static let mainQueueToken: ContextToken = {
+        let token = ContextToken()
+        DispatchQueue.main.setSpecific(key: queueKey, value: token)
+        return token
+    }()
 
     struct Settings {
         var name: String?
@@ -98,7 +105,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.settings = Mutex(Settings(name: name))
         self.token = ContextToken()
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "private")")
-        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) }
+        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueToken }
         coordinator.contextRegistry.add(self)
     }
 
@@ -111,7 +118,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.settings = Mutex(Settings(name: name))
         self.token = ContextToken()
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "child")")
-        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) }
+        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueToken }
         parent.children.withLock { list in
             list.removeAll { $0.context == nil }
             list.append(WeakContext(self))
@@ -156,7 +163,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// Whether the current code runs on this context's executor.
     public var isOnExecutor: Bool {
-        if concurrencyType == .mainQueue { return Thread.isMainThread }
+        if concurrencyType == .mainQueue {
+            return Thread.isMainThread || DispatchQueue.getSpecific(key: Self.queueKey) === Self.mainQueueToken
+        }
         return DispatchQueue.getSpecific(key: Self.queueKey) === token
     }
 
