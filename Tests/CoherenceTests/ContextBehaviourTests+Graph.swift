@@ -400,10 +400,44 @@ struct ContextBehaviourQueryCountTests {
             let towns = try context.fetch(request)
             #expect(towns.count == 100)
             let afterFetch = queries.count
-            #expect(afterFetch == 2)   // the towns, and their people's IDs
+            #expect(afterFetch <= 3, "\(afterFetch) queries")   // the towns, their people's IDs, the people
             let total = towns.reduce(0) { $0 + $1.people.count }
             #expect(total == 200)
+            let names = Set(towns.flatMap { $0.people.map(\.name) })
+            #expect(names.count == 200)
             #expect(queries.count == afterFetch)   // walking the relationship needed no query
+        }
+    }
+
+    @Test func toOneRelationshipsLoadInBatchesAndPrefetch() async throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, store) = try await Self.seedTowns(dir)
+        let queries = Collector<String>()
+        store.setReaderTrace { sql in queries.append(sql) }
+        defer { store.setReaderTrace(nil) }
+        // Without prefetching: walking the to-one relationship fills the towns in batches.
+        let walker = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try await walker.perform {
+            let people = try walker.fetch(FetchRequest<Person>(predicate: #Predicate { $0.age == 1 }))
+            let afterFetch = queries.count
+            let towns = Set(people.compactMap { $0.town?.name })
+            #expect(towns.count == 1000)
+            let walking = queries.count - afterFetch
+            #expect(walking >= 1 && walking <= 3, "walking a to-one relationship issued \(walking) queries")
+        }
+        queries.removeAll()
+        // With prefetching: the towns come with the fetch.
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try await context.perform {
+            var request = FetchRequest<Person>(predicate: #Predicate { $0.age == 0 })
+            request.relationshipKeyPathsForPrefetching = ["town"]
+            let people = try context.fetch(request)
+            #expect(people.count == 1000)
+            let afterFetch = queries.count
+            #expect(afterFetch <= 4, "\(afterFetch) queries")   // the people, the towns in batches
+            let towns = Set(people.compactMap { $0.town?.name })
+            #expect(towns.count == 1000)
+            #expect(queries.count == afterFetch, "reading prefetched towns issued \(queries.count - afterFetch) queries")
         }
     }
 }

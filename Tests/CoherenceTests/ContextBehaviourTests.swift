@@ -14,6 +14,7 @@ final class Collector<T: Sendable>: Sendable {
     func append(_ item: T) { items.withLock { $0.append(item) } }
     var all: [T] { items.withLock { $0 } }
     var count: Int { items.withLock { $0.count } }
+    func removeAll() { items.withLock { $0.removeAll() } }
 }
 
 /// A Person's stored attributes, as a Sendable value to compare.
@@ -249,6 +250,33 @@ struct ContextBehaviourMergePolicyTests {
         #expect(count == 0)
     }
 
+    @Test func errorPolicyListsEveryConflict() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, bobID) = try await ContextBehaviourFaultTests.seed(coordinator)
+        let first = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let second = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        for context in [first, second] {
+            try await context.perform {
+                for id in [adaID, bobID] { _ = try #require(context.existingObject(with: id) as? Person).name }
+            }
+        }
+        try await first.perform {
+            for id in [adaID, bobID] { (first.registeredObject(for: id) as? Person)?.age += 1 }
+            try first.save()
+        }
+        await second.perform {
+            for id in [adaID, bobID] { (second.registeredObject(for: id) as? Person)?.name += "!" }
+            let extra = Person(context: second)   // an unrelated insert is not written either
+            extra.name = "Extra"
+        }
+        let error = try #require(await trySave(second))
+        #expect(error.code == .conflict)
+        #expect(Set(error.conflicts.map(\.objectID)) == [adaID, bobID])
+        #expect(error.conflicts.allSatisfy { $0.oldVersion == 1 && $0.newVersion == 2 })
+        #expect(try reopen(coordinator).count(for: FetchRequest<Person>()) == 2)
+    }
+
     @Test func deletingARowAnotherContextUpdatedIsAConflict() async throws {
         let dir = try TemporaryDirectory()
         let setup = try await VersionConflict(dir, secondPolicy: .error)
@@ -424,6 +452,24 @@ struct ContextBehaviourUniquenessTests {
         }
         #expect(try setup.storedTownCount() == 2)
         #expect(try await setup.storedTowns()["Oslo"] == 200)
+    }
+
+    @Test func objectTrumpUpsertReplacesARegisteredCopyOfTheRow() async throws {
+        let dir = try TemporaryDirectory()
+        let setup = try await Setup(dir, policy: .mergeByPropertyObjectTrump)
+        let context = setup.context, storedID = setup.storedID
+        try await context.perform {
+            let loaded = try #require(context.existingObject(with: storedID) as? Town)
+            #expect(loaded.population == 100)
+            let oslo = Town(context: context)
+            oslo.name = "Oslo"
+            oslo.population = 300
+            try context.save()
+            #expect(oslo.objectID == storedID)
+            #expect(context.registeredObject(for: storedID) === oslo)   // one object per row
+            #expect(try context.fetch(FetchRequest<Town>(predicate: #Predicate { $0.name == "Oslo" })).count == 1)
+        }
+        #expect(try await setup.storedTowns()["Oslo"] == 300)
     }
 
     @Test func storeTrumpKeepsTheStoredValues() async throws {
