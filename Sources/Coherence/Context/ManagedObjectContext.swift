@@ -351,7 +351,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Registers faults for a to-one relationship's destinations across the object's whole
     /// fetch group (once per group), so firing one of them fills the others in the same query.
     package func _registerGroupDestinations(_ r: RelationshipDescription, of object: ManagedObject) {
-        guard let group = object._group, !group.loadedSlots.contains(r.slot) else { return }
+        // A destination entity with subentities needs a query per fault to find its concrete
+        // entity: leave those to be made one at a time.
+        guard let group = object._group, !group.loadedSlots.contains(r.slot), r.fkOrdinal >= 0,
+              r.destinationEntity?.subentities.isEmpty == true else { return }
         group.loadedSlots.insert(r.slot)
         for o in group.objects where o !== object && o._context === self && o.entity.isKindOf(r.entity ?? o.entity) {
             guard r.fkOrdinal < o._committedToOne.count, let id = o._committedToOne[r.fkOrdinal], registered[id] == nil else { continue }
