@@ -76,6 +76,8 @@ extension ManagedObjectContext {
                 if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
                     o._install(s, asFault: asFaults)
                     if !asFaults { o.awakeFromFetch() }
+                } else if o._flags.contains(.fault) && !asFaults {
+                    o._fireFault()   // a prefilled fault: a non-faulting fetch realizes it
                 }
                 if o._group == nil { o._group = group }
                 results.append(o)
@@ -93,6 +95,18 @@ extension ManagedObjectContext {
         for name in prefetching {
             guard let r = fetch.entity.relationshipsByName[name], let first = results.first(where: { $0._group === group }) else { continue }
             _ = first._relatedObjects(at: r.slot)
+            // Load the destinations too (their faults fill in batches), so reading them needs no query.
+            for o in group.objects {
+                let destinations: [ManagedObject]
+                switch o._relations?[r.slot] {
+                case .toMany(let m)?: destinations = m.objects ?? []
+                case .toOne(let d)?: destinations = d.map { [$0] } ?? []
+                case nil:
+                    let id = r.hasForeignKey && r.fkOrdinal >= 0 && r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil
+                    destinations = id.flatMap { registered[$0] }.map { [$0] } ?? []
+                }
+                for d in destinations where d._flags.contains(.fault) && !d._flags.contains(.prefilled) { d._willAccess() }
+            }
         }
         return results
     }

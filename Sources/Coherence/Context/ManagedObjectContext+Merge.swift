@@ -34,7 +34,10 @@ extension ManagedObjectContext {
         event.updated = ids(changes[NotificationKey.updatedObjectIDs] ?? changes[NotificationKey.updatedObjects])
         event.deleted = ids(changes[NotificationKey.deletedObjectIDs] ?? changes[NotificationKey.deletedObjects])
         let sendable = event
+        // The changes were made outside these contexts' coordinators: their cached rows are stale.
+        let stale = Array(event.updated.union(event.deleted))
         for c in contexts {
+            c.persistentStoreCoordinator.rowCache.remove(stale)
             c.performAndWait { c.merge(sendable) }
         }
     }

@@ -125,7 +125,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.settings = Mutex(Settings(name: name))
         self.token = ContextToken()
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "private")")
-        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) }
+        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueKey }
         coordinator.contextRegistry.add(self)
     }
 
@@ -138,7 +138,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.settings = Mutex(Settings(name: name))
         self.token = ContextToken()
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "child")")
-        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) }
+        if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueKey }
         parent.children.withLock { list in
             list.removeAll { $0.context == nil }
             list.append(WeakContext(self))
@@ -370,6 +370,20 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 o._flags.insert(.inaccessible)
                 o._flags.remove(.fault)
             }
+        }
+    }
+
+    /// Registers faults for a to-one relationship's destinations across the object's whole
+    /// fetch group (once per group), so firing one of them fills the others in the same query.
+    package func _registerGroupDestinations(_ r: RelationshipDescription, of object: ManagedObject) {
+        // A destination entity with subentities needs a query per fault to find its concrete
+        // entity: leave those to be made one at a time.
+        guard let group = object._group, !group.loadedSlots.contains(r.slot), r.fkOrdinal >= 0,
+              r.destinationEntity?.subentities.isEmpty == true else { return }
+        group.loadedSlots.insert(r.slot)
+        for o in group.objects where o !== object && o._context === self && o.entity.isKindOf(r.entity ?? o.entity) {
+            guard r.fkOrdinal < o._committedToOne.count, let id = o._committedToOne[r.fkOrdinal], registered[id] == nil else { continue }
+            _ = _object(for: id)
         }
     }
 

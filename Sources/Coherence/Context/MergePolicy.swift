@@ -97,7 +97,13 @@ extension ManagedObjectContext {
                 }
             }
         case .overwrite:
-            break
+            // The whole object is written over the row: keep the to-one destinations it was
+            // loaded with where it did not change them (they would otherwise follow the store).
+            for r in entity.foreignKeyRelationships {
+                if case .toOne? = object._relations?[r.slot] { continue }
+                let loaded = r.fkOrdinal < object._committedToOne.count ? object._committedToOne[r.fkOrdinal] : nil
+                object._setRelationState(.toOne(loaded.map { _object(for: $0) }), at: r.slot)
+            }
         }
         // The object now builds on the stored row.
         object._committed = persisted
@@ -105,10 +111,8 @@ extension ManagedObjectContext {
                                                               version: conflict.newVersion, values: persisted),
                                                 id: conflict.objectID).toOne
         object._version = conflict.newVersion
-        if policy == .overwrite {
-            // Write every stored property, not just the changed ones.
-            object._committed = entity.initialValues.map { _ in StoredValue.null }
-        }
+        // With overwrite, every property that differs from the stored row is now a change, so
+        // the whole object is written (including properties only the store changed, even to nil).
         pendingChanges.refreshed[ObjectIdentifier(object)] = object
     }
 

@@ -166,6 +166,7 @@ extension ManagedObject {
         guard let context = _context else { return nil }
         if r.hasForeignKey {
             guard r.fkOrdinal < _committedToOne.count, let id = _committedToOne[r.fkOrdinal] else { return nil }
+            context._registerGroupDestinations(r, of: self)
             return context._object(for: id)
         }
         // One-to-one kept on the other side.

@@ -61,7 +61,8 @@ struct MemoryWriter {
             var full = id.entity.initialValues
             for p in id.entity.storedProperties { full[p.slot] = values[p.slot] }
             let row = StoreRow(entity: id.entity, primaryKey: id.primaryKey, version: 1, values: full)
-            if let conflict = uniquenessConflict(row, id: id, cached: nil, old: 0, in: s) {
+            // The conflict names the object as the caller knows it (its temporary ID).
+            if let conflict = uniquenessConflict(row, id: i.objectID, cached: nil, old: 0, in: s) {
                 conflicts.append(conflict)
                 continue
             }

@@ -153,7 +153,7 @@ private struct SaveWriter {
         } catch {
             // `error` is a SQLiteError here (typed throws).
             guard error.isUniqueConstraintViolation else { throw error }
-            try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0)
+            try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
         }
     }
 
@@ -232,7 +232,9 @@ private struct SaveWriter {
                                       persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0))
     }
 
-    private mutating func recordUniquenessConflict(id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64) throws {
+    /// `reportAs`: the ID the conflict names (an insert's temporary ID, as the caller knows it).
+    private mutating func recordUniquenessConflict(id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64,
+                                                   reportAs: ObjectID? = nil) throws {
         var found = false
         var entity: EntityDescription? = id.entity
         while let e = entity {
@@ -252,7 +254,7 @@ private struct SaveWriter {
                 if !others.isEmpty {
                     found = true
                     let row = try others.first.flatMap { o in try current(permanent[o] ?? o) }
-                    conflicts.append(SaveConflict(kind: .uniqueness, objectID: id, objectValues: values, cachedValues: cached,
+                    conflicts.append(SaveConflict(kind: .uniqueness, objectID: reportAs ?? id, objectValues: values, cachedValues: cached,
                                                   persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0,
                                                   constraint: constraint, conflictingObjectIDs: others))
                 }

@@ -18,6 +18,8 @@ package final class SQLiteStore: StoreEngine {
     private let writer: ConnectionBox
     private let readers = Mutex<ReaderPool>(ReaderPool())
     private let plans = Mutex<[ObjectIdentifier: SelectPlan]>([:])
+    /// Test hook: a trace installed on reader connections as they are used.
+    private let readerTrace = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     struct ReaderPool {
         var idle: [ConnectionBox] = []
@@ -170,6 +172,11 @@ package final class SQLiteStore: StoreEngine {
         guard let connection = box.connection else {
             throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
         }
+        if let trace = readerTrace.withLock({ $0 }) {
+            connection.traceHandler = trace
+        } else if connection.traceHandler != nil {
+            connection.traceHandler = nil
+        }
         do {
             return try body(connection)
         } catch let error as CoherenceError {
@@ -197,6 +204,11 @@ package final class SQLiteStore: StoreEngine {
     /// Test hook: the writer connection's SQL trace.
     package func setWriterTrace(_ handler: ((String) -> Void)?) {
         writer.connection?.traceHandler = handler
+    }
+
+    /// Test hook: the SQL trace of reader connections (installed on each as it is used).
+    package func setReaderTrace(_ handler: (@Sendable (String) -> Void)?) {
+        readerTrace.withLock { $0 = handler }
     }
 
     // MARK: Reads
