@@ -27,7 +27,7 @@ import Synchronization
 ///
 /// A context has either a coordinator (its saves go to the stores) or a parent context (its
 /// saves go into the parent's memory; fetches see the parent's unsaved changes).
-public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
+public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
     // @unchecked Sendable: every mutable field is touched only on the context's executor (its
     // serial queue or the main queue), reached through perform/performAndWait and checked in
     // debug builds; the settings other threads may read are behind a Mutex.

@@ -10,7 +10,7 @@ import Synchronization
 ///                                          StoreConfiguration(name: "PersistentData", type: .sqlite)])
 /// try connect.start()
 /// ```
-public protocol Connect: PersistentStack {
+public protocol Connect: PersistentStack, ActionManager {
     /// Starts: attaches the default store when none is attached. A second call does nothing.
     func start() throws
     /// Starts on a global queue and calls `block` there with the error, if any.
@@ -78,6 +78,8 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
 
     private let lifecycle = Mutex<State>(.stopped)
     let suspendedFlag = Mutex(false)
+    /// Queues and managed entities for actions.
+    let actionEngine = ActionEngine()
 
     /// The current lifecycle state.
     public var state: State { lifecycle.withLock { $0 } }
@@ -134,8 +136,16 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
         }
     }
 
-    // Hooks for actions (see GenericConnect+Actions).
-    func didStart() {}
-    func willStop() {}
-    func setSuspended(_ value: Bool) { suspendedFlag.withLock { $0 = value } }
+    // Actions follow the lifecycle (see ActionManager.swift).
+    func didStart() {
+        actionEngine.notifier.setOwner(self)
+        actionEngine.manage(managedObjectModel)
+    }
+
+    func willStop() { actionEngine.stop() }
+
+    func setSuspended(_ value: Bool) {
+        suspendedFlag.withLock { $0 = value }
+        actionEngine.setSuspended(value)
+    }
 }
