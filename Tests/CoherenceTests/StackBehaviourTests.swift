@@ -162,6 +162,26 @@ struct StackBadInputTests {
         try await expectSavesAndFetches(connect, town: "after rollback")
     }
 
+    @Test func attachingTheSameFileTwiceOrAnUnknownConfigurationFails() async throws {
+        let dir = try TemporaryDirectory()
+        let connect = try startedConnect(dir)
+        let path = dir.file("Bad.sqlite").path
+        expectError(.alreadyAttached, store: path) { try connect.attachPersistentStore() }
+        // The same file through another spelling of its location (the error names it as given).
+        try FileManager.default.createDirectory(at: dir.file("sub"), withIntermediateDirectories: true)
+        expectError(.alreadyAttached, store: dir.url.path + "/sub/../Bad.sqlite") {
+            try connect.attachPersistentStore(at: dir.url.appendingPathComponent("sub/..", isDirectory: true))
+        }
+        let unknown = #expect(throws: CoherenceError.self) {
+            try connect.attachPersistentStore(for: StoreConfiguration(fileName: "x.sqlite", name: "NoSuchConfiguration"))
+        }
+        #expect(unknown?.code == .invalidRequest)
+        #expect(unknown?.message.contains("NoSuchConfiguration") == true)
+        #expect(!exists(dir.file("x.sqlite")))
+        expectOnlyTheGoodStore(connect, dir)
+        try await expectSavesAndFetches(connect, town: "after duplicates")
+    }
+
     @Test func detachingTwiceOrAnotherContainersStoreIsStoreNotAttached() async throws {
         let dir = try TemporaryDirectory()
         let connect = try startedConnect(dir)
@@ -308,13 +328,29 @@ struct StackStoresTests {
         }
         #expect(connect.persistentStoreCoordinator.persistentStores.count == 1)
         // Both users at once: fetches see both stores.
-        let both = try connect.attachPersistentStores(at: dir.url, for: [StoreConfiguration(fileName: "alice/HR.persistentdata.sqlite", name: "PersistentData"),
-                                                                        StoreConfiguration(fileName: "bob/HR.persistentdata.sqlite", name: "PersistentData")])
+        let both = try ["alice", "bob"].map {
+            try connect.attachPersistentStore(at: StoreLocation.location(forUser: $0, under: dir.url), for: StoreConfiguration(name: "PersistentData"))
+        }
         let reader = connect.newBackgroundContext()
         #expect(try await reader.perform { try employeeNames(reader) } == ["alice", "bob"])
         try connect.detach(persistentStores: both)
         try connect.stop()
         #expect(connect.persistentStoreCoordinator.persistentStores.isEmpty)
+    }
+
+    @Test func missingDirectoriesAreCreatedForTheOwnerOnlyAndStoreFilesAreOwnerOnly() async throws {
+        let dir = try TemporaryDirectory()
+        let container = GenericPersistentContainer<ContextStrategy.Direct>(name: "Deep", managedObjectModel: try townModel())
+        let location = dir.file("a/b/c")
+        try container.attachPersistentStore(at: location)
+        try await expectSavesAndFetches(container, town: "Oslo")
+        for path in ["a", "a/b", "a/b/c"] {
+            #expect(permissions(dir.file(path)) == 0o700, "\(path)")
+        }
+        let file = location.appendingPathComponent("Deep.sqlite")
+        for url in [file, companion(file, "-wal"), companion(file, "-shm")] {
+            #expect(exists(url) && permissions(url) == 0o600, "\(url.lastPathComponent)")
+        }
     }
 
     @Test func aDetachedStoreIsClosedAndCanBeDeletedAndAttachedFresh() async throws {
