@@ -63,9 +63,10 @@ extension ManagedObject {
     /// transformer's data, or JSON for `Encodable` values.
     static func transformedStoredValue(_ value: Any, for attribute: AttributeDescription) -> StoredValue? {
         if let d = value as? Data { return .blob(d) }
-        if let name = attribute.valueTransformerName, let t = AttributeTransformers.transformer(named: name),
-           let data = try? t.data(from: value) {
-            return .blob(data)
+        if let name = attribute.valueTransformerName, let t = AttributeTransformers.transformer(named: name) {
+            // A value the registered transformer rejects is a type mismatch: storing it as JSON
+            // instead would give data the transformer cannot read back.
+            return (try? t.data(from: value)).map { .blob($0) }
         }
         if let encodable = value as? any Encodable, let data = try? JSONEncoder().encode(encodable) { return .blob(data) }
         return nil
