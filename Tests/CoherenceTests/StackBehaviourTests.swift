@@ -537,7 +537,7 @@ struct ObservedChange: Sendable {
 
 /// Observes a context's notifications through NotificationCenter, recording whether each was
 /// posted on `executor`'s executor.
-final class NotificationRecorder: @unchecked Sendable {
+final class StackNotificationRecorder: @unchecked Sendable {
     // @unchecked Sendable: `seen` is behind the lock; the token is set once in init.
     let stream: AsyncStream<ObservedChange>
     private let lock = NSLock()
@@ -596,9 +596,9 @@ struct StackStrategyBehaviourTests {
         let view = connect.viewContext
         let coordinator = connect.persistentStoreCoordinator
         let root = Self.rootContext(connect.strategy)
-        let viewChanges = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, of: view, executor: view)
+        let viewChanges = StackNotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, of: view, executor: view)
         var changes = viewChanges.stream.makeAsyncIterator()
-        let rootWrites = root.map { NotificationRecorder(ManagedObjectContext.willSaveNotification, of: $0, executor: view) }
+        let rootWrites = root.map { StackNotificationRecorder(ManagedObjectContext.willSaveNotification, of: $0, executor: view) }
         var rootEvents = root?.events.makeAsyncIterator()
 
         /// Waits until the store satisfies `condition` (root contexts write asynchronously), then
