@@ -92,6 +92,22 @@ struct StackTests {
         }
     }
 
+    @Test func storeFileNamesCannotEscapeTheLocation() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [Town.self, Person.self, Club.self])
+        let container = GenericPersistentContainer<ContextStrategy.Direct>(name: "Names", managedObjectModel: model)
+        for bad in ["../escape.sqlite", "sub/store.sqlite", "", ".."] {
+            do {
+                try container.attachPersistentStore(at: dir.url, for: StoreConfiguration(fileName: bad))
+                Issue.record("accepted file name \(String(reflecting: bad))")
+            } catch let error as CoherenceError {
+                #expect(error.code == .invalidLocation)
+            }
+        }
+        #expect(container.persistentStoreCoordinator.persistentStores.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: dir.url.deletingLastPathComponent().appendingPathComponent("escape.sqlite").path))
+    }
+
     @Test func scenariosConfigurationsPerUserAndGlobalThenUser() throws {
         let dir = try TemporaryDirectory()
         let connect = GenericConnect<ContextStrategy.Mixed>(name: "HR", bundle: .module)

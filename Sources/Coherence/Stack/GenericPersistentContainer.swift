@@ -104,6 +104,10 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
            managedObjectModel.configurations[config] == nil {
             throw CoherenceError(.invalidRequest, "The model '\(name)' has no configuration named '\(config)'.")
         }
+        if let fileName = configuration.fileName {
+            // A file name is one path component: it cannot escape the location.
+            try StoreLocation.validateComponent(fileName, what: "store file name")
+        }
         let store: PersistentStore
         if let url = configuration.url(in: location, containerName: name) {
             try StoreLocation.createDirectory(url.deletingLastPathComponent())
