@@ -48,15 +48,11 @@ public enum ContextStrategy {
         public init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void) {
             coordinator = persistentStoreCoordinator
             self.errorHandler = errorHandler
-            viewContext = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: coordinator, name: "viewContext")
-            viewContext.automaticallyMergesChangesFromParent = true
-            viewContext.hooks.errorHandler = errorHandler
+            viewContext = ContextStrategy.viewContext(on: coordinator, merges: true, errorHandler)
         }
 
         public func newBackgroundContext() -> ManagedObjectContext {
-            let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "background")
-            c.hooks.errorHandler = errorHandler
-            return c
+            ContextStrategy.backgroundContext(on: coordinator, errorHandler)
         }
     }
 
@@ -78,14 +74,11 @@ public enum ContextStrategy {
         public init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void) {
             coordinator = persistentStoreCoordinator
             self.errorHandler = errorHandler
-            viewContext = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: coordinator, name: "viewContext")
-            viewContext.hooks.errorHandler = errorHandler
+            viewContext = ContextStrategy.viewContext(on: coordinator, merges: false, errorHandler)
         }
 
         public func newBackgroundContext() -> ManagedObjectContext {
-            let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "background")
-            c.hooks.errorHandler = errorHandler
-            return c
+            ContextStrategy.backgroundContext(on: coordinator, errorHandler)
         }
     }
 
@@ -157,10 +150,25 @@ public enum ContextStrategy {
         public func waitForPendingSaves() { drain(view: viewContext, root: rootContext) }
 
         public func newBackgroundContext() -> ManagedObjectContext {
-            let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "background")
-            c.hooks.errorHandler = errorHandler
-            return c
+            ContextStrategy.backgroundContext(on: coordinator, errorHandler)
         }
+    }
+
+    /// A main-queue view context on the coordinator.
+    static func viewContext(on coordinator: PersistentStoreCoordinator, merges: Bool,
+                            _ errorHandler: @escaping @Sendable (any Error) -> Void) -> ManagedObjectContext {
+        let c = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: coordinator, name: "viewContext")
+        c.automaticallyMergesChangesFromParent = merges
+        c.hooks.errorHandler = errorHandler
+        return c
+    }
+
+    /// A private-queue background context on the coordinator.
+    static func backgroundContext(on coordinator: PersistentStoreCoordinator,
+                                  _ errorHandler: @escaping @Sendable (any Error) -> Void) -> ManagedObjectContext {
+        let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "background")
+        c.hooks.errorHandler = errorHandler
+        return c
     }
 
     /// A did-save hook that saves `parent` on its own queue, reporting failures.
