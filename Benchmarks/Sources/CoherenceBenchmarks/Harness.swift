@@ -1,0 +1,138 @@
+import Foundation
+
+/// Command-line options.
+struct Options {
+    var scale = 1.0
+    var repetitions = 5
+    var only: Set<String>?
+    var w9Child = false
+
+    static func parse(_ args: [String]) -> Options {
+        var o = Options()
+        var i = 1
+        while i < args.count {
+            switch args[i] {
+            case "--scale": i += 1; o.scale = Double(args[safe: i] ?? "") ?? 1
+            case "--repetitions": i += 1; o.repetitions = max(1, Int(args[safe: i] ?? "") ?? 5)
+            case "--only": i += 1; o.only = Set((args[safe: i] ?? "").split(separator: ",").map { $0.uppercased() })
+            case "--w9-child": o.w9Child = true
+            case "--help", "-h":
+                print("""
+                    usage: CoherenceBenchmarks [--scale X] [--repetitions N] [--only W1,W3,...]
+                      --scale X        multiply every N by X (default 1: 100,000 objects)
+                      --repetitions N  repetitions per implementation (default 5)
+                      --only LIST      run a subset of W1…W10
+                    """)
+                exit(0)
+            default: break
+            }
+            i += 1
+        }
+        return o
+    }
+
+    func n(_ base: Int) -> Int { max(1, Int(Double(base) * scale)) }
+    func wants(_ w: String) -> Bool { only?.contains(w) ?? true }
+}
+
+extension Array {
+    subscript(safe i: Int) -> Element? { indices.contains(i) ? self[i] : nil }
+}
+
+/// Seconds spent in `body`.
+@inline(never)
+func measure(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// One implementation of a workload: sets up what it needs (untimed) and returns the seconds of
+/// the measured part.
+typealias Run = () throws -> Double
+
+/// The result of one workload.
+struct WorkloadResult {
+    var name: String
+    var title: String
+    var times: [String: [Double]] = [:]   // implementation → seconds per repetition
+    var unit = "s"
+    var note = ""
+
+    func median(_ impl: String) -> Double? {
+        guard let t = times[impl]?.sorted(), !t.isEmpty else { return nil }
+        return t.count % 2 == 1 ? t[t.count / 2] : (t[t.count / 2 - 1] + t[t.count / 2]) / 2
+    }
+    func min(_ impl: String) -> Double? { times[impl]?.min() }
+    func ratio(_ a: String, _ b: String) -> Double? {
+        guard let x = median(a), let y = median(b), y > 0 else { return nil }
+        return x / y
+    }
+}
+
+/// Runs implementations interleaved (the order rotates every repetition) so that noise on the
+/// shared machine spreads over all of them.
+func interleave(_ name: String, _ title: String, reps: Int, _ impls: [(String, Run)]) throws -> WorkloadResult {
+    var result = WorkloadResult(name: name, title: title)
+    for rep in 0..<reps {
+        for k in 0..<impls.count {
+            let (label, run) = impls[(k + rep) % impls.count]
+            result.times[label, default: []].append(try run())
+        }
+    }
+    return result
+}
+
+/// A fresh temporary directory, removed at exit of `body`.
+func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("coherence-bench-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try body(url)
+}
+
+/// Peak resident memory of this process in MB (Linux: VmHWM).
+func peakResidentMB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        let kb = line.split(separator: " ").compactMap { Double($0) }.first ?? 0
+        return kb / 1024
+    }
+    return 0
+}
+
+/// Prints the table and the JSON line.
+func report(_ results: [WorkloadResult], options: Options) {
+    func f(_ v: Double?, _ unit: String) -> String {
+        guard let v else { return "-" }
+        return unit == "MB" ? String(format: "%.1f MB", v) : String(format: "%.2f ms", v * 1000)
+    }
+    func r(_ v: Double?) -> String { v.map { String(format: "%.2f×", $0) } ?? "-" }
+    print("")
+    print("workload                                              Coherence (med / min)      raw SQLite (med)   GRDB (med)     C/raw   C/GRDB")
+    for w in results {
+        let label = "\(w.name) \(w.title)".padding(toLength: 52, withPad: " ", startingAt: 0)
+        let c = "\(f(w.median("coherence"), w.unit)) / \(f(w.min("coherence"), w.unit))".padding(toLength: 27, withPad: " ", startingAt: 0)
+        let raw = f(w.median("raw"), w.unit).padding(toLength: 19, withPad: " ", startingAt: 0)
+        let grdb = f(w.median("grdb"), w.unit).padding(toLength: 14, withPad: " ", startingAt: 0)
+        print("\(label)  \(c)\(raw)\(grdb)\(r(w.ratio("coherence", "raw")).padding(toLength: 8, withPad: " ", startingAt: 0))\(r(w.ratio("coherence", "grdb")))\(w.note.isEmpty ? "" : "  " + w.note)")
+    }
+    var json: [String: Any] = ["date": ISO8601DateFormatter().string(from: Date()), "scale": options.scale, "repetitions": options.repetitions]
+    var items: [[String: Any]] = []
+    for w in results {
+        var item: [String: Any] = ["workload": w.name, "unit": w.unit]
+        for impl in ["coherence", "raw", "grdb", "baseline"] {
+            if let m = w.median(impl) { item["\(impl)_median"] = m }
+            if let m = w.min(impl) { item["\(impl)_min"] = m }
+        }
+        if let x = w.ratio("coherence", "raw") { item["ratio_raw"] = x }
+        if let x = w.ratio("coherence", "grdb") { item["ratio_grdb"] = x }
+        if let x = w.ratio("coherence", "baseline") { item["ratio_baseline"] = x }
+        items.append(item)
+    }
+    json["results"] = items
+    if let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]), let text = String(data: data, encoding: .utf8) {
+        print("")
+        print("JSON: \(text)")
+    }
+}

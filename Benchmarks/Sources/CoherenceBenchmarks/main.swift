@@ -1,0 +1,31 @@
+import Foundation
+
+// Coherence benchmarks: each workload three ways (Coherence, hand-written SQLite C, GRDB
+// records) in one process, interleaved, 5 repetitions, medians and ratios.
+
+let options = Options.parse(CommandLine.arguments)
+if options.w9Child {
+    try Workloads.w9Child(options)
+    exit(0)
+}
+print("Coherence benchmarks — scale \(options.scale), \(options.repetitions) repetitions, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+var results: [WorkloadResult] = []
+@MainActor func run(_ name: String, _ body: () throws -> WorkloadResult) rethrows {
+    guard options.wants(name) else { return }
+    print("running \(name)…")
+    results.append(try body())
+}
+try run("W1") { try Workloads.w1(options) }
+try run("W2") { try Workloads.w2(options) }
+try run("W3") { try Workloads.w3(options) }
+try run("W4") { try Workloads.w4(options) }
+try run("W5") { try Workloads.w5(options) }
+try run("W6") { try Workloads.w6(options) }
+try run("W7") { try Workloads.w7(options) }
+if options.wants("W8") {
+    print("running W8…")
+    results.append(try await Workloads.w8(options))
+}
+try run("W9") { try Workloads.w9(options) }
+try run("W10") { try Workloads.w10(options) }
+report(results, options: options)
