@@ -55,7 +55,14 @@ extension ManagedObject {
     public var isFault: Bool { _flags.contains(.fault) }
     /// Whether the object has unsaved changes to its properties (an existing object).
     public var isUpdated: Bool {
-        !isInserted && !isDeleted && _context != nil && (!changedValues().isEmpty || _hasRelationshipChanges)
+        !isInserted && !isDeleted && _context != nil && (_hasAttributeChanges || _hasRelationshipChanges)
+    }
+
+    /// Whether a stored attribute differs from the committed snapshot (no allocation).
+    var _hasAttributeChanges: Bool {
+        guard !_flags.contains(.fault), let committed = _committed else { return false }
+        for a in entity.attributes where !a.isTransient && _values[a.slot] != committed[a.slot] { return true }
+        return false
     }
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInserted || isDeleted || isUpdated }
