@@ -163,7 +163,8 @@ extension ManagedObject {
     static func mergeValue(_ value: Any, for attribute: AttributeDescription) -> StoredValue? {
         if value is NSNull { return attribute.isOptional ? .null : nil }
         #if !canImport(Darwin)
-        if let n = value as? NSNumber, !(value is Bool) || attribute.type == .boolean {
+        // JSON booleans are NSNumbers of type "c"; `is Bool` would also match the numbers 0 and 1.
+        if let n = value as? NSNumber, String(cString: n.objCType) != "c" || attribute.type == .boolean {
             switch attribute.type.kind {
             case .integer16, .integer32, .integer64:
                 let d = n.doubleValue

@@ -140,13 +140,12 @@ extension GenericConnect: ActionManager {
         let proxy = makeProxy(action, completionBlock)
         actionEngine.generic.enqueue(ActionQueue.Job(proxy: proxy) { done in
             guard proxy.begin() else { done(); return }
-            let task = Task {
+            proxy.runTask {
                 var failure: (any Error)?
                 do { try await action.execute() } catch { failure = error }
                 proxy.finish(error: failure)
                 done()
             }
-            proxy.attach(task)
         })
         return proxy
     }
@@ -184,14 +183,13 @@ extension GenericConnect: ActionManager {
         queue.enqueue(ActionQueue.Job(proxy: proxy) { [self] done in
             guard proxy.begin() else { done(); return }
             let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
-            let task = Task {
+            proxy.runTask {
                 var failure: (any Error)?
                 do { try await action.execute(context: context) } catch { failure = error }
                 if failure == nil { proxy.record(await context.perform { context.statistics }) }
                 proxy.finish(error: failure)
                 done()
             }
-            proxy.attach(task)
         })
         return proxy
     }

@@ -68,6 +68,8 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         var task: Task<Void, Never>?
         var completion: (@Sendable (ActionProxy) -> Void)?
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// The finish notification was posted and the completion block called: waiting ends.
+        var settled = false
     }
 
     private let inner = Mutex(Inner())
@@ -129,8 +131,9 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         case .nothing:
             return
         case .cancelRunning(let task):
-            action.cancel()
+            // The task first, so an action that wakes up in its cancel() sees Task.isCancelled.
             task?.cancel()
+            action.cancel()
         case .finishUnrun:
             let remove = dequeue.withLock { $0 }
             _ = remove?()
@@ -141,18 +144,20 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Blocks until the action finished.
+    /// Blocks until the action finished (its finish notification was posted and its completion
+    /// block returned). Do not call it from the completion block.
     public func waitUntilFinished() { group.wait() }
 
     /// Blocks until the action finished or `timeout` passed; returns whether it finished.
     public func waitUntilFinished(timeout: DispatchTime) -> Bool { group.wait(timeout: timeout) == .success }
 
-    /// Waits until the action finished.
+    /// Waits until the action finished (its finish notification was posted and its completion
+    /// block returned).
     public var finished: Void {
         get async {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let done = inner.withLock { s -> Bool in
-                    if s.state == .finished { return true }
+                    if s.settled { return true }
                     s.waiters.append(c)
                     return false
                 }
@@ -167,7 +172,7 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         get async throws {
             await finished
             let (status, error) = inner.withLock { ($0.status, $0.error?.error) }
-            if let error { throw ErrorBox(error) }
+            if let error { throw error }
             if status == .canceled { throw CancellationError() }
         }
     }
@@ -197,13 +202,15 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         notifier.post(.didStartExecuting, self)
     }
 
-    /// Remembers the task an async action runs in (so cancellation reaches it).
-    func attach(_ task: Task<Void, Never>) {
-        let cancelNow = inner.withLock { s -> Bool in
+    /// Starts the task an async action runs in and remembers it (so cancellation reaches it).
+    /// The task is made and recorded under the lock: a `cancel()` from inside the running
+    /// action (which needs the lock) always finds it.
+    func runTask(_ body: @escaping @Sendable () async -> Void) {
+        inner.withLock { s in
+            let task = Task(operation: body)
             s.task = task
-            return s.cancelRequested
+            if s.cancelRequested { task.cancel() }
         }
-        if cancelNow { task.cancel() }
     }
 
     /// Records the context statistics of an entity action.
@@ -214,7 +221,7 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
     /// Finishes: sets the outcome, posts ActionDidFinishExecuting, calls the completion block
     /// once and wakes waiters.
     func finish(error: (any Error)?) {
-        let (completion, waiters) = inner.withLock { s -> ((@Sendable (ActionProxy) -> Void)?, [CheckedContinuation<Void, Never>]) in
+        let completion = inner.withLock { s -> (@Sendable (ActionProxy) -> Void)? in
             s.error = error.map(ErrorBox.init)
             s.status = s.cancelRequested ? .canceled : (error == nil ? .successful : .failed)
             s.statistics.finishTime = Date()
@@ -222,12 +229,17 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
             s.task = nil
             let c = s.completion
             s.completion = nil
-            let w = s.waiters
-            s.waiters = []
-            return (c, w)
+            return c
         }
         notifier.post(.didFinishExecuting, self)
         completion?(self)
+        // Waiting ends only now, so `await finished` (like waitUntilFinished()) returns after the
+        // notification and the completion block, even when it starts after state became finished.
+        let waiters = inner.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.settled = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
         for w in waiters { w.resume() }
         group.leave()
     }

@@ -95,7 +95,11 @@ final class ActionQueue: Sendable {
                 return s.pending.removeFirst()
             }
             guard let job else { break }
-            DispatchQueue.global().async {
+            // A serial queue of its own per job rather than `DispatchQueue.global()`: serial
+            // queues run on Dispatch's overcommitting threads, so actions that block (a
+            // synchronous web-service call) never starve the global pool, which on Linux has
+            // one thread per core and grows slowly. `width` still bounds how many run at once.
+            DispatchQueue(label: "Coherence.actions.\(label)").async {
                 job.run { [self] in
                     self.state.withLock { $0.running -= 1 }
                     self.signalIdleIfNeeded()
