@@ -64,6 +64,7 @@ extension ActionContext {
             throw ActionError.unmanagedEntity("Entity '\(entity.name)' not managed, cannot merge objects.")
         }
         let keys = keyNames.compactMap { entity.attributesByName[$0] }
+        let ignoredSlots = Set(ignoreAttributes.compactMap { entity.propertiesByName[$0]?.slot })
         // Validate and convert every incoming object before touching anything.
         var incoming: [(key: [StoredValue], values: [(Int, StoredValue)])] = []
         incoming.reserveCapacity(objects.count)
@@ -84,7 +85,7 @@ extension ActionContext {
                 }
                 key.append(v)
             }
-            incoming.append((key, values.filter { slot, _ in !ignoreAttributes.contains(entity.properties[slot].name) }))
+            incoming.append((key, ignoredSlots.isEmpty ? values : values.filter { slot, _ in !ignoredSlots.contains(slot) }))
         }
         return try performAndWait { () throws -> MergeSummary in
             var r = request
@@ -161,6 +162,14 @@ extension ManagedObject {
     /// Converts an incoming (JSON-like) value for an attribute: Swift values, `NSNumber`s from
     /// `JSONSerialization`, and ISO-8601 strings for dates.
     static func mergeValue(_ value: Any, for attribute: AttributeDescription) -> StoredValue? {
+        // Native Swift values first: casting them to NSNumber would box each one.
+        switch (attribute.type.kind, value) {
+        case (.string, let v as String): return .text(v)
+        case (.integer64, let v as Int): return .integer(Int64(v))
+        case (.double, let v as Double): return .real(v)
+        case (.date, let v as Date): return v.storedValue
+        default: break
+        }
         if value is NSNull { return attribute.isOptional ? .null : nil }
         #if !canImport(Darwin)
         // JSON booleans are NSNumbers of type "c"; `is Bool` would also match the numbers 0 and 1.
