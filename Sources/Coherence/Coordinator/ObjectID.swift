@@ -62,9 +62,10 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
             && (lhs.entity === rhs.entity || lhs.entity.rootEntity === rhs.entity.rootEntity)
     }
 
+    /// Hashes the key only: IDs of the same key in two stores are rare, and equality still tells
+    /// them apart. (Hashing the store UUID too doubled the cost of every identity-map lookup.)
     public func hash(into hasher: inout Hasher) {
         hasher.combine(primaryKey)
-        hasher.combine(storeIdentifier)
     }
 
     public var description: String {

@@ -38,7 +38,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public let ownProperties: [PropertyDescription]
 
     /// The superentity (set when the model loads).
-    public internal(set) weak var superentity: EntityDescription?
+    public internal(set) var superentity: EntityDescription?
     /// The direct sub-entities (set when the model loads).
     public internal(set) var subentities: [EntityDescription] = []
     /// All properties: inherited ones first, in the superentity's order, then own ones.
@@ -54,7 +54,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// All relationships by name.
     public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
     /// The model this entity belongs to (set when the model loads).
-    public internal(set) weak var managedObjectModel: ManagedObjectModel?
+    /// (Strong, like every model back-reference: see `PropertyDescription.entity`.)
+    public internal(set) var managedObjectModel: ManagedObjectModel?
 
     /// The entity's number in its model (1-based; stored in each row).
     package internal(set) var entityNumber: Int = 0

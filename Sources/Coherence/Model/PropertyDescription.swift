@@ -17,7 +17,12 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     public let userInfo: [String: any Sendable]
 
     /// The entity that declares the property (inherited properties keep their declaring entity).
-    public internal(set) weak var entity: EntityDescription?
+    ///
+    /// Model back-references are strong on purpose: a weak reference gives the referenced object
+    /// a side table, which makes every retain and release of it (every `ObjectID` copy) take
+    /// the slow path. A model and its descriptions therefore live as long as the process, as
+    /// Core Data models do in practice.
+    public internal(set) var entity: EntityDescription?
     /// The index of this property's value in a managed object's value storage and row snapshots.
     /// Inherited properties have the same slot in every sub-entity.
     package internal(set) var slot: Int = -1
@@ -164,7 +169,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     /// The destination entity (set when the model loads).
     public internal(set) var destinationEntity: EntityDescription?
     /// The inverse relationship (set when the model loads).
-    public internal(set) weak var inverseRelationship: RelationshipDescription?
+    public internal(set) var inverseRelationship: RelationshipDescription?
     /// The index of this relationship in `entity.foreignKeyRelationships` (foreign keys only).
     package internal(set) var fkOrdinal: Int = -1
     /// How the relationship is stored (decided when the model loads).
