@@ -190,7 +190,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Stops (in debug builds) when the context is used off its executor.
-    @inline(__always)
+    @usableFromInline
     package func assertOnExecutor(touching object: ManagedObject? = nil, _ function: StaticString = #function) {
         #if DEBUG
         if !isOnExecutor {

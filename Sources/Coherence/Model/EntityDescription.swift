@@ -70,7 +70,16 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Whether the entity has been loaded into a model.
     var isLoaded: Bool { entityNumber != 0 }
 
-    private let keyPathSlots = Mutex<[ObjectIdentifier: (SendableKeyPath, Int)]>([:])
+    /// Key path → slot cache: an append-only table read without locks. Writers append under
+    /// `slotWriter` and publish with a releasing store of `slotCount`; readers load the count
+    /// (acquiring) and scan that many entries (a few per property: key paths are made per call
+    /// site); more go to `slotOverflow`.
+    private var slotKeys: UnsafeMutablePointer<UInt>?
+    private var slotValues: UnsafeMutablePointer<Int>?
+    private var slotCapacity = 0
+    private let slotCount = Atomic<Int>(0)
+    private let slotWriter = Mutex<[SendableKeyPath]>([])
+    private let slotOverflow = Mutex<[UInt: Int]>([:])
     private let resolvedKeyPaths = Mutex<[SendableKeyPath: PropertyDescription]>([:])
 
     /// Creates an entity description.
@@ -104,17 +113,56 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     // MARK: Key paths of typed subclasses
 
     /// The slot of the property whose wrapper storage is `storage` (`\Person._name`).
-    /// - Complexity: O(1): one lookup keyed by the key path's identity; the first use of each
-    ///   key path parses its name.
-    @inline(__always)
-    func slot(forStorage storage: AnyKeyPath) -> Int? {
-        let id = ObjectIdentifier(storage)
-        if let hit = keyPathSlots.withLock({ $0[id]?.1 }) { return hit }
+    /// - Complexity: O(*p*) pointer comparisons for *p* properties, without locking or hashing;
+    ///   the first use of each key path parses its name.
+    @inlinable @inline(__always)
+    package func slot(forStorage storage: AnyKeyPath) -> Int? {
+        let key = UInt(bitPattern: ObjectIdentifier(storage))
+        if let slot = _cachedSlot(key) { return slot }
+        return _resolveSlot(storage, key: key)
+    }
+
+    @usableFromInline @inline(__always)
+    func _cachedSlot(_ key: UInt) -> Int? {
+        guard let keys = slotKeys, let values = slotValues else { return nil }
+        let n = slotCount.load(ordering: .acquiring)
+        var i = 0
+        while i < n {
+            if keys[i] == key { return values[i] }
+            i += 1
+        }
+        return nil
+    }
+
+    @usableFromInline
+    func _resolveSlot(_ storage: AnyKeyPath, key: UInt) -> Int? {
+        // Key path objects are made per call site, so one property can have several; those past
+        // the lock-free table's capacity are kept in a locked dictionary. Names are parsed once.
+        if let slot = slotOverflow.withLock({ $0[key] }) { return slot }
         guard let name = EntityDescription.propertyName(fromStorage: storage),
               let property = propertiesByName[name] else { return nil }
-        let entry = (SendableKeyPath(storage), property.slot)
-        keyPathSlots.withLock { $0[id] = entry }
+        let entry = SendableKeyPath(storage)
+        slotWriter.withLock { retained in
+            retained.append(entry)   // keeps the key path (and so its identity) alive
+            guard let keys = slotKeys, let values = slotValues else { return }
+            let n = slotCount.load(ordering: .relaxed)
+            for i in 0..<n where keys[i] == key { return }
+            if n < slotCapacity {
+                keys[n] = key
+                values[n] = property.slot
+                slotCount.store(n + 1, ordering: .releasing)
+            } else {
+                slotOverflow.withLock { $0[key] = property.slot }
+            }
+        }
         return property.slot
+    }
+
+    /// Allocates the slot table (when the model loads).
+    func prepareSlotTable() {
+        slotCapacity = 16 + 4 * properties.count
+        slotKeys = .allocate(capacity: slotCapacity)
+        slotValues = .allocate(capacity: slotCapacity)
     }
 
     /// Parses `\Person._name` → `name`.

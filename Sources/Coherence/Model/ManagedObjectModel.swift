@@ -51,7 +51,10 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         try Self.resolveInheritance(sorted, byName: byName)
         try Self.resolveProperties(sorted)
         try Self.resolveRelationships(sorted, byName: byName)
-        for e in sorted { e._initialValues = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null } }
+        for e in sorted {
+            e._initialValues = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
+            e.prepareSlotTable()
+        }
         try Self.checkConstraintsAndIndexes(sorted)
 
         var expanded: [String: [String]] = [:]

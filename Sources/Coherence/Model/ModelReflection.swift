@@ -53,10 +53,14 @@ extension EntityDescription {
 
 /// Resolves key paths of typed subclasses (`\Person.name`) to properties by reading them once
 /// on a probe object whose property wrappers record the storage they were asked for.
+@usableFromInline
 package enum KeyPathProbe {
     /// Records the storage key path a probe's wrapper was read through.
+    @usableFromInline
     package final class Recorder {
         var touched: AnyKeyPath?
+        /// Records the storage a probe's wrapper was read through.
+        @usableFromInline func record(_ storage: AnyKeyPath) { touched = storage }
     }
 
     static func resolve(_ keyPath: AnyKeyPath, in entity: EntityDescription) -> PropertyDescription? {

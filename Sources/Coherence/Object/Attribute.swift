@@ -29,7 +29,7 @@ public struct AttributeOptions: OptionSet, Hashable, Sendable {
 @propertyWrapper
 public struct Attribute<Value: PersistentValue> {
     let options: AttributeOptions
-    let defaultValue: Value?
+    @usableFromInline let defaultValue: Value?
     let validation: AttributeValidation
 
     /// An attribute with no default value (optional types default to nil).
@@ -54,6 +54,7 @@ public struct Attribute<Value: PersistentValue> {
     }
 
     /// Reads and writes go to the object's value storage.
+    @inlinable
     public static subscript<EnclosingSelf: ManagedObject>(
         _enclosingInstance object: EnclosingSelf,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
@@ -61,7 +62,7 @@ public struct Attribute<Value: PersistentValue> {
     ) -> Value {
         get {
             if let probe = object._probe {
-                probe.touched = storageKeyPath
+                probe.record(storageKeyPath)
                 return Value.placeholder
             }
             guard let slot = object.entity.slot(forStorage: storageKeyPath) else {

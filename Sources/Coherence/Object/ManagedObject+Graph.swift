@@ -1,19 +1,20 @@
 import Foundation
 
 /// Lifecycle flags of a managed object.
+@usableFromInline
 package struct ObjectFlags: OptionSet, Sendable {
-    package let rawValue: UInt8
-    package init(rawValue: UInt8) { self.rawValue = rawValue }
+    @usableFromInline package let rawValue: UInt8
+    @inlinable package init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Inserted in its context and not yet saved.
-    package static let inserted = ObjectFlags(rawValue: 1 << 0)
+    @usableFromInline package static let inserted = ObjectFlags(rawValue: 1 << 0)
     /// Deleted in its context and not yet saved.
-    package static let deleted = ObjectFlags(rawValue: 1 << 1)
+    @usableFromInline package static let deleted = ObjectFlags(rawValue: 1 << 1)
     /// A fault: its values have not been accessed yet.
-    package static let fault = ObjectFlags(rawValue: 1 << 2)
+    @usableFromInline package static let fault = ObjectFlags(rawValue: 1 << 2)
     /// The fault's values are already in memory (fetched with the row); firing needs no query.
-    package static let prefilled = ObjectFlags(rawValue: 1 << 3)
+    @usableFromInline package static let prefilled = ObjectFlags(rawValue: 1 << 3)
     /// Firing the fault found no row: the object's data is gone.
-    package static let inaccessible = ObjectFlags(rawValue: 1 << 4)
+    @usableFromInline package static let inaccessible = ObjectFlags(rawValue: 1 << 4)
 }
 
 /// The state of one relationship of one object.
@@ -123,6 +124,7 @@ extension ManagedObject {
     // MARK: Faults
 
     /// Fills the object's values.
+    @usableFromInline
     package final func _fireFault() {
         _flags.remove(.fault)
         if _flags.contains(.prefilled) {

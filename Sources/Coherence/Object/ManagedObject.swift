@@ -23,16 +23,16 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public let entity: EntityDescription
     /// Current values, one per property slot (attributes in stored form; foreign keys of to-one
     /// relationships as the destination's primary key).
-    package final var _values: [StoredValue]
+    @usableFromInline package final var _values: [StoredValue]
     package final var _objectID: ObjectID?
     /// Non-nil only on probe objects used to resolve key paths.
-    package final var _probe: KeyPathProbe.Recorder?
+    @usableFromInline package final var _probe: KeyPathProbe.Recorder?
     /// Relationship state by slot (to-one overrides and to-many contents); nil until used.
     package final var _relations: [Int: RelationState]?
     /// The context the object is registered in.
-    package final weak var _context: ManagedObjectContext?
+    @usableFromInline package final weak var _context: ManagedObjectContext?
     /// Lifecycle flags.
-    package final var _flags: ObjectFlags = []
+    @usableFromInline package final var _flags: ObjectFlags = []
     /// The row version the object was loaded at (0: never saved).
     package final var _version: Int64 = 0
     /// Values at load or last save (nil for new objects).
@@ -107,7 +107,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // MARK: Raw value access
 
     /// The stored value at a property slot (fires the fault first).
-    @inline(__always)
+    @inlinable @inline(__always)
     package final func _storedValue(at slot: Int) -> StoredValue {
         _willAccess()
         return _values[slot]
@@ -115,7 +115,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// Sets the stored value at a property slot. Setting the value a property already has does
     /// not mark the object changed.
-    @inline(__always)
+    @inlinable @inline(__always)
     package final func _setStoredValue(_ value: StoredValue, at slot: Int) {
         _willAccess()
         if _values[slot] == value { return }
@@ -124,7 +124,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     /// Checks the executor (debug builds) and fires the fault.
-    @inline(__always)
+    @inlinable @inline(__always)
     package final func _willAccess() {
         #if DEBUG
         if let context = _context { context.assertOnExecutor(touching: self) }
@@ -133,7 +133,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     /// Tells the context the object changed.
-    @inline(__always)
+    @usableFromInline
     package final func _didChange() {
         if let context = _context, !_flags.contains(.inserted), !_flags.contains(.deleted) {
             context._noteUpdated(self)

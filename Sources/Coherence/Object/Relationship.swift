@@ -86,7 +86,7 @@ public struct Relationship<Value: RelationshipValue> {
     ) -> Value {
         get {
             if let probe = object._probe {
-                probe.touched = storageKeyPath
+                probe.record(storageKeyPath)
                 return Value(relatedObjects: [])
             }
             guard let slot = object.entity.slot(forStorage: storageKeyPath) else {

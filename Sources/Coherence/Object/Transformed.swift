@@ -119,7 +119,7 @@ public struct Transformed<Value: Codable> {
         get {
             let fallback = object[keyPath: storageKeyPath].defaultValue
             if let probe = object._probe {
-                probe.touched = storageKeyPath
+                probe.record(storageKeyPath)
                 if let fallback { return fallback }
             }
             guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
