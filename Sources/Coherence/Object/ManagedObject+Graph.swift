@@ -28,8 +28,17 @@ package enum RelationState {
 /// The contents of a to-many relationship: loaded lazily; changes made while it is still a
 /// fault are kept and applied when it loads.
 package final class ToManyState {
-    /// The destinations, or nil while the relationship is a fault.
-    package var objects: [ManagedObject]?
+    /// The destinations, or nil while the relationship is a fault. Setting it rebuilds the
+    /// membership set; single additions and removals go through `add` / `remove`.
+    package var objects: [ManagedObject]? {
+        get { storage }
+        set {
+            storage = newValue
+            members = Set((newValue ?? []).map(ObjectIdentifier.init))
+        }
+    }
+    private var storage: [ManagedObject]?
+    private var members: Set<ObjectIdentifier> = []
     /// The destinations' IDs when loaded or last saved (nil: never loaded).
     package var committed: [ObjectID]?
     /// Destinations added while a fault.
@@ -40,6 +49,22 @@ package final class ToManyState {
     init(objects: [ManagedObject]?, committed: [ObjectID]?) {
         self.objects = objects
         self.committed = committed
+    }
+
+    /// Adds a loaded destination; false when it was already there.
+    /// - Complexity: O(1) amortized.
+    func add(_ o: ManagedObject) -> Bool {
+        guard storage != nil, members.insert(ObjectIdentifier(o)).inserted else { return false }
+        storage?.append(o)
+        return true
+    }
+
+    /// Removes a loaded destination; false when it was not there.
+    /// - Complexity: O(*n*) for the array removal.
+    func remove(_ o: ManagedObject) -> Bool {
+        guard storage != nil, members.remove(ObjectIdentifier(o)) != nil else { return false }
+        if let i = storage?.firstIndex(where: { $0 === o }) { storage?.remove(at: i) }
+        return true
     }
 }
 
@@ -230,10 +255,8 @@ extension ManagedObject {
     /// Adds to a to-many relationship without touching the inverse.
     package final func _primitiveAdd(_ o: ManagedObject, to r: RelationshipDescription) {
         let m = _toManyState(r, load: false)
-        if var objects = m.objects {
-            guard !objects.contains(where: { $0 === o }) else { return }
-            objects.append(o)
-            m.objects = objects
+        if m.objects != nil {
+            guard m.add(o) else { return }
         } else {
             m.pendingRemoves.remove(ObjectIdentifier(o))
             if !m.pendingAdds.contains(where: { $0 === o }) { m.pendingAdds.append(o) }
@@ -244,10 +267,8 @@ extension ManagedObject {
     /// Removes from a to-many relationship without touching the inverse.
     package final func _primitiveRemove(_ o: ManagedObject, from r: RelationshipDescription) {
         let m = _toManyState(r, load: false)
-        if var objects = m.objects {
-            guard let i = objects.firstIndex(where: { $0 === o }) else { return }
-            objects.remove(at: i)
-            m.objects = objects
+        if m.objects != nil {
+            guard m.remove(o) else { return }
         } else {
             m.pendingAdds.removeAll { $0 === o }
             m.pendingRemoves.insert(ObjectIdentifier(o))
