@@ -157,7 +157,8 @@ extension ManagedObjectContext {
         let p = pendingChanges
         pendingChanges = PendingChanges()
         var event = ContextEvent(kind: .objectsDidChange, contextName: name)
-        event.inserted = Set(p.inserted.values.map(\.objectID))
+        let inserted = p.inserted.filter { $0.isInserted && $0._context === self }
+        event.inserted = Set(inserted.map(\.objectID))
         event.updated = Set(p.updated.values.filter { !$0.isInserted && !$0.isDeleted }.map(\.objectID))
         event.deleted = Set(p.deleted.values.map(\.objectID))
         event.refreshed = Set(p.refreshed.values.map(\.objectID))
@@ -167,7 +168,7 @@ extension ManagedObjectContext {
         event.updated.formUnion(p.mergedUpdated)
         event.deleted.formUnion(p.mergedDeleted)
         var info = event.idUserInfo
-        info[NotificationKey.insertedObjects] = Set(p.inserted.values)
+        info[NotificationKey.insertedObjects] = Set(inserted)
         info[NotificationKey.updatedObjects] = Set(p.updated.values.filter { !$0.isInserted && !$0.isDeleted })
         info[NotificationKey.deletedObjects] = Set(p.deleted.values)
         info[NotificationKey.refreshedObjects] = Set(p.refreshed.values)

@@ -250,8 +250,12 @@ extension ManagedObjectContext {
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
             if writtenUpdates.contains(o.objectID) || o._hasRelationshipChanges { saved.updated.append(o) }
         }
-        for o in insertedList + updatedCandidates.values where !o.isDeleted {
+        for o in insertedList where !o.isDeleted {
             o._flags.remove(.inserted)
+            o._version = 1
+            commit(o)
+        }
+        for o in updatedCandidates.values where !o.isDeleted && !o.isInserted {
             if let v = result.versions[o.objectID] { o._version = v }
             commit(o)
         }
@@ -296,7 +300,6 @@ extension ManagedObjectContext {
     /// Clears change tracking after a save and posts DidSave.
     func finishSave(_ saved: SavedObjects) {
         insertedList = []
-        insertedSet = []
         updatedCandidates = [:]
         deletedList = []
         deletedSet = []
@@ -310,12 +313,13 @@ extension ManagedObjectContext {
         event.updated = Set(saved.updated.map(\.objectID))
         event.deleted = Set(saved.deleted.map(\.objectID))
         event.permanentIDs = saved.permanentIDs
-        var info = event.idUserInfo
+        let idInfo = event.idUserInfo
+        var info = idInfo
         info[NotificationKey.insertedObjects] = Set(saved.inserted)
         info[NotificationKey.updatedObjects] = Set(saved.updated)
         info[NotificationKey.deletedObjects] = Set(saved.deleted)
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
-        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: event.idUserInfo)
+        NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
         broadcaster.yield(event)
         propagateSave(event)
         hooks.didSave?(event)
@@ -400,8 +404,7 @@ extension ManagedObjectContext {
             o._values = p.values
             registered[p.id] = o
             insertedList.append(o)
-            insertedSet.insert(ObjectIdentifier(o))
-            pendingChanges.inserted[ObjectIdentifier(o)] = o
+            pendingChanges.inserted.append(o)
             objects[p.id] = o
         }
         for p in pushed where p.kind == .update {

@@ -83,7 +83,6 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     // Executor-confined state.
     var registered: [ObjectID: ManagedObject] = [:]
     var insertedList: [ManagedObject] = []
-    var insertedSet: Set<ObjectIdentifier> = []
     var updatedCandidates: [ObjectIdentifier: ManagedObject] = [:]
     var deletedList: [ManagedObject] = []
     var deletedSet: Set<ObjectIdentifier> = []
@@ -438,8 +437,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         object._version = 0
         registered[object.objectID] = object
         insertedList.append(object)
-        insertedSet.insert(ObjectIdentifier(object))
-        pendingChanges.inserted[ObjectIdentifier(object)] = object
+        pendingChanges.inserted.append(object)
         object.awakeFromInsert()
     }
 
@@ -466,13 +464,11 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         object._willAccess()
         object.prepareForDeletion()
         let key = ObjectIdentifier(object)
-        if insertedSet.contains(key) {
+        if object._flags.contains(.inserted) {
             // Deleting an unsaved object just forgets it (after applying delete rules).
             applyDeleteRules(object)
-            insertedSet.remove(key)
             insertedList.removeAll { $0 === object }
             registered[object.objectID] = nil
-            pendingChanges.inserted[key] = nil
             object._flags.insert(.deleted)
             object._flags.remove(.inserted)
             pendingChanges.deleted[key] = object
@@ -544,7 +540,6 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
     }
 
-    package func _noteChanged() {}
 
     /// Permanent IDs for inserted objects, before they are saved.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws(CoherenceError) {
@@ -581,7 +576,6 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         for o in insertedList { o._group = nil }
         registered = [:]
         insertedList = []
-        insertedSet = []
         updatedCandidates = [:]
         deletedList = []
         deletedSet = []
@@ -610,7 +604,6 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             pendingChanges.refreshed[ObjectIdentifier(o)] = o
         }
         insertedList = []
-        insertedSet = []
         updatedCandidates = [:]
         deletedList = []
         deletedSet = []
@@ -687,7 +680,8 @@ struct WeakContext: @unchecked Sendable {
 
 /// Objects changed since ObjectsDidChange was last posted.
 struct PendingChanges {
-    var inserted: [ObjectIdentifier: ManagedObject] = [:]
+    /// Inserted objects (an array: inserting must not hash; deleted ones are filtered when posting).
+    var inserted: [ManagedObject] = []
     var updated: [ObjectIdentifier: ManagedObject] = [:]
     var deleted: [ObjectIdentifier: ManagedObject] = [:]
     var refreshed: [ObjectIdentifier: ManagedObject] = [:]

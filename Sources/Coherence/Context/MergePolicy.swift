@@ -129,9 +129,8 @@ extension ManagedObjectContext {
         // that row is replaced.
         if let other = registered[existingID], other !== object { forget(other) }
         let key = ObjectIdentifier(object)
-        let wasInserted = insertedSet.contains(key)
+        let wasInserted = object._flags.contains(.inserted)
         if wasInserted {
-            insertedSet.remove(key)
             insertedList.removeAll { $0 === object }
             object._flags.remove(.inserted)
         }
@@ -160,7 +159,7 @@ extension ManagedObjectContext {
         registered[object.objectID] = nil
         updatedCandidates[key] = nil
         if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === object } }
-        if insertedSet.remove(key) != nil { insertedList.removeAll { $0 === object } }
+        if object._flags.contains(.inserted) { insertedList.removeAll { $0 === object } }
         object._flags = [.inaccessible]
         pendingChanges.invalidated[key] = object
     }

@@ -391,6 +391,14 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Splits a change set by store.
     private func partition(_ changes: StoreChangeSet) throws(CoherenceError) -> [(PersistentStore, StoreChangeSet)] {
+        // One store holding every entity involved, and every existing object in it: no split.
+        let attached = stores.withLock { $0 }
+        if attached.count == 1, let only = attached.first,
+           changes.inserts.allSatisfy({ only.holds($0.objectID.entity) && ($0.objectID.isTemporaryID || $0.objectID.storeIdentifier == only.identifier) }),
+           changes.updates.allSatisfy({ $0.objectID.storeIdentifier == only.identifier }),
+           changes.deletes.allSatisfy({ $0.objectID.storeIdentifier == only.identifier }) {
+            return [(only, changes)]
+        }
         var parts: [UUID: (PersistentStore, StoreChangeSet)] = [:]
         var order: [UUID] = []
         var insertedStore: [ObjectID: PersistentStore] = [:]

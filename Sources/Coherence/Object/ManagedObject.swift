@@ -135,11 +135,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Tells the context the object changed.
     @usableFromInline
     package final func _didChange() {
-        if let context = _context, !_flags.contains(.inserted), !_flags.contains(.deleted) {
-            context._noteUpdated(self)
-        } else if let context = _context {
-            context._noteChanged()
-        }
+        // Inserted and deleted objects are tracked already; check the flags before loading the
+        // (weak) context reference.
+        if _flags.contains(.inserted) || _flags.contains(.deleted) { return }
+        _context?._noteUpdated(self)
     }
 
     // MARK: Dynamic access

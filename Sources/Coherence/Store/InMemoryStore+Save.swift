@@ -67,8 +67,7 @@ struct MemoryWriter {
                 continue
             }
             addUnique(row, to: &s)
-            s.tables[ObjectIdentifier(id.entity.rootEntity), default: [:]][id.primaryKey] = row
-            result.versions[id] = 1
+            s.tables[ObjectIdentifier(id.entity.rootEntity), default: [:]][id.primaryKey] = row   // version 1
         }
         for j in changes.joinDeletes {
             guard case .joinTable(let name, let sourceIsFirst) = j.relationship.storage,

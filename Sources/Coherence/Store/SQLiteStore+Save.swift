@@ -81,12 +81,12 @@ private struct SaveWriter {
         for i in changes.inserts {
             let id = permanent[i.objectID] ?? i.objectID
             if i.objectID.entity !== lastEntity {
-                insertStatement = try connection.cachedStatement(generator.insert(i.objectID.entity))
+                let entity = i.objectID.entity
+                insertStatement = try connection.cachedStatement(store.sql(.insert(ObjectIdentifier(entity))) { generator.insert(entity) })
                 lastEntity = i.objectID.entity
             }
             guard let st = insertStatement else { continue }
-            try insert(i, id: id, statement: st)
-            result.versions[id] = 1
+            try insert(i, id: id, statement: st)   // new rows are version 1
         }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
@@ -161,10 +161,15 @@ private struct SaveWriter {
     private mutating func update(_ u: RowUpdate) throws -> Int64? {
         let entity = u.objectID.entity
         let values = try resolved(u.values, u.references, source: u.objectID)
-        let stored = Set(entity.storedProperties.map { ObjectIdentifier($0) })
-        let properties = u.changedSlots.sorted().map { entity.properties[$0] }.filter { stored.contains(ObjectIdentifier($0)) }
+        let slots = u.changedSlots.sorted()
         let check = u.expectedVersion != nil
-        let st = try connection.cachedStatement(generator.update(entity, properties: properties, checkVersion: check) + " RETURNING Z_OPT")
+        let properties = slots.map { entity.properties[$0] }.filter { p in
+            p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
+        }
+        let sql = store.sql(.update(ObjectIdentifier(entity), slots: slots, checkVersion: check)) {
+            generator.update(entity, properties: properties, checkVersion: check) + " RETURNING Z_OPT"
+        }
+        let st = try connection.cachedStatement(sql)
         defer { st.reset() }
         var index: Int32 = 1
         for p in properties {
@@ -188,7 +193,10 @@ private struct SaveWriter {
     }
 
     private mutating func delete(_ d: RowDelete) throws {
-        let st = try connection.cachedStatement(generator.delete(d.objectID.entity, checkVersion: d.expectedVersion != nil))
+        let entity = d.objectID.entity, check = d.expectedVersion != nil
+        let st = try connection.cachedStatement(store.sql(.delete(ObjectIdentifier(entity), checkVersion: check)) {
+            generator.delete(entity, checkVersion: check)
+        })
         st.bind(d.objectID.primaryKey, at: 1)
         if let v = d.expectedVersion { st.bind(v, at: 2) }
         try st.execute()

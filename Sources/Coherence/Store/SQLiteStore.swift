@@ -18,6 +18,23 @@ package final class SQLiteStore: StoreEngine {
     private let writer: ConnectionBox
     private let readers = Mutex<ReaderPool>(ReaderPool())
     private let plans = Mutex<[ObjectIdentifier: SelectPlan]>([:])
+    /// Generated write SQL by statement shape, so a save does not rebuild SQL text per row.
+    private let writeSQL = Mutex<[WriteShape: String]>([:])
+
+    /// The shape of a write statement.
+    enum WriteShape: Hashable {
+        case insert(ObjectIdentifier)
+        case update(ObjectIdentifier, slots: [Int], checkVersion: Bool)
+        case delete(ObjectIdentifier, checkVersion: Bool)
+    }
+
+    /// The SQL for a write shape, generated once.
+    func sql(_ shape: WriteShape, _ make: () -> String) -> String {
+        if let s = writeSQL.withLock({ $0[shape] }) { return s }
+        let s = make()
+        writeSQL.withLock { $0[shape] = s }
+        return s
+    }
     /// Test hook: a trace installed on reader connections as they are used.
     private let readerTrace = Mutex<(@Sendable (String) -> Void)?>(nil)
 

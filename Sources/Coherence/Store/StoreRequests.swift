@@ -116,7 +116,7 @@ package struct StoreChangeSet: Sendable {
 package struct StoreSaveResult: Sendable {
     /// Permanent IDs for inserted objects that had temporary IDs.
     package var permanentIDs: [ObjectID: ObjectID] = [:]
-    /// The new row version of every inserted and updated object (by permanent ID).
+    /// The new row version of every updated object (inserted rows are version 1).
     package var versions: [ObjectID: Int64] = [:]
     package init() {}
 }
