@@ -69,6 +69,19 @@ func backgroundContext(_ c: PersistentStoreCoordinator) -> ManagedObjectContext 
     ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
 }
 
+/// Inserts person `i` (of `n`) with the benchmark's values.
+@discardableResult @inline(__always)
+func insertPerson(_ i: Int, of n: Int, into context: ManagedObjectContext) -> BPerson {
+    let p = BPerson(context: context)
+    p.id = i
+    p.name = Data_.name(i, n)
+    p.email = Data_.email(i)
+    p.age = Data_.age(i)
+    p.score = Data_.score(i)
+    p.createdAt = Data_.created(i)
+    return p
+}
+
 /// Fills a Coherence store with `n` people (and `towns` towns when > 0).
 func fillCoherence(_ c: PersistentStoreCoordinator, n: Int, towns: Int = 0, offset: Int = 0) throws {
     let context = backgroundContext(c)
@@ -79,13 +92,7 @@ func fillCoherence(_ c: PersistentStoreCoordinator, n: Int, towns: Int = 0, offs
             return town
         }
         for i in offset..<(offset + n) {
-            let p = BPerson(context: context)
-            p.id = i
-            p.name = Data_.name(i, n)
-            p.email = Data_.email(i)
-            p.age = Data_.age(i)
-            p.score = Data_.score(i)
-            p.createdAt = Data_.created(i)
+            let p = insertPerson(i, of: n, into: context)
             if !townObjects.isEmpty { p.town = townObjects[i % townObjects.count] }
         }
         try context.save()

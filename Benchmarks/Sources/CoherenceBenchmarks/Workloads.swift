@@ -23,13 +23,7 @@ enum Workloads {
                 return try context.performAndWait {
                     try measure {
                         for i in 0..<n {
-                            let p = BPerson(context: context)
-                            p.id = i
-                            p.name = Data_.name(i, n)
-                            p.email = Data_.email(i)
-                            p.age = Data_.age(i)
-                            p.score = Data_.score(i)
-                            p.createdAt = Data_.created(i)
+                            insertPerson(i, of: n, into: context)
                         }
                         try context.save()
                     }
@@ -267,13 +261,7 @@ enum Workloads {
                 return try context.performAndWait {
                     try measure {
                         for i in 0..<k {
-                            let p = BPerson(context: context)
-                            p.id = i
-                            p.name = Data_.name(i, k)
-                            p.email = Data_.email(i)
-                            p.age = Data_.age(i)
-                            p.score = Data_.score(i)
-                            p.createdAt = Data_.created(i)
+                            insertPerson(i, of: k, into: context)
                             try context.save()
                         }
                     }
@@ -409,13 +397,7 @@ enum Workloads {
                 let end = min(total, i + batch)
                 try context.performAndWait {
                     for j in i..<end {
-                        let p = BPerson(context: context)
-                        p.id = j
-                        p.name = Data_.name(j, total)
-                        p.email = Data_.email(j)
-                        p.age = Data_.age(j)
-                        p.score = Data_.score(j)
-                        p.createdAt = Data_.created(j)
+                        insertPerson(j, of: total, into: context)
                     }
                     try context.save()
                     context.reset()
@@ -488,13 +470,7 @@ enum Workloads {
                         var created: [BPerson] = []
                         created.reserveCapacity(n)
                         for i in 0..<n {
-                            let p = BPerson(context: context)
-                            p.id = i
-                            p.name = Data_.name(i, n)
-                            p.email = Data_.email(i)
-                            p.age = Data_.age(i)
-                            p.score = Data_.score(i)
-                            p.createdAt = Data_.created(i)
+                            let p = insertPerson(i, of: n, into: context)
                             created.append(p)
                         }
                         try context.save()
