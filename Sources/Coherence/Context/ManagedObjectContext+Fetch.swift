@@ -69,6 +69,7 @@ extension ManagedObjectContext {
         statistics.fetchedRows += snapshots.count
 
         let group = FetchGroup(objects: [])
+        registered.reserveCapacity(registered.count + snapshots.count)
         var results: [ManagedObject] = []
         results.reserveCapacity(snapshots.count)
         for s in snapshots {

@@ -30,20 +30,22 @@ public struct AttributeOptions: OptionSet, Hashable, Sendable {
 public struct Attribute<Value: PersistentValue> {
     let options: AttributeOptions
     @usableFromInline let defaultValue: Value?
-    let validation: AttributeValidation
+    /// Validation rules, boxed: every object stores its wrappers, so the common case (no rules)
+    /// must cost one nil pointer, not the rules' ~90 bytes.
+    let validationBox: ValidationBox?
 
     /// An attribute with no default value (optional types default to nil).
     public init(_ options: AttributeOptions = [], validation: AttributeValidation = .none) {
         self.options = options
         self.defaultValue = nil
-        self.validation = validation
+        self.validationBox = validation.isEmpty ? nil : ValidationBox(validation)
     }
 
     /// An attribute whose default value is the property's initial value.
     public init(wrappedValue: Value, _ options: AttributeOptions = [], validation: AttributeValidation = .none) {
         self.options = options
         self.defaultValue = wrappedValue
-        self.validation = validation
+        self.validationBox = validation.isEmpty ? nil : ValidationBox(validation)
     }
 
     @available(*, unavailable, message: "@Attribute can only be used on ManagedObject subclasses")
@@ -83,10 +85,16 @@ extension Attribute: ReflectedProperty {
     func makeDescription(name: String) -> PropertyDescription {
         AttributeDescription(name: name, type: Value.attributeType, isOptional: Value.isOptionalType,
                              storedDefault: defaultValue.map { $0.storedValue }.flatMap { $0.isNull ? nil : $0 },
-                             isTransient: options.contains(.transient), validation: validation)
+                             isTransient: options.contains(.transient), validation: validationBox?.rules ?? .none)
     }
     var isUnique: Bool { options.contains(.unique) }
     var isIndexed: Bool { options.contains(.indexed) }
+}
+
+/// Validation rules shared by every object's copy of a wrapper.
+final class ValidationBox: Sendable {
+    let rules: AttributeValidation
+    init(_ rules: AttributeValidation) { self.rules = rules }
 }
 
 /// A wrapper that describes a property of a typed subclass.
