@@ -362,3 +362,32 @@ struct StoreTests {
         #expect(try coordinator.count(for: FetchRequest<Town>()) == 101)
     }
 }
+
+@Suite("Primary keys")
+struct PrimaryKeyTests {
+    @Test func reservedKeyBlocksNeverCollideAcrossCoordinatorsOrRollbacks() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("shared.sqlite")
+        let model = try makeTestModel()
+        let a = PersistentStoreCoordinator(managedObjectModel: model)
+        try a.addPersistentStore(type: .sqlite, at: url)
+        let b = PersistentStoreCoordinator(managedObjectModel: model)   // as a second process would
+        try b.addPersistentStore(type: .sqlite, at: url)
+        let town = try #require(model.entity(for: Town.self))
+        var keys: [Int64] = []
+        for round in 0..<100 {
+            let coordinator = round % 3 == 0 ? b : a
+            let ids = try insertObjects(coordinator, [rowInsert(town, ["name": .text("T\(round)")])])
+            keys += ids.map(\.primaryKey)
+            if round == 50 {
+                // A save that rolls back (a duplicate unique name) gives its reservation back.
+                #expect(throws: CoherenceError.self) {
+                    try insertObjects(a, [rowInsert(town, ["name": .text("T1")])])
+                }
+            }
+        }
+        #expect(Set(keys).count == keys.count)
+        #expect(try a.count(for: FetchRequest<Town>()) == 100)
+        #expect(try b.count(for: FetchRequest<Town>()) == 100)
+    }
+}

@@ -44,6 +44,8 @@ extension SQLiteStore {
     }
 
     package func rollbackSave() {
+        // Keys reserved in this transaction are given back with it.
+        forgetReservedKeys()
         guard let c = try? writerConnection(), c.isInTransaction else { return }
         try? c.cachedStatement("ROLLBACK").execute()
     }

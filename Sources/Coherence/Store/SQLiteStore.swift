@@ -18,6 +18,12 @@ package final class SQLiteStore: StoreEngine {
     private let writer: ConnectionBox
     private let readers = Mutex<ReaderPool>(ReaderPool())
     private let plans = Mutex<[ObjectIdentifier: SelectPlan]>([:])
+    /// Primary keys reserved in the store but not handed out yet, by root entity: saves take keys
+    /// from here instead of running the allocation statement every time. Reserved inside a save's
+    /// transaction and forgotten when that transaction rolls back.
+    private let keyBlocks = Mutex<[ObjectIdentifier: (next: Int64, end: Int64)]>([:])
+    /// How many keys a save reserves at least.
+    static let keyBlockSize = 64
     /// Generated write SQL by statement shape, so a save does not rebuild SQL text per row.
     private let writeSQL = Mutex<[WriteShape: String]>([:])
 
@@ -336,11 +342,32 @@ package final class SQLiteStore: StoreEngine {
     package func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64 {
         let c = try writerConnectionForSave()
         do {
-            if c.isInTransaction { return try allocate(c, entity.rootEntity, count) }
+            if c.isInTransaction { return try allocateInSave(c, entity.rootEntity, count) }
             return try c.writeTransaction { try allocate(c, entity.rootEntity, count) }
         } catch {
             throw storeError(error, "Allocating primary keys failed")
         }
+    }
+
+    /// Allocates keys inside a save's transaction, from the reserved block when it has room.
+    private func allocateInSave(_ c: SQLiteConnection, _ root: EntityDescription, _ count: Int) throws -> Int64 {
+        let key = ObjectIdentifier(root)
+        if let first = keyBlocks.withLock({ blocks -> Int64? in
+            guard let b = blocks[key], b.end - b.next >= Int64(count) else { return nil }
+            blocks[key] = (b.next + Int64(count), b.end)
+            return b.next
+        }) {
+            return first
+        }
+        let reserve = max(count, Self.keyBlockSize)
+        let first = try allocate(c, root, reserve)
+        keyBlocks.withLock { $0[key] = (first + Int64(count), first + Int64(reserve)) }
+        return first
+    }
+
+    /// Forgets reserved keys (their reservation was rolled back).
+    func forgetReservedKeys() {
+        keyBlocks.withLock { $0.removeAll() }
     }
 
     private func allocate(_ c: SQLiteConnection, _ root: EntityDescription, _ count: Int) throws -> Int64 {
