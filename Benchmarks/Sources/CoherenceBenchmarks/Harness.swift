@@ -6,6 +6,7 @@ struct Options {
     var repetitions = 5
     var only: Set<String>?
     var w9Child = false
+    var implementations: Set<String>?
 
     static func parse(_ args: [String]) -> Options {
         var o = Options()
@@ -16,12 +17,14 @@ struct Options {
             case "--repetitions": i += 1; o.repetitions = max(1, Int(args[safe: i] ?? "") ?? 5)
             case "--only": i += 1; o.only = Set((args[safe: i] ?? "").split(separator: ",").map { $0.uppercased() })
             case "--w9-child": o.w9Child = true
+            case "--impl": i += 1; o.implementations = Set((args[safe: i] ?? "").split(separator: ",").map { $0.lowercased() })
             case "--help", "-h":
                 print("""
                     usage: CoherenceBenchmarks [--scale X] [--repetitions N] [--only W1,W3,...]
                       --scale X        multiply every N by X (default 1: 100,000 objects)
                       --repetitions N  repetitions per implementation (default 5)
                       --only LIST      run a subset of W1…W10
+                      --impl LIST      run only some implementations (coherence,raw,grdb,baseline), e.g. to profile
                     """)
                 exit(0)
             default: break
@@ -72,8 +75,9 @@ struct WorkloadResult {
 
 /// Runs implementations interleaved (the order rotates every repetition) so that noise on the
 /// shared machine spreads over all of them.
-func interleave(_ name: String, _ title: String, reps: Int, _ impls: [(String, Run)]) throws -> WorkloadResult {
+func interleave(_ name: String, _ title: String, reps: Int, _ all: [(String, Run)]) throws -> WorkloadResult {
     var result = WorkloadResult(name: name, title: title)
+    let impls = all.filter { selectedImplementations?.contains($0.0) ?? true }
     for rep in 0..<reps {
         for k in 0..<impls.count {
             let (label, run) = impls[(k + rep) % impls.count]
@@ -82,6 +86,9 @@ func interleave(_ name: String, _ title: String, reps: Int, _ impls: [(String, R
     }
     return result
 }
+
+/// The implementations `--impl` selected (nil: all).
+nonisolated(unsafe) var selectedImplementations: Set<String>?
 
 /// A fresh temporary directory, removed at exit of `body`.
 func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {

@@ -4,6 +4,7 @@ import Foundation
 // records) in one process, interleaved, 5 repetitions, medians and ratios.
 
 let options = Options.parse(CommandLine.arguments)
+selectedImplementations = options.implementations
 if options.w9Child {
     try Workloads.w9Child(options)
     exit(0)

@@ -68,7 +68,9 @@ public struct AttributeValidation: Hashable, Sendable {
     /// No rules.
     public static let none = AttributeValidation()
 
-    var isEmpty: Bool { self == .none }
+    @inlinable var isEmpty: Bool {
+        minimum == nil && maximum == nil && minLength == nil && maxLength == nil && regularExpression == nil
+    }
 }
 
 /// An attribute of an entity, as Core Data's `NSAttributeDescription`.

@@ -28,13 +28,14 @@ public struct AttributeOptions: OptionSet, Hashable, Sendable {
 /// ```
 @propertyWrapper
 public struct Attribute<Value: PersistentValue> {
-    let options: AttributeOptions
+    @usableFromInline let options: AttributeOptions
     @usableFromInline let defaultValue: Value?
     /// Validation rules, boxed: every object stores its wrappers, so the common case (no rules)
     /// must cost one nil pointer, not the rules' ~90 bytes.
-    let validationBox: ValidationBox?
+    @usableFromInline let validationBox: ValidationBox?
 
     /// An attribute with no default value (optional types default to nil).
+    @inlinable
     public init(_ options: AttributeOptions = [], validation: AttributeValidation = .none) {
         self.options = options
         self.defaultValue = nil
@@ -42,6 +43,7 @@ public struct Attribute<Value: PersistentValue> {
     }
 
     /// An attribute whose default value is the property's initial value.
+    @inlinable
     public init(wrappedValue: Value, _ options: AttributeOptions = [], validation: AttributeValidation = .none) {
         self.options = options
         self.defaultValue = wrappedValue
@@ -92,9 +94,10 @@ extension Attribute: ReflectedProperty {
 }
 
 /// Validation rules shared by every object's copy of a wrapper.
+@usableFromInline
 final class ValidationBox: Sendable {
     let rules: AttributeValidation
-    init(_ rules: AttributeValidation) { self.rules = rules }
+    @usableFromInline init(_ rules: AttributeValidation) { self.rules = rules }
 }
 
 /// A wrapper that describes a property of a typed subclass.
