@@ -52,17 +52,18 @@ extension Array: RelationshipValue where Element: ManagedObject {
 /// ```
 @propertyWrapper
 public struct Relationship<Value: RelationshipValue> {
-    let inverse: String?
-    let deleteRule: DeleteRule
-    let minCount: Int
-    let maxCount: Int
-    let isTransient: Bool
+    @usableFromInline let inverse: String?
+    @usableFromInline let deleteRule: DeleteRule
+    @usableFromInline let minCount: Int
+    @usableFromInline let maxCount: Int
+    @usableFromInline let isTransient: Bool
 
     /// Declares a relationship.
     /// - Parameters:
     ///   - inverse: the name of the inverse relationship on the destination.
     ///   - deleteRule: what deleting this object does to the destinations.
     ///   - minCount, maxCount: bounds for a to-many relationship, checked at save (0: none).
+    @inlinable
     public init(inverse: String? = nil, deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0,
                 isTransient: Bool = false) {
         self.inverse = inverse

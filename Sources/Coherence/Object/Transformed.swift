@@ -95,10 +95,11 @@ extension ManagedObject {
 /// ```
 @propertyWrapper
 public struct Transformed<Value: Codable> {
-    let defaultValue: Value?
-    let isTransient: Bool
+    @usableFromInline let defaultValue: Value?
+    @usableFromInline let isTransient: Bool
 
     /// A transformable attribute whose default is the property's initial value.
+    @inlinable
     public init(wrappedValue: Value, transient: Bool = false) {
         self.defaultValue = wrappedValue
         self.isTransient = transient
