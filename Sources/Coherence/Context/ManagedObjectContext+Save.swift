@@ -23,12 +23,14 @@ extension ManagedObjectContext {
         let start = DispatchTime.now().uptimeNanoseconds
         defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 
-        try validateChanges()
-        let changing = insertedList + updatedCandidates.values.filter { $0.isUpdated } + deletedList
+        // Which existing objects really changed, worked out once for the whole save.
+        let updated = updatedCandidates.values.filter { $0.isUpdated }
+        try validateChanges(updated: updated)
+        let changing = insertedList + updated + deletedList
         for o in changing { o.willSave() }
         var willSave = ContextEvent(kind: .willSave, contextName: name)
         willSave.inserted = Set(insertedList.map(\.objectID))
-        willSave.updated = Set(updatedCandidates.values.filter { $0.isUpdated }.map(\.objectID))
+        willSave.updated = Set(updated.map(\.objectID))
         willSave.deleted = Set(deletedList.map(\.objectID))
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self, userInfo: willSave.idUserInfo)
         broadcaster.yield(willSave)
@@ -54,13 +56,13 @@ extension ManagedObjectContext {
     // MARK: Validation
 
     /// Validates every changed object; throws one error listing every failure.
-    func validateChanges() throws(CoherenceError) {
+    func validateChanges(updated: [ManagedObject]) throws(CoherenceError) {
         var failures: [CoherenceError] = []
         for o in insertedList {
             failures += validateProperties(o)
             do { try o.validateForInsert() } catch { failures.append(Self.wrap(error, o)) }
         }
-        for o in updatedCandidates.values where o.isUpdated {
+        for o in updated {
             failures += validateProperties(o)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
         }
@@ -246,9 +248,8 @@ extension ManagedObjectContext {
         for o in insertedList {
             if let id = result.permanentIDs[o.objectID] { rekey(o, to: id) }
         }
-        let writtenUpdates = Set(changes.updates.map(\.objectID))
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
-            if writtenUpdates.contains(o.objectID) || o._hasRelationshipChanges { saved.updated.append(o) }
+            if result.versions[o.objectID] != nil || o._hasRelationshipChanges { saved.updated.append(o) }
         }
         for o in insertedList where !o.isDeleted {
             o._flags.remove(.inserted)
