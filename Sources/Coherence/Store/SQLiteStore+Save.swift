@@ -63,6 +63,11 @@ private struct SaveWriter {
     var conflicts: [SaveConflict] = []
     /// Temporary ID → permanent ID for objects inserted by this save.
     var permanent: [ObjectID: ObjectID] = [:]
+    /// The last UPDATE shape and its statement: consecutive rows usually share it, so they skip
+    /// the SQL and statement lookups.
+    var lastUpdate: (entity: ObjectIdentifier, slots: [Int], check: Bool, properties: [PropertyDescription], statement: SQLiteStatement)?
+    /// The last DELETE statement, likewise.
+    var lastDelete: (entity: ObjectIdentifier, check: Bool, statement: SQLiteStatement)?
 
     init(store: SQLiteStore, connection: SQLiteConnection) {
         self.store = store
@@ -163,15 +168,24 @@ private struct SaveWriter {
     private mutating func update(_ u: RowUpdate) throws -> Int64? {
         let entity = u.objectID.entity
         let values = try resolved(u.values, u.references, source: u.objectID)
-        let slots = u.changedSlots.sorted()
+        let slots = u.changedSlots   // ascending: built in property order
         let check = u.expectedVersion != nil
-        let properties = slots.map { entity.properties[$0] }.filter { p in
-            p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
+        let entityKey = ObjectIdentifier(entity)
+        let properties: [PropertyDescription]
+        let st: SQLiteStatement
+        if let last = lastUpdate, last.entity == entityKey, last.check == check, last.slots == slots {
+            properties = last.properties
+            st = last.statement
+        } else {
+            properties = slots.map { entity.properties[$0] }.filter { p in
+                p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
+            }
+            let sql = store.sql(.update(entityKey, slots: slots, checkVersion: check)) {
+                generator.update(entity, properties: properties, checkVersion: check) + " RETURNING Z_OPT"
+            }
+            st = try connection.cachedStatement(sql)
+            lastUpdate = (entityKey, slots, check, properties, st)
         }
-        let sql = store.sql(.update(ObjectIdentifier(entity), slots: slots, checkVersion: check)) {
-            generator.update(entity, properties: properties, checkVersion: check) + " RETURNING Z_OPT"
-        }
-        let st = try connection.cachedStatement(sql)
         defer { st.reset() }
         var index: Int32 = 1
         for p in properties {
@@ -196,9 +210,16 @@ private struct SaveWriter {
 
     private mutating func delete(_ d: RowDelete) throws {
         let entity = d.objectID.entity, check = d.expectedVersion != nil
-        let st = try connection.cachedStatement(store.sql(.delete(ObjectIdentifier(entity), checkVersion: check)) {
-            generator.delete(entity, checkVersion: check)
-        })
+        let entityKey = ObjectIdentifier(entity)
+        let st: SQLiteStatement
+        if let last = lastDelete, last.entity == entityKey, last.check == check {
+            st = last.statement
+        } else {
+            st = try connection.cachedStatement(store.sql(.delete(entityKey, checkVersion: check)) {
+                generator.delete(entity, checkVersion: check)
+            })
+            lastDelete = (entityKey, check, st)
+        }
         st.bind(d.objectID.primaryKey, at: 1)
         if let v = d.expectedVersion { st.bind(v, at: 2) }
         try st.execute()
