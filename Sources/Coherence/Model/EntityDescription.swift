@@ -158,6 +158,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         return property.slot
     }
 
+    deinit {
+        slotKeys?.deallocate()
+        slotValues?.deallocate()
+    }
+
     /// Allocates the slot table (when the model loads).
     func prepareSlotTable() {
         slotCapacity = 16 + 4 * properties.count
