@@ -268,3 +268,32 @@ struct ContextTests {
         #expect(registered)
     }
 }
+
+@Suite("Relationship edits on faults")
+struct FaultRelationshipTests {
+    @Test func inverseEditsOnAFaultSurviveFillingIt() async throws {
+        let dir = try TemporaryDirectory()
+        let context = try makeContext(dir)
+        let townID: ObjectID = try await context.perform {
+            let t = Town(context: context)
+            t.name = "Oslo"
+            try context.save()
+            return t.objectID
+        }
+        let result: (people: [String], stored: Int) = try await context.perform {
+            context.reset()
+            guard let town = context.object(with: townID) as? Town else { return ([], -1) }
+            #expect(town.isFault)
+            let ada = Person(context: context)
+            ada.name = "Ada"
+            ada.town = town               // parks a pending add on the fault's `people`
+            _ = town.name                 // fills the fault
+            let names = town.people.map(\.name)
+            try context.save()
+            let stored = try context.count(for: FetchRequest<Person>(predicate: #Predicate { $0.town?.name == "Oslo" }))
+            return (names, stored)
+        }
+        #expect(result.people == ["Ada"])
+        #expect(result.stored == 1)
+    }
+}

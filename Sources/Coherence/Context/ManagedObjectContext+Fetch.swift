@@ -75,7 +75,7 @@ extension ManagedObjectContext {
         for s in snapshots {
             if let o = registered[s.id] {
                 if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
-                    o._install(s, asFault: asFaults)
+                    o._install(s, asFault: asFaults, keepRelations: true)
                     if !asFaults { o.awakeFromFetch() }
                 } else if o._flags.contains(.fault) && !asFaults {
                     o._fireFault()   // a prefilled fault: a non-faulting fetch realizes it

@@ -289,7 +289,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             throw CoherenceError(.objectNotFound, "No object with ID \(id) exists.", entity: id.entity.name, objectID: id)
         }
         if let o = registered[id] {
-            o._install(snapshot, asFault: false)
+            o._install(snapshot, asFault: false, keepRelations: true)
             o.awakeFromFetch()
             return o
         }
@@ -364,7 +364,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         statistics.fetchedRows += snapshots.count
         for o in batch {
             if let s = snapshots[o.objectID] {
-                o._install(s, asFault: o !== object)
+                o._install(s, asFault: o !== object, keepRelations: true)
             } else if o === object {
                 o._flags.insert(.inaccessible)
                 o._flags.remove(.fault)

@@ -161,12 +161,16 @@ extension ManagedObject {
     }
 
     /// Installs loaded values (keeps the object a fault when `asFault`).
-    package final func _install(_ snapshot: ObjectSnapshot, asFault: Bool) {
+    ///
+    /// `keepRelations`: filling a fault keeps the relationship edits made while it was a fault
+    /// (for example the inverse side of `person.town = townFault`); reloads that replace the
+    /// object's state (merges, refreshes) drop them.
+    package final func _install(_ snapshot: ObjectSnapshot, asFault: Bool, keepRelations: Bool = false) {
         _values = snapshot.values
         _committed = snapshot.values
         _committedToOne = snapshot.toOne
         _version = snapshot.version
-        _relations = nil
+        if !keepRelations { _relations = nil }
         if asFault {
             _flags.insert([.fault, .prefilled])
         } else {
