@@ -10,6 +10,7 @@ public protocol Action: AnyObject, Sendable {
 }
 
 extension Action {
+    /// Does nothing: override to stop work in progress.
     public func cancel() {}
 }
 
@@ -83,6 +84,7 @@ public struct ActionError: Error, CustomStringConvertible, Sendable, Equatable {
     /// A readable explanation.
     public let message: String
 
+    /// Creates an action error.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

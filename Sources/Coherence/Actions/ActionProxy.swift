@@ -284,6 +284,7 @@ public struct ActionStatistics: Sendable, Equatable, CustomStringConvertible {
     /// Time in perform blocks that was neither fetching nor saving.
     public var otherTime: TimeInterval { max(0, performTime - fetchTime - saveTime) }
 
+    /// Empty statistics.
     public init() {}
 
     mutating func add(_ c: ContextStatistics) {

@@ -90,6 +90,7 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
     /// Temporary → permanent IDs (didSave).
     public var permanentIDs: [ObjectID: ObjectID] = [:]
 
+    /// Creates an event with no objects.
     public init(kind: Kind, contextName: String? = nil) {
         self.kind = kind
         self.contextName = contextName
