@@ -52,7 +52,7 @@ extension ManagedObjectContext {
     /// Merges a save event (on this context's executor).
     package func merge(_ event: ContextEvent) {
         assertOnExecutor()
-        applyPermanentIDs(event.permanentIDs, propagate: false)
+        applyPermanentIDs(event.permanentIDs)
         // Updated objects: reload registered ones, keeping local edits.
         let updated = event.updated.compactMap { registered[$0] }.filter { !$0.isInserted && $0._context === self }
         let loaded = updated.filter { !$0._flags.contains(.fault) || $0._flags.contains(.prefilled) }
@@ -138,7 +138,7 @@ extension ManagedObjectContext {
 
     /// Replaces temporary IDs by permanent ones (after the change reached the store), here and
     /// in child contexts.
-    package func applyPermanentIDs(_ map: [ObjectID: ObjectID], propagate: Bool = true) {
+    package func applyPermanentIDs(_ map: [ObjectID: ObjectID]) {
         guard !map.isEmpty else { return }
         var changed = false
         for (temp, permanent) in map {
@@ -158,10 +158,8 @@ extension ManagedObjectContext {
                 }
             }
         }
-        if propagate || true {
-            for child in childContexts {
-                child.perform { child.applyPermanentIDs(map) }
-            }
+        for child in childContexts {
+            child.perform { child.applyPermanentIDs(map) }
         }
     }
 

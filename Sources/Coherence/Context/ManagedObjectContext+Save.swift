@@ -232,7 +232,7 @@ extension ManagedObjectContext {
                     throw e
                 } catch {
                     var e = CoherenceError(.conflict, "The merge policy failed: \(error)")
-                    e.conflicts = error is CoherenceError ? [] : []
+                    e.underlyingErrors = [ErrorBox(error)]
                     throw e
                 }
             }
@@ -378,7 +378,7 @@ extension ManagedObjectContext {
             saved.deleted.append(o)
         }
         let childName = name
-        let event = parent.performAndWait { parent.applyPushed(pushed, from: childName) }
+        _ = parent.performAndWait { parent.applyPushed(pushed, from: childName) }
         for o in insertedList + updatedCandidates.values where !o.isDeleted {
             o._flags.remove(.inserted)
             commit(o)
@@ -390,7 +390,6 @@ extension ManagedObjectContext {
         statistics.inserts += saved.inserted.count
         statistics.updates += saved.updated.count
         statistics.deletes += saved.deleted.count
-        _ = event
         return saved
     }
 

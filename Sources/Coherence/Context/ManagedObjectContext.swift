@@ -313,21 +313,16 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// The registered object, or a new fault for `id`.
     package func _object(for id: ObjectID) -> ManagedObject {
         if let o = registered[id] { return o }
-        var entity = id.entity
-        var concrete = id
+        let entity = id.entity
         if !entity.subentities.isEmpty, let snapshot = try? source.sourceSnapshots(for: [id])[id] {
-            // A relationship to a parent entity: find the concrete entity first.
-            entity = snapshot.id.entity
-            concrete = ObjectID(entity: entity, storeIdentifier: id.storeIdentifier, primaryKey: id.primaryKey)
-            let o = materialize(snapshot, asFault: true, group: nil)
-            _ = concrete
-            return o
+            // A relationship to a parent entity: the snapshot knows the concrete entity.
+            return materialize(snapshot, asFault: true, group: nil)
         }
         let o = entity.managedObjectClass.init(entity: entity)
-        o._objectID = concrete
+        o._objectID = id
         o._flags = [.fault]
         o._context = self
-        registered[concrete] = o
+        registered[id] = o
         unfilledFaults[ObjectIdentifier(entity.rootEntity), default: []].append(o)
         return o
     }

@@ -60,9 +60,7 @@ extension PersistentStoreCoordinator: ContextSource {
     }
 
     package func sourceCount(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
-        let stores = self.stores(for: fetch.entity)
-        if stores.count == 1, let s = stores.first { return try s.engine.count(fetch) }
-        return try fetchRows(fetch).count
+        try count(fetch)
     }
 
     package func sourceSnapshots(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: ObjectSnapshot] {

@@ -209,7 +209,7 @@ public final class PersistentStoreCoordinator: Sendable {
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
         let fetch = try request.storeFetch(in: managedObjectModel)
         let stores = self.stores(for: fetch.entity)
-        if stores.count == 1, let store = stores.first, fetch.sortKeys.isEmpty || true {
+        if stores.count == 1, let store = stores.first {
             let byNumber = Dictionary(uniqueKeysWithValues: SQLGenerator.hierarchy(of: fetch.entity).map { ($0.entityNumber, $0) })
             return try store.engine.fetchKeys(fetch).compactMap { key in
                 byNumber[key.entityNumber].map { ObjectID(entity: $0, storeIdentifier: store.identifier, primaryKey: key.primaryKey) }
@@ -220,7 +220,11 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// The number of objects a request matches (limit and offset applied).
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
-        let fetch = try request.storeFetch(in: managedObjectModel)
+        try count(try request.storeFetch(in: managedObjectModel))
+    }
+
+    /// The number of rows a compiled fetch matches across its stores (limit and offset applied).
+    package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
         let stores = self.stores(for: fetch.entity)
         if stores.count <= 1 {
             return try stores.first?.engine.count(fetch) ?? 0
@@ -305,18 +309,17 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Destinations of a relationship for several objects (all in one query per store).
     package func related(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
-        var byStore: [UUID: [Int64]] = [:]
-        for id in ids { if let sid = id.storeIdentifier { byStore[sid, default: []].append(id.primaryKey) } }
+        // The callers' IDs by store and key, so results map back without scanning `ids` per row.
+        var byStore: [UUID: [Int64: ObjectID]] = [:]
+        for id in ids { if let sid = id.storeIdentifier { byStore[sid, default: [:]][id.primaryKey] = id } }
         guard let dest = relationship.destinationEntity, let model = dest.managedObjectModel else { return [:] }
         let byNumber = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.entityNumber, $0) })
         var result: [ObjectID: [ObjectID]] = [:]
-        for (sid, keys) in byStore {
+        for (sid, sources) in byStore {
             guard let store = persistentStore(withIdentifier: sid) else { continue }
-            let related = try store.engine.related(relationship, sources: keys)
-            let sourceEntity = ids.first { $0.storeIdentifier == sid }?.entity ?? dest
+            let related = try store.engine.related(relationship, sources: Array(sources.keys))
             for (source, targets) in related {
-                let sourceID = ids.first { $0.storeIdentifier == sid && $0.primaryKey == source }
-                    ?? ObjectID(entity: sourceEntity, storeIdentifier: sid, primaryKey: source)
+                guard let sourceID = sources[source] else { continue }
                 result[sourceID] = targets.map { ObjectID(entity: byNumber[$0.entityNumber] ?? dest, storeIdentifier: sid, primaryKey: $0.primaryKey) }
             }
         }

@@ -155,12 +155,11 @@ package final class SQLiteStore: StoreEngine {
     deinit { close() }
 
     package func close() {
-        let idle = readers.withLock { pool -> [ConnectionBox] in
+        // Idle readers close as the pool lets go of them; busy ones when their user returns them.
+        readers.withLock { pool in
             pool.isClosed = true
-            defer { pool.idle.removeAll() }
-            return pool.idle
+            pool.idle.removeAll()
         }
-        _ = idle
         writer.close()
     }
 
