@@ -152,7 +152,7 @@ struct StoreTests {
         var first = StoreChangeSet()
         first.updates = [RowUpdate(objectID: id, values: v1, changedSlots: [ageSlot], references: [], expectedVersion: 1, cachedValues: loaded.values)]
         let r1 = try coordinator.save(first)
-        #expect(r1.versions[id] == 2)
+        #expect(r1.updatedVersions == [2])
         // A second writer still at version 1 conflicts.
         var v2 = loaded.values
         v2[ageSlot] = .integer(99)
@@ -230,12 +230,14 @@ struct StoreTests {
         let clubs = try #require(person.relationshipsByName["clubs"])
         changes.joinInserts = [JoinChange(relationship: clubs, source: p1.objectID, destination: c.objectID)]
         let result = try coordinator.save(changes)
-        let townID = try #require(result.permanentIDs[t.objectID])
-        let p1ID = try #require(result.permanentIDs[p1.objectID])
-        let clubID = try #require(result.permanentIDs[c.objectID])
+        let permanentIDs = result.permanentIDs(for: changes)
+        #expect(result.insertedIDs.count == 4)
+        let townID = try #require(permanentIDs[t.objectID])
+        let p1ID = try #require(permanentIDs[p1.objectID])
+        let clubID = try #require(permanentIDs[c.objectID])
         let people = try #require(town.relationshipsByName["people"])
         let related = try coordinator.related(people, of: [townID])
-        #expect(Set(related[townID] ?? []) == Set([p1ID, try #require(result.permanentIDs[p2.objectID])]))
+        #expect(Set(related[townID] ?? []) == Set([p1ID, try #require(permanentIDs[p2.objectID])]))
         let members = try #require(club.relationshipsByName["members"])
         #expect(try coordinator.related(members, of: [clubID])[clubID] == [p1ID])
         #expect(try coordinator.related(clubs, of: [p1ID])[p1ID] == [clubID])

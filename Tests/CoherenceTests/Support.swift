@@ -91,7 +91,7 @@ func insertObjects(_ coordinator: PersistentStoreCoordinator, _ inserts: [RowIns
     var changes = StoreChangeSet()
     changes.inserts = inserts
     let result = try coordinator.save(changes)
-    return inserts.map { result.permanentIDs[$0.objectID] ?? $0.objectID }
+    return result.insertedIDs
 }
 
 /// Values of a row by property name.

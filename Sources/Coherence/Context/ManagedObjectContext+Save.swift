@@ -151,14 +151,20 @@ extension ManagedObjectContext {
 
     // MARK: Saving to stores
 
-    /// Builds the change set for the current changes.
-    func buildChangeSet() -> StoreChangeSet {
+    /// Builds the change set for the current changes, with the object of each update (aligned
+    /// with `changes.updates`; inserts are aligned with `insertedList`).
+    func buildChangeSet() -> (changes: StoreChangeSet, updatedObjects: [ManagedObject]) {
         var changes = StoreChangeSet()
+        var updatedObjects: [ManagedObject] = []
         changes.inserts.reserveCapacity(insertedList.count)
         for o in insertedList {
-            let references = o.entity.foreignKeyRelationships.map { RowReference(slot: $0.slot, target: o._currentToOneID($0)) }
+            // Only set to-one relationships are listed: foreign keys are NULL otherwise.
+            var references: [RowReference] = []
+            for r in o.entity.foreignKeyRelationships {
+                if let target = o._currentToOneID(r) { references.append(RowReference(slot: r.slot, target: target)) }
+            }
             changes.inserts.append(RowInsert(objectID: o.objectID, values: o._values, references: references))
-            appendJoinChanges(o, into: &changes)
+            if o._relations != nil { appendJoinChanges(o, into: &changes) }
         }
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
             var slots: [Int] = []
@@ -168,7 +174,7 @@ extension ManagedObjectContext {
                     if let r = p as? RelationshipDescription {
                         let current = o._currentToOneID(r)
                         let old = r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil
-                        if current != old || committed[r.slot] == .null && o._committedToOne.isEmpty && current != nil {
+                        if current != old {
                             slots.append(r.slot)
                             references.append(RowReference(slot: r.slot, target: current))
                         }
@@ -177,15 +183,16 @@ extension ManagedObjectContext {
                     }
                 }
             }
-            appendJoinChanges(o, into: &changes)
+            if o._relations != nil { appendJoinChanges(o, into: &changes) }
             guard !slots.isEmpty else { continue }
             changes.updates.append(RowUpdate(objectID: o.objectID, values: o._values, changedSlots: slots, references: references,
                                              expectedVersion: o._version, cachedValues: o._committed))
+            updatedObjects.append(o)
         }
         for o in deletedList where !o.objectID.isTemporaryID {
             changes.deletes.append(RowDelete(objectID: o.objectID, expectedVersion: o._version, values: o._values))
         }
-        return changes
+        return (changes, updatedObjects)
     }
 
     /// Join-table changes of an object's to-many relationships (from the owning side only).
@@ -219,10 +226,10 @@ extension ManagedObjectContext {
     func saveToStores() throws(CoherenceError) -> SavedObjects {
         var round = 0
         while true {
-            let changes = buildChangeSet()
+            let (changes, updatedObjects) = buildChangeSet()
             do throws(CoherenceError) {
                 let result = try persistentStoreCoordinator.save(changes)
-                return applyStoreResult(result, changes: changes)
+                return applyStoreResult(result, changes: changes, updatedObjects: updatedObjects)
             } catch {
                 guard error.code == .conflict, !error.conflicts.isEmpty, round < 4 else { throw error }
                 round += 1
@@ -240,16 +247,26 @@ extension ManagedObjectContext {
     }
 
     /// Updates objects after a successful store save.
-    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet) -> SavedObjects {
+    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet, updatedObjects: [ManagedObject]) -> SavedObjects {
         var saved = SavedObjects()
-        saved.permanentIDs = result.permanentIDs
         saved.inserted = insertedList
         saved.deleted = deletedList
-        for o in insertedList {
-            if let id = result.permanentIDs[o.objectID] { rekey(o, to: id) }
+        // Results are aligned with the change set: inserts with `insertedList`, updates with
+        // `updatedObjects`.
+        saved.permanentIDs.reserveCapacity(insertedList.count)
+        registered.reserveCapacity(registered.count + insertedList.count)
+        for (o, id) in zip(insertedList, result.insertedIDs) {
+            guard let old = o._objectID, old.isTemporaryID, !id.isTemporaryID else { continue }
+            saved.permanentIDs[old] = id
+            rekey(o, to: id)
+        }
+        for (o, v) in zip(updatedObjects, result.updatedVersions) {
+            o._version = v
+            o._flags.insert(.written)
         }
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
-            if result.versions[o.objectID] != nil || o._hasRelationshipChanges { saved.updated.append(o) }
+            if o._flags.contains(.written) || o._hasRelationshipChanges { saved.updated.append(o) }
+            o._flags.remove(.written)
         }
         for o in insertedList where !o.isDeleted {
             o._flags.remove(.inserted)
@@ -257,7 +274,6 @@ extension ManagedObjectContext {
             commit(o)
         }
         for o in updatedCandidates.values where !o.isDeleted && !o.isInserted {
-            if let v = result.versions[o.objectID] { o._version = v }
             commit(o)
         }
         for o in deletedList {
@@ -273,10 +289,19 @@ extension ManagedObjectContext {
 
     /// Makes an object's current state its committed state.
     func commit(_ o: ManagedObject) {
-        o._committedToOne = o.entity.foreignKeyRelationships.map { o._currentToOneID($0) }
-        // Keep foreign-key slots equal to the stored keys (row snapshots carry them).
-        for (r, id) in zip(o.entity.foreignKeyRelationships, o._committedToOne) {
-            o._values[r.slot] = id.map { $0.isTemporaryID ? .null : .integer($0.primaryKey) } ?? .null
+        let foreignKeys = o.entity.foreignKeyRelationships
+        if !foreignKeys.isEmpty {
+            var toOne: [ObjectID?] = []
+            for (n, r) in foreignKeys.enumerated() {
+                let id = o._currentToOneID(r)
+                if id != nil && toOne.isEmpty { toOne = Array(repeating: nil, count: foreignKeys.count) }
+                if id != nil { toOne[n] = id }
+                // Keep foreign-key slots equal to the stored keys (row snapshots carry them).
+                let stored: StoredValue = id.map { $0.isTemporaryID ? .null : .integer($0.primaryKey) } ?? .null
+                if o._values[r.slot] != stored { o._values[r.slot] = stored }
+            }
+            // All nil: an empty array (no allocation); readers treat a missing entry as nil.
+            o._committedToOne = toOne
         }
         o._committed = o._values
         if let relations = o._relations {

@@ -80,18 +80,20 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
     private let settings: Mutex<Settings>
 
-    // Executor-confined state.
-    var registered: [ObjectID: ManagedObject] = [:]
-    var insertedList: [ManagedObject] = []
-    var updatedCandidates: [ObjectIdentifier: ManagedObject] = [:]
-    var deletedList: [ManagedObject] = []
-    var deletedSet: Set<ObjectIdentifier> = []
-    var unfilledFaults: [ObjectIdentifier: [ManagedObject]] = [:]
-    var pendingChanges = PendingChanges()
-    var performDepth = 0
-    var isSaving = false
+    // Executor-confined state. `@exclusivity(unchecked)`: these are touched only on the
+    // context's executor, and the run-time exclusivity checks cost more than the work itself on
+    // hot paths.
+    @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var insertedList: [ManagedObject] = []
+    @exclusivity(unchecked) var updatedCandidates: [ObjectIdentifier: ManagedObject] = [:]
+    @exclusivity(unchecked) var deletedList: [ManagedObject] = []
+    @exclusivity(unchecked) var deletedSet: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) var unfilledFaults: [ObjectIdentifier: [ManagedObject]] = [:]
+    @exclusivity(unchecked) var pendingChanges = PendingChanges()
+    @exclusivity(unchecked) var performDepth = 0
+    @exclusivity(unchecked) var isSaving = false
     /// Statistics for actions (counts and times of fetches and saves).
-    package var statistics = ContextStatistics()
+    @exclusivity(unchecked) package var statistics = ContextStatistics()
     let children = Mutex<[WeakContext]>([])
     let broadcaster = EventBroadcaster()
 

@@ -337,13 +337,23 @@ public final class PersistentStoreCoordinator: Sendable {
             let parts = try partition(changes)
             var begun: [PersistentStore] = []
             var result = StoreSaveResult()
+            if parts.count > 1 {
+                result.insertedIDs = changes.inserts.map(\.objectID)
+                result.updatedVersions = Array(repeating: 0, count: changes.updates.count)
+            }
             var conflicts: [SaveConflict] = []
-            for (store, part) in parts {
+            for part in parts {
                 do throws(CoherenceError) {
-                    let r = try store.engine.beginSave(part)
-                    begun.append(store)
-                    result.permanentIDs.merge(r.permanentIDs) { a, _ in a }
-                    result.versions.merge(r.versions) { a, _ in a }
+                    let r = try part.store.engine.beginSave(part.changes)
+                    begun.append(part.store)
+                    if parts.count == 1 {
+                        result = r
+                    } else {
+                        // Results come back aligned with the part; put them where the whole
+                        // change set has them.
+                        for (n, i) in part.insertIndexes.enumerated() where n < r.insertedIDs.count { result.insertedIDs[i] = r.insertedIDs[n] }
+                        for (n, i) in part.updateIndexes.enumerated() where n < r.updatedVersions.count { result.updatedVersions[i] = r.updatedVersions[n] }
+                    }
                 } catch {
                     if error.code == .conflict {
                         conflicts += error.conflicts
@@ -373,14 +383,20 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     private func updateRowCache(_ changes: StoreChangeSet, _ result: StoreSaveResult) {
-        rowCache.remove(changes.deletes.map(\.objectID))
-        for u in changes.updates {
-            guard let v = result.versions[u.objectID] else { continue }
+        if !changes.deletes.isEmpty { rowCache.remove(changes.deletes.map(\.objectID)) }
+        guard !changes.updates.isEmpty else { return }
+        // Built only when an updated row refers to an object inserted by the same save.
+        var permanent: [ObjectID: ObjectID]?
+        for (u, v) in zip(changes.updates, result.updatedVersions) {
             var values = u.values
             var resolvable = true
             for r in u.references {
                 guard let target = r.target else { values[r.slot] = .null; continue }
-                let id = result.permanentIDs[target] ?? target
+                var id = target
+                if target.isTemporaryID {
+                    if permanent == nil { permanent = result.permanentIDs(for: changes) }
+                    id = permanent?[target] ?? target
+                }
                 if id.isTemporaryID { resolvable = false; break }
                 values[r.slot] = .integer(id.primaryKey)
             }
@@ -392,22 +408,31 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// One store's part of a change set, with the positions its inserts and updates have in
+    /// the whole change set.
+    private struct SavePart {
+        var store: PersistentStore
+        var changes = StoreChangeSet()
+        var insertIndexes: [Int] = []
+        var updateIndexes: [Int] = []
+    }
+
     /// Splits a change set by store.
-    private func partition(_ changes: StoreChangeSet) throws(CoherenceError) -> [(PersistentStore, StoreChangeSet)] {
+    private func partition(_ changes: StoreChangeSet) throws(CoherenceError) -> [SavePart] {
         // One store holding every entity involved, and every existing object in it: no split.
         let attached = stores.withLock { $0 }
         if attached.count == 1, let only = attached.first,
            changes.inserts.allSatisfy({ only.holds($0.objectID.entity) && ($0.objectID.isTemporaryID || $0.objectID.storeIdentifier == only.identifier) }),
            changes.updates.allSatisfy({ $0.objectID.storeIdentifier == only.identifier }),
            changes.deletes.allSatisfy({ $0.objectID.storeIdentifier == only.identifier }) {
-            return [(only, changes)]
+            return [SavePart(store: only, changes: changes)]
         }
-        var parts: [UUID: (PersistentStore, StoreChangeSet)] = [:]
+        var parts: [UUID: SavePart] = [:]
         var order: [UUID] = []
         var insertedStore: [ObjectID: PersistentStore] = [:]
         func part(_ store: PersistentStore) -> UUID {
             if parts[store.identifier] == nil {
-                parts[store.identifier] = (store, StoreChangeSet())
+                parts[store.identifier] = SavePart(store: store)
                 order.append(store.identifier)
             }
             return store.identifier
@@ -418,7 +443,7 @@ public final class PersistentStoreCoordinator: Sendable {
             }
             return s
         }
-        for i in changes.inserts {
+        for (n, i) in changes.inserts.enumerated() {
             let store: PersistentStore
             if !i.objectID.isTemporaryID {
                 store = try existingStore(i.objectID)
@@ -429,19 +454,25 @@ public final class PersistentStoreCoordinator: Sendable {
                 store = try assignedStore(for: i.objectID.entity)
             }
             insertedStore[i.objectID] = store
-            parts[part(store)]?.1.inserts.append(i)
+            let key = part(store)
+            parts[key]?.changes.inserts.append(i)
+            parts[key]?.insertIndexes.append(n)
         }
-        for u in changes.updates { parts[part(try existingStore(u.objectID))]?.1.updates.append(u) }
-        for d in changes.deletes { parts[part(try existingStore(d.objectID))]?.1.deletes.append(d) }
+        for (n, u) in changes.updates.enumerated() {
+            let key = part(try existingStore(u.objectID))
+            parts[key]?.changes.updates.append(u)
+            parts[key]?.updateIndexes.append(n)
+        }
+        for d in changes.deletes { parts[part(try existingStore(d.objectID))]?.changes.deletes.append(d) }
         for j in changes.joinInserts {
             let s: PersistentStore
             if let inserted = insertedStore[j.source] { s = inserted } else { s = try existingStore(j.source) }
-            parts[part(s)]?.1.joinInserts.append(j)
+            parts[part(s)]?.changes.joinInserts.append(j)
         }
         for j in changes.joinDeletes {
             let s: PersistentStore
             if let inserted = insertedStore[j.source] { s = inserted } else { s = try existingStore(j.source) }
-            parts[part(s)]?.1.joinDeletes.append(j)
+            parts[part(s)]?.changes.joinDeletes.append(j)
         }
         return order.compactMap { parts[$0] }
     }

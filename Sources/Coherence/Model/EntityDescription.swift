@@ -37,30 +37,32 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// The properties this entity declares itself (not inherited ones).
     public let ownProperties: [PropertyDescription]
 
+    // The `internal(set)` fields below are written only while the model loads, before it is
+    // shared; `@exclusivity(unchecked)` drops run-time exclusivity checks on every later read.
     /// The superentity (set when the model loads).
-    public internal(set) var superentity: EntityDescription?
+    @exclusivity(unchecked) public internal(set) var superentity: EntityDescription?
     /// The direct sub-entities (set when the model loads).
-    public internal(set) var subentities: [EntityDescription] = []
+    @exclusivity(unchecked) public internal(set) var subentities: [EntityDescription] = []
     /// All properties: inherited ones first, in the superentity's order, then own ones.
-    public internal(set) var properties: [PropertyDescription] = []
+    @exclusivity(unchecked) public internal(set) var properties: [PropertyDescription] = []
     /// All properties by name.
-    public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
+    @exclusivity(unchecked) public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
     /// All attributes, in property order.
-    public internal(set) var attributes: [AttributeDescription] = []
+    @exclusivity(unchecked) public internal(set) var attributes: [AttributeDescription] = []
     /// All attributes by name.
-    public internal(set) var attributesByName: [String: AttributeDescription] = [:]
+    @exclusivity(unchecked) public internal(set) var attributesByName: [String: AttributeDescription] = [:]
     /// All relationships, in property order.
-    public internal(set) var relationships: [RelationshipDescription] = []
+    @exclusivity(unchecked) public internal(set) var relationships: [RelationshipDescription] = []
     /// All relationships by name.
-    public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
+    @exclusivity(unchecked) public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
     /// The model this entity belongs to (set when the model loads).
     /// (Strong, like every model back-reference: see `PropertyDescription.entity`.)
-    public internal(set) var managedObjectModel: ManagedObjectModel?
+    @exclusivity(unchecked) public internal(set) var managedObjectModel: ManagedObjectModel?
 
     /// The entity's number in its model (1-based; stored in each row).
-    package internal(set) var entityNumber: Int = 0
+    @exclusivity(unchecked) package internal(set) var entityNumber: Int = 0
     /// This entity and all its descendants' numbers.
-    package internal(set) var descendantNumbers: [Int] = []
+    @exclusivity(unchecked) package internal(set) var descendantNumbers: [Int] = []
     /// The top of the inheritance chain (self when there is no superentity).
     public var rootEntity: EntityDescription {
         var e = self
@@ -74,9 +76,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// `slotWriter` and publish with a releasing store of `slotCount`; readers load the count
     /// (acquiring) and scan that many entries (a few per property: key paths are made per call
     /// site); more go to `slotOverflow`.
-    private var slotKeys: UnsafeMutablePointer<UInt>?
-    private var slotValues: UnsafeMutablePointer<Int>?
-    private var slotCapacity = 0
+    @exclusivity(unchecked) private var slotKeys: UnsafeMutablePointer<UInt>?
+    @exclusivity(unchecked) private var slotValues: UnsafeMutablePointer<Int>?
+    @exclusivity(unchecked) private var slotCapacity = 0
     private let slotCount = Atomic<Int>(0)
     private let slotWriter = Mutex<[SendableKeyPath]>([])
     private let slotOverflow = Mutex<[UInt: Int]>([:])
@@ -194,12 +196,12 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     /// The properties kept in a store's row: attributes and foreign-key relationships that are
     /// not transient.
-    package internal(set) var storedProperties: [PropertyDescription] = []
+    @exclusivity(unchecked) package internal(set) var storedProperties: [PropertyDescription] = []
     /// Stored to-one relationships (foreign keys) in property order; inherited ones keep their
     /// position in every sub-entity.
-    package internal(set) var foreignKeyRelationships: [RelationshipDescription] = []
+    @exclusivity(unchecked) package internal(set) var foreignKeyRelationships: [RelationshipDescription] = []
     /// The values of a new object, computed when the model loads.
-    package internal(set) var _initialValues: [StoredValue]?
+    @exclusivity(unchecked) package internal(set) var _initialValues: [StoredValue]?
 }
 
 /// A key path kept in a cache shared across threads.

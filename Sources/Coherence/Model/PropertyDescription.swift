@@ -22,10 +22,11 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// a side table, which makes every retain and release of it (every `ObjectID` copy) take
     /// the slow path. A model and its descriptions therefore live as long as the process, as
     /// Core Data models do in practice.
-    public internal(set) var entity: EntityDescription?
+    // Fields set while the model loads, read-only afterwards: no run-time exclusivity checks.
+    @exclusivity(unchecked) public internal(set) var entity: EntityDescription?
     /// The index of this property's value in a managed object's value storage and row snapshots.
     /// Inherited properties have the same slot in every sub-entity.
-    package internal(set) var slot: Int = -1
+    @exclusivity(unchecked) package internal(set) var slot: Int = -1
 
     init(name: String, isOptional: Bool, isTransient: Bool, userInfo: [String: any Sendable]) {
         self.name = name
@@ -169,13 +170,13 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public let maxCount: Int
 
     /// The destination entity (set when the model loads).
-    public internal(set) var destinationEntity: EntityDescription?
+    @exclusivity(unchecked) public internal(set) var destinationEntity: EntityDescription?
     /// The inverse relationship (set when the model loads).
-    public internal(set) var inverseRelationship: RelationshipDescription?
+    @exclusivity(unchecked) public internal(set) var inverseRelationship: RelationshipDescription?
     /// The index of this relationship in `entity.foreignKeyRelationships` (foreign keys only).
-    package internal(set) var fkOrdinal: Int = -1
+    @exclusivity(unchecked) package internal(set) var fkOrdinal: Int = -1
     /// How the relationship is stored (decided when the model loads).
-    package internal(set) var storage: RelationshipStorage = .foreignKey
+    @exclusivity(unchecked) package internal(set) var storage: RelationshipStorage = .foreignKey
 
     /// Creates a relationship description.
     public init(name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,

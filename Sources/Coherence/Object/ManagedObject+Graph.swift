@@ -15,6 +15,8 @@ package struct ObjectFlags: OptionSet, Sendable {
     @usableFromInline package static let prefilled = ObjectFlags(rawValue: 1 << 3)
     /// Firing the fault found no row: the object's data is gone.
     @usableFromInline package static let inaccessible = ObjectFlags(rawValue: 1 << 4)
+    /// Set only while a save maps store results back: the object's row was updated.
+    @usableFromInline package static let written = ObjectFlags(rawValue: 1 << 5)
 }
 
 /// The state of one relationship of one object.

@@ -16,7 +16,8 @@ struct MemoryWriter {
             s.lastKey[root] = pk
             permanent[i.objectID] = ObjectID(entity: i.objectID.entity, storeIdentifier: store.identifier, primaryKey: pk)
         }
-        result.permanentIDs = permanent
+        result.insertedIDs = changes.inserts.map { permanent[$0.objectID] ?? $0.objectID }
+        result.updatedVersions.reserveCapacity(changes.updates.count)
 
         for d in changes.deletes {
             let root = ObjectIdentifier(d.objectID.entity.rootEntity)
@@ -37,6 +38,7 @@ struct MemoryWriter {
             guard var row = s.tables[root]?[u.objectID.primaryKey], u.expectedVersion.map({ $0 == row.version }) ?? true else {
                 let values = (try? resolved(u.values, u.references, source: u.objectID)) ?? u.values
                 versionConflict(u.objectID, values: values, cached: u.cachedValues, old: u.expectedVersion ?? 0, in: s)
+                result.updatedVersions.append(0)   // a conflict: the save fails
                 continue
             }
             let values = try resolved(u.values, u.references, source: u.objectID)
@@ -48,16 +50,19 @@ struct MemoryWriter {
             if let conflict = uniquenessConflict(candidate, id: u.objectID, cached: u.cachedValues, old: row.version, in: s) {
                 conflicts.append(conflict)
                 addUnique(row, to: &s)
+                result.updatedVersions.append(0)   // a conflict: the save fails
                 continue
             }
             row = candidate
             addUnique(row, to: &s)
             s.tables[root]?[u.objectID.primaryKey] = row
-            result.versions[u.objectID] = row.version
+            result.updatedVersions.append(row.version)
         }
         for i in changes.inserts {
             let id = permanent[i.objectID] ?? i.objectID
-            let values = try resolved(i.values, i.references, source: id)
+            var values = try resolved(i.values, i.references, source: id)
+            // Foreign keys come from the references only (an insert lists the set ones).
+            for r in id.entity.foreignKeyRelationships where !i.references.contains(where: { $0.slot == r.slot }) { values[r.slot] = .null }
             var full = id.entity.initialValues
             for p in id.entity.storedProperties { full[p.slot] = values[p.slot] }
             let row = StoreRow(entity: id.entity, primaryKey: id.primaryKey, version: 1, values: full)

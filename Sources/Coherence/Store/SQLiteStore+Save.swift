@@ -61,13 +61,30 @@ private struct SaveWriter {
     let connection: SQLiteConnection
     var generator: SQLGenerator { store.generator }
     var conflicts: [SaveConflict] = []
-    /// Temporary ID → permanent ID for objects inserted by this save.
-    var permanent: [ObjectID: ObjectID] = [:]
+    /// The changes being written.
+    var inserts: [RowInsert] = []
+    /// The primary key of each insert, aligned with `inserts`.
+    var insertKeys: [Int64] = []
+    /// Temporary ID → permanent ID for objects inserted by this save; built only when a reference
+    /// to one of them must be resolved (most saves never need it).
+    var permanentMap: [ObjectID: ObjectID]?
+    /// Primary key → temporary IDs of this save's inserts (for reporting uniqueness conflicts).
+    var temporaryByKey: [Int64: [ObjectID]]?
     /// The last UPDATE shape and its statement: consecutive rows usually share it, so they skip
     /// the SQL and statement lookups.
     var lastUpdate: (entity: ObjectIdentifier, slots: [Int], check: Bool, properties: [PropertyDescription], statement: SQLiteStatement)?
     /// The last DELETE statement, likewise.
     var lastDelete: (entity: ObjectIdentifier, check: Bool, statement: SQLiteStatement)?
+
+    /// How rows of one entity are bound to its INSERT statement.
+    struct InsertPlan {
+        let entity: EntityDescription
+        let statement: SQLiteStatement
+        /// (value slot, parameter index) of each stored attribute.
+        let attributes: [(slot: Int, index: Int32)]
+        /// Parameter index of each foreign-key column by relationship slot.
+        let foreignKeys: [(slot: Int, index: Int32)]
+    }
 
     init(store: SQLiteStore, connection: SQLiteConnection) {
         self.store = store
@@ -76,52 +93,99 @@ private struct SaveWriter {
 
     mutating func write(_ changes: StoreChangeSet) throws -> StoreSaveResult {
         var result = StoreSaveResult()
-        try allocateKeys(for: changes.inserts)
-        result.permanentIDs = permanent
+        inserts = changes.inserts
+        try allocateKeys()
 
         for d in changes.deletes { try delete(d) }
+        result.updatedVersions.reserveCapacity(changes.updates.count)
         for u in changes.updates {
-            if let v = try update(u) { result.versions[u.objectID] = v }
+            // A conflict is recorded and the save fails below; 0 keeps the array aligned.
+            result.updatedVersions.append(try update(u) ?? 0)
         }
-        var lastEntity: EntityDescription?
-        var insertStatement: SQLiteStatement?
-        for i in changes.inserts {
-            let id = permanent[i.objectID] ?? i.objectID
-            if i.objectID.entity !== lastEntity {
-                let entity = i.objectID.entity
-                insertStatement = try connection.cachedStatement(store.sql(.insert(ObjectIdentifier(entity))) { generator.insert(entity) })
-                lastEntity = i.objectID.entity
-            }
-            guard let st = insertStatement else { continue }
-            try insert(i, id: id, statement: st)   // new rows are version 1
+        var plan: InsertPlan?
+        for (n, i) in inserts.enumerated() {
+            let entity = i.objectID.entity
+            if plan?.entity !== entity { plan = try insertPlan(for: entity) }
+            guard let plan else { continue }
+            try insert(i, primaryKey: insertKeys[n], plan: plan)   // new rows are version 1
         }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
+        result.insertedIDs.reserveCapacity(inserts.count)
+        for (i, key) in zip(inserts, insertKeys) {
+            result.insertedIDs.append(i.objectID.isTemporaryID
+                ? ObjectID(entity: i.objectID.entity, storeIdentifier: store.identifier, primaryKey: key) : i.objectID)
+        }
         return result
     }
 
-    private mutating func allocateKeys(for inserts: [RowInsert]) throws {
+    private func insertPlan(for entity: EntityDescription) throws -> InsertPlan {
+        let st = try connection.cachedStatement(store.sql(.insert(ObjectIdentifier(entity))) { generator.insert(entity) })
+        var attributes: [(slot: Int, index: Int32)] = []
+        var foreignKeys: [(slot: Int, index: Int32)] = []
+        var index: Int32 = 4
+        for p in entity.storedProperties {
+            if p is RelationshipDescription { foreignKeys.append((p.slot, index)) } else { attributes.append((p.slot, index)) }
+            index += 1
+        }
+        return InsertPlan(entity: entity, statement: st, attributes: attributes, foreignKeys: foreignKeys)
+    }
+
+    /// Gives every insert its primary key: temporary IDs get keys reserved in blocks per root
+    /// entity; permanent IDs keep theirs.
+    private mutating func allocateKeys() throws {
+        insertKeys = inserts.map(\.objectID.primaryKey)
         var byRoot: [ObjectIdentifier: (EntityDescription, Int)] = [:]
+        var lastRoot: EntityDescription?
+        var run = 0
+        func flush() {
+            if let root = lastRoot { byRoot[ObjectIdentifier(root), default: (root, 0)].1 += run }
+        }
         for i in inserts where i.objectID.isTemporaryID {
             let root = i.objectID.entity.rootEntity
-            byRoot[ObjectIdentifier(root), default: (root, 0)].1 += 1
+            if root === lastRoot { run += 1; continue }
+            flush()
+            lastRoot = root
+            run = 1
         }
+        flush()
+        guard !byRoot.isEmpty else { return }
         var next: [ObjectIdentifier: Int64] = [:]
         for (key, (root, count)) in byRoot {
             next[key] = try store.allocateKeys(for: root, count: count)
         }
-        for i in inserts where i.objectID.isTemporaryID {
-            let key = ObjectIdentifier(i.objectID.entity.rootEntity)
-            guard let pk = next[key] else { continue }
-            next[key] = pk + 1
-            permanent[i.objectID] = ObjectID(entity: i.objectID.entity, storeIdentifier: store.identifier, primaryKey: pk)
+        var lastKey: ObjectIdentifier?
+        var pk: Int64 = 0
+        for n in inserts.indices where inserts[n].objectID.isTemporaryID {
+            let key = ObjectIdentifier(inserts[n].objectID.entity.rootEntity)
+            if key != lastKey {
+                if let lastKey { next[lastKey] = pk }
+                guard let first = next[key] else { continue }
+                pk = first
+                lastKey = key
+            }
+            insertKeys[n] = pk
+            pk += 1
         }
     }
 
+    /// The permanent ID an object inserted by this save got, for its temporary ID.
+    private mutating func permanentID(for temporary: ObjectID) -> ObjectID? {
+        if permanentMap == nil {
+            var map: [ObjectID: ObjectID] = [:]
+            map.reserveCapacity(inserts.count)
+            for (i, key) in zip(inserts, insertKeys) where i.objectID.isTemporaryID {
+                map[i.objectID] = ObjectID(entity: i.objectID.entity, storeIdentifier: store.identifier, primaryKey: key)
+            }
+            permanentMap = map
+        }
+        return permanentMap?[temporary]
+    }
+
     /// The primary key for a reference, or nil for no destination.
-    private func key(for target: ObjectID?, from source: ObjectID, slot: Int) throws -> Int64? {
+    private mutating func key(for target: ObjectID?, from source: ObjectID, slot: Int) throws -> Int64? {
         guard let target else { return nil }
-        if let p = permanent[target] { return p.primaryKey }
+        if target.isTemporaryID, let p = permanentID(for: target) { return p.primaryKey }
         guard !target.isTemporaryID else {
             let name = source.entity.properties[slot].name
             throw CoherenceError(.invalidRequest, "\(source) refers through '\(name)' to \(target), which is not saved and not inserted in this save.",
@@ -135,7 +199,7 @@ private struct SaveWriter {
         return target.primaryKey
     }
 
-    private func resolved(_ values: [StoredValue], _ references: [RowReference], source: ObjectID) throws -> [StoredValue] {
+    private mutating func resolved(_ values: [StoredValue], _ references: [RowReference], source: ObjectID) throws -> [StoredValue] {
         guard !references.isEmpty else { return values }
         var values = values
         for r in references {
@@ -144,22 +208,30 @@ private struct SaveWriter {
         return values
     }
 
-    private mutating func insert(_ row: RowInsert, id: ObjectID, statement st: SQLiteStatement) throws {
-        let entity = id.entity
-        let values = try resolved(row.values, row.references, source: id)
-        st.bind(id.primaryKey, at: 1)
-        st.bind(Int64(entity.entityNumber), at: 2)
+    private mutating func insert(_ row: RowInsert, primaryKey: Int64, plan: InsertPlan) throws {
+        let st = plan.statement
+        st.bind(primaryKey, at: 1)
+        st.bind(Int64(plan.entity.entityNumber), at: 2)
         st.bind(Int64(1), at: 3)
-        var index: Int32 = 4
-        for p in entity.storedProperties {
-            st.bind(values[p.slot], at: index)
-            index += 1
+        // Values are bound straight from the object's array (no copy); foreign keys are NULL
+        // unless a reference names a destination.
+        for a in plan.attributes { st.bind(row.values[a.slot], at: a.index) }
+        if !plan.foreignKeys.isEmpty {
+            for fk in plan.foreignKeys { st.bindNull(fk.index) }
+            for r in row.references {
+                guard let target = try key(for: r.target, from: row.objectID, slot: r.slot),
+                      let fk = plan.foreignKeys.first(where: { $0.slot == r.slot }) else { continue }
+                st.bind(target, at: fk.index)
+            }
         }
         do {
             try st.execute()
         } catch {
             // `error` is a SQLiteError here (typed throws).
             guard error.isUniqueConstraintViolation else { throw error }
+            let id = row.objectID.isTemporaryID ? ObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: primaryKey) : row.objectID
+            var values = try resolved(row.values, row.references, source: id)
+            for fk in plan.foreignKeys where !row.references.contains(where: { $0.slot == fk.slot }) { values[fk.slot] = .null }
             try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
         }
     }
@@ -243,6 +315,17 @@ private struct SaveWriter {
 
     // MARK: Conflicts
 
+    /// The temporary ID of an object this save inserts with the permanent ID `id`, if any.
+    private mutating func temporaryID(for id: ObjectID) -> ObjectID? {
+        guard id.storeIdentifier == store.identifier else { return nil }
+        if temporaryByKey == nil {
+            var map: [Int64: [ObjectID]] = [:]
+            for (i, key) in zip(inserts, insertKeys) where i.objectID.isTemporaryID { map[key, default: []].append(i.objectID) }
+            temporaryByKey = map
+        }
+        return temporaryByKey?[id.primaryKey]?.first { $0.entity.rootEntity === id.entity.rootEntity }
+    }
+
     /// The current version and values of a row, or nil when it does not exist.
     private func current(_ id: ObjectID) throws -> StoreRow? {
         let plan = store.plan(for: id.entity.rootEntity)
@@ -280,11 +363,11 @@ private struct SaveWriter {
                     guard pk != id.primaryKey else { continue }
                     let other = e.managedObjectModel?.entities.first { $0.entityNumber == Int(st.int64(1)) } ?? e
                     let otherID = ObjectID(entity: other, storeIdentifier: store.identifier, primaryKey: pk)
-                    others.append(permanent.first(where: { $0.value == otherID })?.key ?? otherID)
+                    others.append(temporaryID(for: otherID) ?? otherID)
                 }
                 if !others.isEmpty {
                     found = true
-                    let row = try others.first.flatMap { o in try current(permanent[o] ?? o) }
+                    let row = try others.first.flatMap { o in try current(o.isTemporaryID ? permanentID(for: o) ?? o : o) }
                     conflicts.append(SaveConflict(kind: .uniqueness, objectID: reportAs ?? id, objectValues: values, cachedValues: cached,
                                                   persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0,
                                                   constraint: constraint, conflictingObjectIDs: others))
