@@ -38,6 +38,79 @@ struct ContextTests {
         #expect(sorted == ["Bob:17", "Ada:36"])
     }
 
+    /// Inserted objects are found by their temporary IDs (they are kept out of the identity map
+    /// until they are saved, so this exercises the separate lookup).
+    @Test(arguments: [StoreType.sqlite, .inMemory])
+    func insertedObjectsAreFoundByTemporaryID(_ type: StoreType) async throws {
+        let dir = try TemporaryDirectory()
+        let context = try makeContext(dir, type: type)
+        try await context.perform {
+            let a = Person(context: context)
+            let tempA = a.objectID
+            #expect(context.registeredObject(for: tempA) === a)
+            #expect(context.object(with: tempA) === a)
+            #expect(try context.existingObject(with: tempA) === a)
+            // Objects inserted after the first lookup are found too.
+            let b = Person(context: context)
+            #expect(context.registeredObject(for: b.objectID) === b)
+            #expect(context.registeredObjects == Set([a, b]))
+            // A deleted inserted object is gone.
+            let tempB = b.objectID
+            context.delete(b)
+            #expect(context.registeredObject(for: tempB) == nil)
+            // After the save the object is registered under its permanent ID only.
+            let town = Town(context: context)
+            town.name = "Oslo"
+            a.town = town
+            try context.save()
+            #expect(!a.objectID.isTemporaryID)
+            #expect(context.registeredObject(for: a.objectID) === a)
+            #expect(context.registeredObject(for: tempA) == nil)
+            #expect(context.registeredObjects == Set([a, town]))
+            #expect(a.town === town && town.people == Set([a]))
+            // A merge-policy uniqueness conflict on an insert finds the inserted object.
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            let townID = town.objectID
+            let again = Town(context: context)
+            again.name = "Oslo"
+            again.population = 7
+            try context.save()
+            #expect(again.objectID == townID)
+            #expect(context.registeredObject(for: townID) === again)
+        }
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: context.persistentStoreCoordinator)
+        let towns = try await other.perform { try other.fetch(FetchRequest<Town>()).map { "\($0.name):\($0.population)" } }
+        #expect(towns == ["Oslo:7"])
+    }
+
+    /// A child's inserted objects keep their temporary IDs in the child after it saves into
+    /// the parent, and get the permanent IDs when the parent saves.
+    @Test func childInsertsAreFoundUntilTheParentSaves() async throws {
+        let dir = try TemporaryDirectory()
+        let parent = try makeContext(dir)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        let temp: ObjectID = try await child.perform {
+            let p = Person(context: child)
+            p.name = "Ada"
+            try child.save()
+            #expect(child.registeredObject(for: p.objectID) === p)
+            #expect(!p.isInserted && p.objectID.isTemporaryID)
+            return p.objectID
+        }
+        let permanent: ObjectID = try await parent.perform {
+            let inParent = try #require(parent.registeredObject(for: temp) as? Person)
+            #expect(inParent.isInserted && inParent.name == "Ada")
+            try parent.save()
+            return inParent.objectID
+        }
+        #expect(!permanent.isTemporaryID)
+        let (seen, name) = await child.perform { () -> (ObjectID?, String?) in
+            let o = child.registeredObject(for: permanent) as? Person
+            return (o?.objectID, o?.name)
+        }
+        #expect(seen == permanent && name == "Ada")
+    }
+
     @Test func identityMapAndUnchangedSets() async throws {
         let dir = try TemporaryDirectory()
         let context = try makeContext(dir)

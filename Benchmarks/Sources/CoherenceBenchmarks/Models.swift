@@ -2,8 +2,10 @@ import Coherence
 import Foundation
 import GRDB
 
-// The same schema three ways: Person(id, name, email, age, score, createdAt) with an index on
-// age, and Town for the relationship workload.
+// The same schema three ways: Person(id, name, email, age, score, createdAt, town) with an index
+// on age, and Town for the relationship workload. Coherence, like Core Data, indexes every
+// to-one foreign key (so the inverse to-many and delete rules are fast); the raw and GRDB tables
+// get the same index on `townId`, so all three maintain the same indexes.
 
 final class BPerson: ManagedObject {
     @Attribute var id: Int = 0
@@ -110,6 +112,7 @@ func grdbPool(_ url: URL) throws -> DatabasePool {
             CREATE TABLE IF NOT EXISTS person (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, age INTEGER NOT NULL,
               score REAL NOT NULL, createdAt DATETIME NOT NULL, townId INTEGER REFERENCES town(id));
             CREATE INDEX IF NOT EXISTS person_age ON person(age);
+            CREATE INDEX IF NOT EXISTS person_town ON person(townId);
             """)
     }
     return pool

@@ -16,6 +16,7 @@ final class RawDB {
             CREATE TABLE IF NOT EXISTS person (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, age INTEGER NOT NULL,
               score REAL NOT NULL, createdAt REAL NOT NULL, townId INTEGER);
             CREATE INDEX IF NOT EXISTS person_age ON person(age);
+            CREATE INDEX IF NOT EXISTS person_town ON person(townId);
             """)
     }
 

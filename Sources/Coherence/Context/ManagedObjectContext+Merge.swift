@@ -120,7 +120,7 @@ extension ManagedObjectContext {
 
     /// Removes in-memory references to deleted objects.
     private func removeReferences(to ids: Set<ObjectID>) {
-        for o in registered.values {
+        for o in allRegisteredObjects {
             guard let relations = o._relations else { continue }
             for (slot, state) in relations {
                 switch state {

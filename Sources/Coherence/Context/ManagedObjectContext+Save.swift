@@ -219,7 +219,7 @@ extension ManagedObjectContext {
 
     private func registeredObjects(_ keys: Set<ObjectIdentifier>) -> [ManagedObject] {
         guard !keys.isEmpty else { return [] }
-        return registered.values.filter { keys.contains(ObjectIdentifier($0)) }
+        return allRegisteredObjects.filter { keys.contains(ObjectIdentifier($0)) }
     }
 
     /// Writes to the stores, resolving conflicts with the merge policy (a few rounds at most).
@@ -326,6 +326,7 @@ extension ManagedObjectContext {
     /// Clears change tracking after a save and posts DidSave.
     func finishSave(_ saved: SavedObjects) {
         insertedList = []
+        insertedIndex = nil
         updatedCandidates = [:]
         deletedList = []
         deletedSet = []
@@ -405,6 +406,9 @@ extension ManagedObjectContext {
         let childName = name
         _ = parent.performAndWait { parent.applyPushed(pushed, from: childName) }
         for o in insertedList + updatedCandidates.values where !o.isDeleted {
+            // A pushed object keeps its temporary ID until the parent saves: as it is no longer
+            // inserted here, it goes into the identity map.
+            if o.isInserted, let id = o._objectID, id.isTemporaryID { registered[id] = o }
             o._flags.remove(.inserted)
             commit(o)
         }
@@ -427,8 +431,10 @@ extension ManagedObjectContext {
             o._context = self
             o._flags = [.inserted]
             o._values = p.values
-            registered[p.id] = o
-            insertedList.append(o)
+            if p.id.isTemporaryID { appendInserted(o) } else {
+                registered[p.id] = o
+                insertedList.append(o)
+            }
             pendingChanges.inserted.append(o)
             objects[p.id] = o
         }

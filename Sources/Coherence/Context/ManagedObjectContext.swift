@@ -83,7 +83,12 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     // Executor-confined state. `@exclusivity(unchecked)`: these are touched only on the
     // context's executor, and the run-time exclusivity checks cost more than the work itself on
     // hot paths.
+    /// The identity map: every registered object except inserted objects that still have
+    /// temporary IDs, which are found through `insertedList` (so inserting hashes nothing).
     @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:]
+    /// Inserted objects by temporary ID, built on the first lookup of a temporary ID and kept
+    /// up to date on insert; entries are checked on use, so removals need not update it.
+    @exclusivity(unchecked) var insertedIndex: [ObjectID: ManagedObject]?
     @exclusivity(unchecked) var insertedList: [ManagedObject] = []
     @exclusivity(unchecked) var updatedCandidates: [ObjectIdentifier: ManagedObject] = [:]
     @exclusivity(unchecked) var deletedList: [ManagedObject] = []
@@ -281,7 +286,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// - Throws: `.objectNotFound` when the object does not exist.
     public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
         assertOnExecutor()
-        if let o = registered[id] {
+        if let o = lookup(id) {
             if o.isDeleted || o._flags.contains(.inaccessible) {
                 throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
             }
@@ -290,7 +295,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         guard !id.isTemporaryID, let snapshot = try source.sourceSnapshots(for: [id])[id] else {
             throw CoherenceError(.objectNotFound, "No object with ID \(id) exists.", entity: id.entity.name, objectID: id)
         }
-        if let o = registered[id] {
+        if let o = lookup(id) {
             o._install(snapshot, asFault: false, keepRelations: true)
             o.awakeFromFetch()
             return o
@@ -303,18 +308,51 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// The registered object for an ID, without loading anything.
     public func registeredObject(for id: ObjectID) -> ManagedObject? {
         assertOnExecutor()
-        return registered[id]
+        return lookup(id)
+    }
+
+    /// The registered object for an ID: from the identity map, or an inserted object by its
+    /// temporary ID.
+    @inline(__always)
+    func lookup(_ id: ObjectID) -> ManagedObject? {
+        if let o = registered[id] { return o }
+        return id.isTemporaryID ? insertedObject(withTemporaryID: id) : nil
+    }
+
+    /// An inserted (unsaved) object by its temporary ID.
+    private func insertedObject(withTemporaryID id: ObjectID) -> ManagedObject? {
+        if insertedIndex == nil {
+            var index: [ObjectID: ManagedObject] = [:]
+            index.reserveCapacity(insertedList.count)
+            for o in insertedList { if let oid = o._objectID, oid.isTemporaryID { index[oid] = o } }
+            insertedIndex = index
+        }
+        guard let o = insertedIndex?[id], o.isInserted, o._objectID == id, o._context === self else { return nil }
+        return o
+    }
+
+    /// Adds an object to `insertedList` (and to the temporary-ID index when it exists).
+    func appendInserted(_ object: ManagedObject) {
+        insertedList.append(object)
+        if insertedIndex != nil, let id = object._objectID, id.isTemporaryID { insertedIndex?[id] = object }
+    }
+
+    /// Every registered object, inserted ones included.
+    var allRegisteredObjects: [ManagedObject] {
+        var all = Array(registered.values)
+        for o in insertedList where o._objectID?.isTemporaryID ?? true { all.append(o) }
+        return all
     }
 
     /// Every object registered in the context.
     public var registeredObjects: Set<ManagedObject> {
         assertOnExecutor()
-        return Set(registered.values)
+        return Set(allRegisteredObjects)
     }
 
     /// The registered object, or a new fault for `id`.
     package func _object(for id: ObjectID) -> ManagedObject {
-        if let o = registered[id] { return o }
+        if let o = lookup(id) { return o }
         let entity = id.entity
         if !entity.subentities.isEmpty, let snapshot = try? source.sourceSnapshots(for: [id])[id] {
             // A relationship to a parent entity: the snapshot knows the concrete entity.
@@ -432,8 +470,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         object._context = self
         object._flags = [.inserted]
         object._version = 0
-        registered[object.objectID] = object
-        insertedList.append(object)
+        _ = object.objectID   // a temporary ID; the object is found through insertedList
+        appendInserted(object)
         pendingChanges.inserted.append(object)
         object.awakeFromInsert()
     }
@@ -465,7 +503,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             // Deleting an unsaved object just forgets it (after applying delete rules).
             applyDeleteRules(object)
             insertedList.removeAll { $0 === object }
-            registered[object.objectID] = nil
+            if !object.objectID.isTemporaryID { registered[object.objectID] = nil }
             object._flags.insert(.deleted)
             object._flags.remove(.inserted)
             pendingChanges.deleted[key] = object
@@ -555,7 +593,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// Changes an object's ID (temporary → permanent) in the identity map.
     func rekey(_ object: ManagedObject, to id: ObjectID) {
-        if let old = object._objectID { registered[old] = nil }
+        // An inserted object with a temporary ID is not in the identity map.
+        if let old = object._objectID, !(old.isTemporaryID && object.isInserted) { registered[old] = nil }
         object._objectID = id
         registered[id] = object
     }
@@ -570,8 +609,13 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             o._group = nil
             o._relations = nil
         }
-        for o in insertedList { o._group = nil }
+        for o in insertedList where o._context === self {
+            o._context = nil
+            o._group = nil
+            o._relations = nil
+        }
         registered = [:]
+        insertedIndex = nil
         insertedList = []
         updatedCandidates = [:]
         deletedList = []
@@ -587,7 +631,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     public func rollback() {
         assertOnExecutor()
         for o in insertedList {
-            registered[o.objectID] = nil
+            if !o.objectID.isTemporaryID { registered[o.objectID] = nil }
             o._context = nil
             o._flags = []
             pendingChanges.invalidated[ObjectIdentifier(o)] = o
@@ -596,6 +640,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         var touched = Array(updatedCandidates.values) + deletedList
         // Objects whose relationships changed through inverses are candidates too.
         touched += registered.values.filter { $0._relations != nil && !touched.contains($0) }
+        insertedIndex = nil
         for o in touched where o._context === self {
             restoreCommitted(o)
             pendingChanges.refreshed[ObjectIdentifier(o)] = o

@@ -62,7 +62,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {
 extension ManagedObjectContext {
     /// Applies a built-in policy to a version conflict.
     func resolveVersion(_ conflict: SaveConflict, policy: MergePolicy.Kind) {
-        guard let object = registered[conflict.objectID] else { return }
+        guard let object = lookup(conflict.objectID) else { return }
         guard let persisted = conflict.persistedValues else {
             // The row is gone: nothing can be written to it.
             forget(object)
@@ -118,7 +118,7 @@ extension ManagedObjectContext {
 
     /// Applies a built-in policy to a uniqueness conflict.
     func resolveUniqueness(_ conflict: SaveConflict, policy: MergePolicy.Kind) throws {
-        guard let object = registered[conflict.objectID], let existingID = conflict.conflictingObjectIDs.first else { return }
+        guard let object = lookup(conflict.objectID), let existingID = conflict.conflictingObjectIDs.first else { return }
         guard !existingID.isTemporaryID, let persisted = conflict.persistedValues else {
             var error = CoherenceError(.conflict, "\(conflict.objectID) and \(existingID), both new, have the same values for [\(conflict.constraint.joined(separator: ", "))].",
                                        entity: conflict.objectID.entity.name, objectID: conflict.objectID)
@@ -156,7 +156,7 @@ extension ManagedObjectContext {
     /// Removes an object from the context (its row is gone or replaced).
     func forget(_ object: ManagedObject) {
         let key = ObjectIdentifier(object)
-        registered[object.objectID] = nil
+        if !(object.isInserted && object.objectID.isTemporaryID) { registered[object.objectID] = nil }
         updatedCandidates[key] = nil
         if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === object } }
         if object._flags.contains(.inserted) { insertedList.removeAll { $0 === object } }
