@@ -13,7 +13,8 @@ extension ManagedObjectContext {
     /// Posted with `didSaveNotification`, carrying only object IDs (safe to hand to other threads).
     public static let didSaveObjectIDsNotification = Notification.Name("CoherenceContextDidSaveObjectIDsNotification")
 
-    /// Keys of the notifications' `userInfo`.
+    /// Keys of the notifications' `userInfo`. Every key of a notification is present, with an
+    /// empty set when no object is in it.
     public enum NotificationKey {
         /// `Set<ManagedObject>` of inserted objects.
         public static let insertedObjects = "inserted"
@@ -100,18 +101,95 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
         "\(kind)(\(contextName ?? "unnamed"): +\(inserted.count) ~\(updated.count) -\(deleted.count) refreshed \(refreshed.count))"
     }
 
-    /// The event as a `userInfo` dictionary of object IDs.
-    var idUserInfo: [String: Any] {
-        [
-            ManagedObjectContext.NotificationKey.insertedObjectIDs: inserted,
-            ManagedObjectContext.NotificationKey.updatedObjectIDs: updated,
-            ManagedObjectContext.NotificationKey.deletedObjectIDs: deleted,
-            ManagedObjectContext.NotificationKey.refreshedObjectIDs: refreshed,
-            ManagedObjectContext.NotificationKey.invalidatedObjectIDs: invalidated,
-            ManagedObjectContext.NotificationKey.permanentObjectIDs: permanentIDs,
-            ManagedObjectContext.NotificationKey.event: self,
-        ]
+    /// The event as a `userInfo` dictionary of object IDs (and the event itself).
+    var idUserInfo: [AnyHashable: Any] {
+        var info = UserInfoTemplate.ids.dictionary
+        fill(&info, UserInfoTemplate.ids)
+        return info
     }
+
+    /// The event's IDs and the given objects as a `userInfo` dictionary.
+    func userInfo(inserted io: Set<ManagedObject>, updated uo: Set<ManagedObject>, deleted d: Set<ManagedObject>,
+                  refreshed r: Set<ManagedObject> = [], invalidated i: Set<ManagedObject> = []) -> [AnyHashable: Any] {
+        let t = UserInfoTemplate.full
+        var info = t.dictionary
+        fill(&info, t)
+        t.set(&info, .insertedObjects, io)
+        t.set(&info, .updatedObjects, uo)
+        t.set(&info, .deletedObjects, d)
+        t.set(&info, .refreshedObjects, r)
+        t.set(&info, .invalidatedObjects, i)
+        return info
+    }
+
+    private func fill(_ info: inout [AnyHashable: Any], _ t: UserInfoTemplate) {
+        t.set(&info, .event, self)
+        t.set(&info, .insertedObjectIDs, inserted)
+        t.set(&info, .updatedObjectIDs, updated)
+        t.set(&info, .deletedObjectIDs, deleted)
+        t.set(&info, .refreshedObjectIDs, refreshed)
+        t.set(&info, .invalidatedObjectIDs, invalidated)
+        t.set(&info, .permanentObjectIDs, permanentIDs)
+    }
+}
+
+/// A notification `userInfo` made once with every key, and the position of each key in it.
+///
+/// A notification's dictionary is a copy of the template whose values are replaced by
+/// position: no key is hashed or compared. (Building `[AnyHashable: Any]` key by key costs
+/// dynamic casts and generic-metadata lookups for every key, more than saving one object.)
+struct UserInfoTemplate {
+    enum Slot: Int, CaseIterable {
+        case event, insertedObjectIDs, updatedObjectIDs, deletedObjectIDs, refreshedObjectIDs, invalidatedObjectIDs, permanentObjectIDs
+        case insertedObjects, updatedObjects, deletedObjects, refreshedObjects, invalidatedObjects
+    }
+
+    let dictionary: [AnyHashable: Any]
+    private let positions: [Dictionary<AnyHashable, Any>.Index?]
+
+    init(_ slots: [Slot]) {
+        typealias N = ManagedObjectContext.NotificationKey
+        var d: [AnyHashable: Any] = [:]
+        for slot in slots {
+            switch slot {
+            case .event: d[N.event] = ContextEvent(kind: .objectsDidChange)
+            case .insertedObjectIDs: d[N.insertedObjectIDs] = Set<ObjectID>()
+            case .updatedObjectIDs: d[N.updatedObjectIDs] = Set<ObjectID>()
+            case .deletedObjectIDs: d[N.deletedObjectIDs] = Set<ObjectID>()
+            case .refreshedObjectIDs: d[N.refreshedObjectIDs] = Set<ObjectID>()
+            case .invalidatedObjectIDs: d[N.invalidatedObjectIDs] = Set<ObjectID>()
+            case .permanentObjectIDs: d[N.permanentObjectIDs] = [ObjectID: ObjectID]()
+            case .insertedObjects: d[N.insertedObjects] = Set<ManagedObject>()
+            case .updatedObjects: d[N.updatedObjects] = Set<ManagedObject>()
+            case .deletedObjects: d[N.deletedObjects] = Set<ManagedObject>()
+            case .refreshedObjects: d[N.refreshedObjects] = Set<ManagedObject>()
+            case .invalidatedObjects: d[N.invalidatedObjects] = Set<ManagedObject>()
+            }
+        }
+        dictionary = d
+        let keys: [Slot: String] = [
+            .event: N.event, .insertedObjectIDs: N.insertedObjectIDs, .updatedObjectIDs: N.updatedObjectIDs,
+            .deletedObjectIDs: N.deletedObjectIDs, .refreshedObjectIDs: N.refreshedObjectIDs,
+            .invalidatedObjectIDs: N.invalidatedObjectIDs, .permanentObjectIDs: N.permanentObjectIDs,
+            .insertedObjects: N.insertedObjects, .updatedObjects: N.updatedObjects, .deletedObjects: N.deletedObjects,
+            .refreshedObjects: N.refreshedObjects, .invalidatedObjects: N.invalidatedObjects,
+        ]
+        positions = Slot.allCases.map { slot in keys[slot].flatMap { d.index(forKey: $0) } }
+    }
+
+    /// Replaces the value of a slot in a copy of `dictionary` (a slot the template lacks is
+    /// ignored).
+    @inline(__always)
+    func set(_ info: inout [AnyHashable: Any], _ slot: Slot, _ value: Any) {
+        guard let position = positions[slot.rawValue] else { return }
+        info.values[position] = value
+    }
+
+    // nonisolated(unsafe): immutable after initialisation; copies are made before any change.
+    /// Object-ID keys, the permanent IDs and the event.
+    nonisolated(unsafe) static let ids = UserInfoTemplate(Array(Slot.allCases.prefix(7)))
+    /// Every key: object IDs, objects, permanent IDs and the event.
+    nonisolated(unsafe) static let full = UserInfoTemplate(Slot.allCases)
 }
 
 /// Hands events to every `events` subscriber.
@@ -168,12 +246,10 @@ extension ManagedObjectContext {
         event.inserted.formUnion(p.mergedInserted)
         event.updated.formUnion(p.mergedUpdated)
         event.deleted.formUnion(p.mergedDeleted)
-        var info = event.idUserInfo
-        info[NotificationKey.insertedObjects] = Set(inserted)
-        info[NotificationKey.updatedObjects] = Set(p.updated.values.filter { !$0.isInserted && !$0.isDeleted })
-        info[NotificationKey.deletedObjects] = Set(p.deleted.values)
-        info[NotificationKey.refreshedObjects] = Set(p.refreshed.values)
-        info[NotificationKey.invalidatedObjects] = Set(p.invalidated.values)
+        var info = event.userInfo(inserted: Set(inserted),
+                                  updated: Set(p.updated.values.filter { !$0.isInserted && !$0.isDeleted }),
+                                  deleted: Set(p.deleted.values), refreshed: Set(p.refreshed.values),
+                                  invalidated: Set(p.invalidated.values))
         if p.invalidatedAll { info[NotificationKey.invalidatedAllObjects] = true }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)
         broadcaster.yield(event)

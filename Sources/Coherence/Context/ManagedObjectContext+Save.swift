@@ -341,10 +341,7 @@ extension ManagedObjectContext {
         event.deleted = Set(saved.deleted.map(\.objectID))
         event.permanentIDs = saved.permanentIDs
         let idInfo = event.idUserInfo
-        var info = idInfo
-        info[NotificationKey.insertedObjects] = Set(saved.inserted)
-        info[NotificationKey.updatedObjects] = Set(saved.updated)
-        info[NotificationKey.deletedObjects] = Set(saved.deleted)
+        let info = event.userInfo(inserted: Set(saved.inserted), updated: Set(saved.updated), deleted: Set(saved.deleted))
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
         broadcaster.yield(event)

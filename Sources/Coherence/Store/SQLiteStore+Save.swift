@@ -253,12 +253,11 @@ private struct SaveWriter {
                 p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
             }
             let sql = store.sql(.update(entityKey, slots: slots, checkVersion: check)) {
-                generator.update(entity, properties: properties, checkVersion: check) + " RETURNING Z_OPT"
+                generator.update(entity, properties: properties, checkVersion: check)
             }
             st = try connection.cachedStatement(sql)
             lastUpdate = (entityKey, slots, check, properties, st)
         }
-        defer { st.reset() }
         var index: Int32 = 1
         for p in properties {
             st.bind(values[p.slot], at: index)
@@ -267,17 +266,30 @@ private struct SaveWriter {
         st.bind(u.objectID.primaryKey, at: index)
         if let v = u.expectedVersion { st.bind(v, at: index + 1) }
         do {
-            if try st.step() {
-                return st.int64(0)
-            }
+            try st.execute()
         } catch {
             // `error` is a SQLiteError here (typed throws).
             guard error.isUniqueConstraintViolation else { throw error }
             try recordUniquenessConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
             return nil
         }
+        // No RETURNING clause: SQLite buffers RETURNING rows in a temporary b-tree it opens and
+        // closes for every execution, which cost more than the update itself. A checked update
+        // that changed its row moved the version from the expected one to the next.
+        if connection.changes == 1 {
+            if let expected = u.expectedVersion { return expected + 1 }
+            return try currentVersion(of: u.objectID)
+        }
         try recordVersionConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
         return nil
+    }
+
+    /// The version of a row (after an unchecked update).
+    private func currentVersion(of id: ObjectID) throws -> Int64? {
+        let st = try connection.cachedStatement(generator.selectVersion(id.entity))
+        defer { st.reset() }
+        st.bind(id.primaryKey, at: 1)
+        return try st.step() ? st.int64(0) : nil
     }
 
     private mutating func delete(_ d: RowDelete) throws {
