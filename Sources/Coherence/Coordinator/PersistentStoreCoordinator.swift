@@ -186,6 +186,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return try Self.mergeAcrossStores(all, fetch: fetch)
     }
 
+    /// The rows of a fetch when exactly one store holds the entity (nil otherwise), with that
+    /// store's identifier: contexts register them without intermediate copies.
+    package func singleStoreRows(_ fetch: StoreFetch) throws(CoherenceError) -> (rows: [StoreRow], storeIdentifier: UUID)? {
+        let stores = self.stores(for: fetch.entity)
+        guard stores.count == 1, let store = stores.first else { return nil }
+        return (try store.engine.fetch(fetch), store.identifier)
+    }
+
     static func mergeAcrossStores(_ rows: [(id: ObjectID, row: StoreRow)], fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
         for key in fetch.sortKeys where !key.path.relationships.isEmpty {
             throw CoherenceError(.unsupportedPredicate,
