@@ -69,10 +69,13 @@ extension ManagedObjectContext {
         let start = DispatchTime.now().uptimeNanoseconds
         let group = FetchGroup(objects: [])
         let results: [ManagedObject]
-        if parent == nil, let batch = try persistentStoreCoordinator.singleStoreRows(storeFetch) {
+        var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
+        if parent == nil, try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch, { row, sid in
+            registration.add(row, storeIdentifier: sid)
+        }) {
+            results = registration.finish()
             statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            statistics.fetchedRows += batch.rows.count
-            results = register(batch.rows, storeIdentifier: batch.storeIdentifier, asFaults: asFaults, group: group)
+            statistics.fetchedRows += results.count
         } else {
             let snapshots = try source.sourceFetch(storeFetch)
             statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -85,58 +88,6 @@ extension ManagedObjectContext {
             return try finishFetch(mergePending(results, pending: pending, fetch: fetch), group: group, fetch: fetch, prefetching: prefetching)
         }
         return try finishFetch(results, group: group, fetch: fetch, prefetching: prefetching)
-    }
-
-    /// Registers the rows of one store, as `register(_:asFaults:group:)` does snapshots, but
-    /// straight from the rows: new objects take the rows' values without intermediate copies.
-    private func register(_ rows: consuming [StoreRow], storeIdentifier: UUID, asFaults: Bool,
-                          group: FetchGroup) -> [ManagedObject] {
-        var rows = rows
-        let n = rows.count
-        registered.reserveCapacity(registered.count + n)
-        var awaken: [(object: ManagedObject, fire: Bool)] = []
-        let handle = self.handle
-        let newFlags: ObjectFlags = asFaults ? [.fault, .prefilled] : []
-        // Filled back to front, as rows are popped (moved) off the end.
-        let results = [ManagedObject](unsafeUninitializedCapacity: n) { buffer, count in
-            guard let base = buffer.baseAddress else { count = 0; return }
-            var i = n
-            while let row = rows.popLast() {
-                i -= 1
-                let entity = row.entity
-                let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
-                if let o = registered[id] {
-                    if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
-                        o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
-                        if !asFaults { awaken.append((o, false)) }
-                    } else if o._flags.contains(.fault) && !asFaults {
-                        awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
-                    }
-                    if o._group == nil { o._group = group }
-                    (base + i).initialize(to: o)
-                    continue
-                }
-                // The subclass's initializer runs outside any access to `registered`.
-                let o = entity.managedObjectClass.init(entity: entity)
-                o._contextHandle = handle
-                o._group = group
-                o._version = row.version
-                o._committedToOne = ObjectSnapshot.toOneIDs(row.values, of: entity, storeIdentifier: storeIdentifier)
-                let values = row.values
-                o._committed = values
-                o._values = values
-                o._flags = newFlags
-                o._objectID = id
-                registered[id] = o
-                if !asFaults { awaken.append((o, false)) }
-                (base + i).initialize(to: o)
-            }
-            count = n
-        }
-        for (o, fire) in awaken.reversed() {
-            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
-        }
-        return results
     }
 
     /// Registers fetched snapshots: existing objects are reused (and filled when they are
@@ -287,5 +238,77 @@ final class ParentSource: ContextSource, @unchecked Sendable {
             }
             return result
         }
+    }
+}
+
+/// Registers a fetch's rows as the store reads them: new objects take each row's values while
+/// they are still in the processor's cache. Existing objects are reused (and filled when they
+/// are unfilled faults). `finish()` adds the new objects to the identity map in one batch, runs
+/// `awakeFromFetch` in fetch order and returns the objects in fetch order.
+struct RowRegistration {
+    let context: ManagedObjectContext
+    let asFaults: Bool
+    let group: FetchGroup
+    let handle: ContextHandle
+    let newFlags: ObjectFlags
+    /// A store's rows have distinct keys: into an empty identity map, every row is new.
+    let mayBeRegistered: Bool
+    var results: [ManagedObject] = []
+    var newIDs: [ObjectID] = []
+    var newObjects: [ManagedObject] = []
+    /// Objects to awake (or prefilled faults to fire) once registered, in fetch order.
+    var awaken: [(object: ManagedObject, fire: Bool)] = []
+
+    init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
+        self.context = context
+        self.asFaults = asFaults
+        self.group = group
+        self.handle = context.handle
+        self.newFlags = asFaults ? [.fault, .prefilled] : []
+        self.mayBeRegistered = !context.registered.isEmpty
+    }
+
+    mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
+        let entity = row.entity
+        let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
+        if mayBeRegistered, let o = context.registered[id] {
+            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+                o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
+                if !asFaults { awaken.append((o, false)) }
+            } else if o._flags.contains(.fault) && !asFaults {
+                awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
+            }
+            if o._group == nil { o._group = group }
+            results.append(o)
+            return
+        }
+        let o = entity.managedObjectClass.init(entity: entity)
+        o._contextHandle = handle
+        o._group = group
+        o._version = row.version
+        o._committedToOne = ObjectSnapshot.toOneIDs(row.values, of: entity, storeIdentifier: storeIdentifier)
+        let values = row.values
+        o._committed = values
+        o._values = values
+        o._flags = newFlags
+        o._objectID = id
+        newIDs.append(id)
+        newObjects.append(o)
+        if !asFaults { awaken.append((o, false)) }
+        results.append(o)
+    }
+
+    consuming func finish() -> [ManagedObject] {
+        let n = newIDs.count
+        context.registered.reserveCapacity(context.registered.count + n)
+        var i = 0
+        while i < n {
+            context.registered[newIDs[i]] = newObjects[i]
+            i += 1
+        }
+        for (o, fire) in awaken {
+            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+        }
+        return results
     }
 }
