@@ -387,9 +387,18 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         group.loadedSlots.insert(r.slot)
         var destinations: [(ManagedObject, ManagedObject)] = []
         destinations.reserveCapacity(group.objects.count)
+        // The group's distinct destinations: usually few, so this small map stays in cache
+        // where lookups in the whole identity map would not.
+        var distinct: [ObjectID: ManagedObject] = [:]
         for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
             guard r.fkOrdinal < o._committedToOne.count, let id = o._committedToOne[r.fkOrdinal] else { continue }
-            destinations.append((o, _object(for: id)))
+            if let d = distinct[id] {
+                destinations.append((o, d))
+            } else {
+                let d = _object(for: id)
+                distinct[id] = d
+                destinations.append((o, d))
+            }
         }
         // Registering is over: remember each source's destination, so reading it needs no lookup.
         let generation = handle.generation
