@@ -17,8 +17,11 @@ extension ManagedObjectContext {
         let objects = try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges,
                                        asFaults: request.returnsObjectsAsFaults,
                                        prefetching: request.relationshipKeyPathsForPrefetching)
-        if fetch.entity.managedObjectClass is T.Type {
-            return objects.map { unsafeDowncast($0, to: T.self) }
+        if objects.allSatisfy({ type(of: $0) == T.self }) {
+            // Every object is exactly a T (checked above, a pointer comparison each): reinterpret
+            // the array buffer, as the standard library's array downcast does once it has checked
+            // the elements, instead of copying it.
+            return unsafeBitCast(objects, to: [T].self)
         }
         return objects.compactMap { $0 as? T }
     }
@@ -64,35 +67,74 @@ extension ManagedObjectContext {
             storeFetch.offset = 0
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let snapshots = try source.sourceFetch(storeFetch)
-        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        statistics.fetchedRows += snapshots.count
-
         let group = FetchGroup(objects: [])
-        registered.reserveCapacity(registered.count + snapshots.count)
-        var results: [ManagedObject] = []
-        results.reserveCapacity(snapshots.count)
-        for s in snapshots {
-            if let o = registered[s.id] {
-                if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
-                    o._install(s, asFault: asFaults, keepRelations: true)
-                    if !asFaults { o.awakeFromFetch() }
-                } else if o._flags.contains(.fault) && !asFaults {
-                    o._fireFault()   // a prefilled fault: a non-faulting fetch realizes it
-                }
-                if o._group == nil { o._group = group }
-                results.append(o)
-            } else {
-                let o = materialize(s, asFault: asFaults, group: group)
-                if !asFaults { o.awakeFromFetch() }
-                results.append(o)
-            }
+        let results: [ManagedObject]
+        var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
+        if parent == nil, try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch, { row, sid in
+            registration.add(row, storeIdentifier: sid)
+        }) {
+            results = registration.finish()
+            statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            statistics.fetchedRows += results.count
+        } else {
+            let snapshots = try source.sourceFetch(storeFetch)
+            statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            statistics.fetchedRows += snapshots.count
+            results = register(snapshots, asFaults: asFaults, group: group)
         }
         group.objects = results
 
         if !pending.isEmpty {
-            results = mergePending(results, pending: pending, fetch: fetch)
+            return try finishFetch(mergePending(results, pending: pending, fetch: fetch), group: group, fetch: fetch, prefetching: prefetching)
         }
+        return try finishFetch(results, group: group, fetch: fetch, prefetching: prefetching)
+    }
+
+    /// Registers fetched snapshots: existing objects are reused (and filled when they are
+    /// unfilled faults), others are created. Returns the objects in the snapshots' order.
+    ///
+    /// The snapshots are consumed back to front so their values move into the objects without
+    /// copies; `awakeFromFetch` still runs in fetch order, once every object is registered.
+    private func register(_ snapshots: consuming [ObjectSnapshot], asFaults: Bool, group: FetchGroup) -> [ManagedObject] {
+        var snapshots = snapshots
+        registered.reserveCapacity(registered.count + snapshots.count)
+        var results: [ManagedObject] = []
+        results.reserveCapacity(snapshots.count)
+        // Objects to awake (or prefilled faults to fire) after registration, back to front.
+        var awaken: [(object: ManagedObject, fire: Bool)] = []
+        let handle = self.handle
+        while let s = snapshots.popLast() {
+            guard let o = registered[s.id] else {
+                // The subclass's initializer runs outside any access to `registered`.
+                let o = s.id.entity.managedObjectClass.init(entity: s.id.entity)
+                o._objectID = s.id
+                o._contextHandle = handle
+                o._group = group
+                registered[s.id] = o
+                o._install(s, asFault: asFaults)
+                if !asFaults { awaken.append((o, false)) }
+                results.append(o)
+                continue
+            }
+            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+                o._install(s, asFault: asFaults, keepRelations: true)
+                if !asFaults { awaken.append((o, false)) }
+            } else if o._flags.contains(.fault) && !asFaults {
+                awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
+            }
+            if o._group == nil { o._group = group }
+            results.append(o)
+        }
+        results.reverse()
+        for (o, fire) in awaken.reversed() {
+            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+        }
+        return results
+    }
+
+    /// Prefetches relationships of a fetch's results.
+    private func finishFetch(_ results: [ManagedObject], group: FetchGroup, fetch: StoreFetch,
+                             prefetching: [String]) throws(CoherenceError) -> [ManagedObject] {
         for name in prefetching {
             guard let r = fetch.entity.relationshipsByName[name], let first = results.first(where: { $0._group === group }) else { continue }
             _ = first._relatedObjects(at: r.slot)
@@ -196,5 +238,77 @@ final class ParentSource: ContextSource, @unchecked Sendable {
             }
             return result
         }
+    }
+}
+
+/// Registers a fetch's rows as the store reads them: new objects take each row's values while
+/// they are still in the processor's cache. Existing objects are reused (and filled when they
+/// are unfilled faults). `finish()` adds the new objects to the identity map in one batch, runs
+/// `awakeFromFetch` in fetch order and returns the objects in fetch order.
+struct RowRegistration {
+    let context: ManagedObjectContext
+    let asFaults: Bool
+    let group: FetchGroup
+    let handle: ContextHandle
+    let newFlags: ObjectFlags
+    /// A store's rows have distinct keys: into an empty identity map, every row is new.
+    let mayBeRegistered: Bool
+    var results: [ManagedObject] = []
+    var newIDs: [ObjectID] = []
+    var newObjects: [ManagedObject] = []
+    /// Objects to awake (or prefilled faults to fire) once registered, in fetch order.
+    var awaken: [(object: ManagedObject, fire: Bool)] = []
+
+    init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
+        self.context = context
+        self.asFaults = asFaults
+        self.group = group
+        self.handle = context.handle
+        self.newFlags = asFaults ? [.fault, .prefilled] : []
+        self.mayBeRegistered = !context.registered.isEmpty
+    }
+
+    mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
+        let entity = row.entity
+        let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
+        if mayBeRegistered, let o = context.registered[id] {
+            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+                o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
+                if !asFaults { awaken.append((o, false)) }
+            } else if o._flags.contains(.fault) && !asFaults {
+                awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
+            }
+            if o._group == nil { o._group = group }
+            results.append(o)
+            return
+        }
+        let o = entity.managedObjectClass.init(entity: entity)
+        o._contextHandle = handle
+        o._group = group
+        o._version = row.version
+        o._committedToOne = ObjectSnapshot.toOneIDs(row.values, of: entity, storeIdentifier: storeIdentifier)
+        let values = row.values
+        o._committed = values
+        o._values = values
+        o._flags = newFlags
+        o._objectID = id
+        newIDs.append(id)
+        newObjects.append(o)
+        if !asFaults { awaken.append((o, false)) }
+        results.append(o)
+    }
+
+    consuming func finish() -> [ManagedObject] {
+        let n = newIDs.count
+        context.registered.reserveCapacity(context.registered.count + n)
+        var i = 0
+        while i < n {
+            context.registered[newIDs[i]] = newObjects[i]
+            i += 1
+        }
+        for (o, fire) in awaken {
+            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+        }
+        return results
     }
 }

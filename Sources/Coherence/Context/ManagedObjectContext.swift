@@ -63,6 +63,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     let source: any ContextSource
     let queue: DispatchQueue
     private let token: ContextToken
+    /// What the context's objects point to: cleared in `deinit`, so an object that outlives its
+    /// context sees no context rather than a dangling reference.
+    package let handle = ContextHandle()
     private static let queueKey = DispatchSpecificKey<ContextToken>()
     /// Marks the main queue: on Linux, after `dispatch_main()`, main-queue work runs on a pool
     /// thread, so `Thread.isMainThread` alone cannot tell.
@@ -85,7 +88,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     // hot paths.
     /// The identity map: every registered object except inserted objects that still have
     /// temporary IDs, which are found through `insertedList` (so inserting hashes nothing).
-    @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:] {
+        // Any change may make an object's cached to-one destination stale (see `_toOneCache`).
+        didSet { handle.generation &+= 1 }
+    }
     /// Inserted objects by temporary ID, built on the first lookup of a temporary ID and kept
     /// up to date on insert; entries are checked on use, so removals need not update it.
     @exclusivity(unchecked) var insertedIndex: [ObjectID: ManagedObject]?
@@ -133,6 +139,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "private")")
         if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueKey }
         coordinator.contextRegistry.add(self)
+        handle.context = self
     }
 
     /// Creates a child context whose saves go into `parent`.
@@ -149,7 +156,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             list.removeAll { $0.context == nil }
             list.append(WeakContext(self))
         }
+        handle.context = self
     }
+
+    deinit { handle.context = nil }
 
     public var description: String {
         "<ManagedObjectContext \(name ?? "unnamed") \(concurrencyType)\(parent != nil ? " child" : "")>"
@@ -415,9 +425,25 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         guard let group = object._group, !group.loadedSlots.contains(r.slot), r.fkOrdinal >= 0,
               r.destinationEntity?.subentities.isEmpty == true else { return }
         group.loadedSlots.insert(r.slot)
-        for o in group.objects where o !== object && o._context === self && o.entity.isKindOf(r.entity ?? o.entity) {
-            guard r.fkOrdinal < o._committedToOne.count, let id = o._committedToOne[r.fkOrdinal], registered[id] == nil else { continue }
-            _ = _object(for: id)
+        var destinations: [(ManagedObject, ManagedObject)] = []
+        destinations.reserveCapacity(group.objects.count)
+        // The group's distinct destinations: usually few, so this small map stays in cache
+        // where lookups in the whole identity map would not.
+        var distinct: [ObjectID: ManagedObject] = [:]
+        for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
+            guard r.fkOrdinal < o._committedToOne.count, let id = o._committedToOne[r.fkOrdinal] else { continue }
+            if let d = distinct[id] {
+                destinations.append((o, d))
+            } else {
+                let d = _object(for: id)
+                distinct[id] = d
+                destinations.append((o, d))
+            }
+        }
+        // Registering is over: remember each source's destination, so reading it needs no lookup.
+        let generation = handle.generation
+        for (o, d) in destinations where o._relations?[r.slot] == nil {
+            o._cacheToOne(d, slot: r.slot, generation: generation)
         }
     }
 
@@ -608,6 +634,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             o._context = nil
             o._group = nil
             o._relations = nil
+            o._toOneCacheSlot = -1
         }
         for o in insertedList where o._context === self {
             o._context = nil
@@ -712,6 +739,19 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
 /// Identity of a context's queue.
 final class ContextToken: Sendable {}
+
+/// The reference a context's objects hold to it. One per context; the context clears it in its
+/// `deinit`, so objects that outlive their context find nil (as with a weak reference) without
+/// paying for a weak reference (and its side table traffic) per object.
+@usableFromInline
+package final class ContextHandle {
+    /// The context, or nil once it is gone. Unowned(unsafe) is sound because the context clears
+    /// it before it is freed; objects and the context are used on the context's executor only.
+    @usableFromInline package unowned(unsafe) var context: ManagedObjectContext?
+    /// Changes whenever the context's identity map (`registered`) changes.
+    package var generation: UInt64 = 0
+    init() {}
+}
 
 /// A weak reference to a context.
 struct WeakContext: @unchecked Sendable {

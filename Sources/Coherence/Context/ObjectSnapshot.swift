@@ -19,25 +19,29 @@ package struct ObjectSnapshot: Sendable {
     }
 
     /// A snapshot of a stored row.
-    package init(row: StoreRow, id: ObjectID) {
+    package init(row: consuming StoreRow, id: ObjectID) {
         self.id = id
-        self.values = row.values
         self.version = row.version
-        let fks = row.entity.foreignKeyRelationships
-        if fks.isEmpty {
-            self.toOne = []
-        } else {
-            var toOne: [ObjectID?] = []
-            toOne.reserveCapacity(fks.count)
-            for r in fks {
-                if case .integer(let pk) = row.values[r.slot], let dest = r.destinationEntity {
-                    toOne.append(ObjectID(entity: dest, storeIdentifier: id.storeIdentifier, primaryKey: pk))
-                } else {
-                    toOne.append(nil)
-                }
+        self.toOne = Self.toOneIDs(row.values, of: row.entity, storeIdentifier: id.storeIdentifier)
+        self.values = row.values
+    }
+
+    /// The to-one destinations a row's foreign keys name, aligned with
+    /// `entity.foreignKeyRelationships`.
+    @inline(__always)
+    package static func toOneIDs(_ values: [StoredValue], of entity: EntityDescription, storeIdentifier: UUID?) -> [ObjectID?] {
+        let fks = entity.foreignKeyRelationships
+        if fks.isEmpty { return [] }
+        var toOne: [ObjectID?] = []
+        toOne.reserveCapacity(fks.count)
+        for r in fks {
+            if case .integer(let pk) = values[r.slot], let dest = r.destinationEntity {
+                toOne.append(ObjectID(entity: dest, storeIdentifier: storeIdentifier, primaryKey: pk))
+            } else {
+                toOne.append(nil)
             }
-            self.toOne = toOne
         }
+        return toOne
     }
 }
 

@@ -186,6 +186,18 @@ public final class PersistentStoreCoordinator: Sendable {
         return try Self.mergeAcrossStores(all, fetch: fetch)
     }
 
+    /// When exactly one store holds the fetch's entity, hands each row to `body` as the store
+    /// reads it, with the store's identifier, and returns true; returns false otherwise.
+    /// Contexts register objects this way without holding every row first.
+    package func forEachSingleStoreRow(_ fetch: StoreFetch,
+                                       _ body: (consuming StoreRow, UUID) -> Void) throws(CoherenceError) -> Bool {
+        let stores = self.stores(for: fetch.entity)
+        guard stores.count == 1, let store = stores.first else { return false }
+        let identifier = store.identifier
+        try store.engine.fetch(fetch) { row in body(row, identifier) }
+        return true
+    }
+
     static func mergeAcrossStores(_ rows: [(id: ObjectID, row: StoreRow)], fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
         for key in fetch.sortKeys where !key.path.relationships.isEmpty {
             throw CoherenceError(.unsupportedPredicate,

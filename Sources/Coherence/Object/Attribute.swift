@@ -34,9 +34,20 @@ public struct Attribute<Value: PersistentValue> {
     /// must cost one nil pointer, not the rules' ~90 bytes.
     @usableFromInline let validationBox: ValidationBox?
 
+    // Every object runs its wrappers' initializers, so the overloads without validation rules
+    // do not build (and copy) an empty `AttributeValidation` per property per object.
+
     /// An attribute with no default value (optional types default to nil).
     @inlinable
-    public init(_ options: AttributeOptions = [], validation: AttributeValidation = .none) {
+    public init(_ options: AttributeOptions = []) {
+        self.options = options
+        self.defaultValue = nil
+        self.validationBox = nil
+    }
+
+    /// An attribute with no default value (optional types default to nil) and validation rules.
+    @inlinable
+    public init(_ options: AttributeOptions = [], validation: AttributeValidation) {
         self.options = options
         self.defaultValue = nil
         self.validationBox = validation.isEmpty ? nil : ValidationBox(validation)
@@ -44,7 +55,15 @@ public struct Attribute<Value: PersistentValue> {
 
     /// An attribute whose default value is the property's initial value.
     @inlinable
-    public init(wrappedValue: Value, _ options: AttributeOptions = [], validation: AttributeValidation = .none) {
+    public init(wrappedValue: Value, _ options: AttributeOptions = []) {
+        self.options = options
+        self.defaultValue = wrappedValue
+        self.validationBox = nil
+    }
+
+    /// An attribute whose default value is the property's initial value, with validation rules.
+    @inlinable
+    public init(wrappedValue: Value, _ options: AttributeOptions = [], validation: AttributeValidation) {
         self.options = options
         self.defaultValue = wrappedValue
         self.validationBox = validation.isEmpty ? nil : ValidationBox(validation)

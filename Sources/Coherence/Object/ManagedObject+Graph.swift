@@ -167,9 +167,10 @@ extension ManagedObject {
     /// `keepRelations`: filling a fault keeps the relationship edits made while it was a fault
     /// (for example the inverse side of `person.town = townFault`); reloads that replace the
     /// object's state (merges, refreshes) drop them.
-    package final func _install(_ snapshot: ObjectSnapshot, asFault: Bool, keepRelations: Bool = false) {
-        _values = snapshot.values
-        _committed = snapshot.values
+    package final func _install(_ snapshot: consuming ObjectSnapshot, asFault: Bool, keepRelations: Bool = false) {
+        let values = snapshot.values
+        _committed = values
+        _values = values
         _committedToOne = snapshot.toOne
         _version = snapshot.version
         if !keepRelations { _relations = nil }
@@ -183,6 +184,7 @@ extension ManagedObject {
     // MARK: Relationships
 
     /// The destinations of the relationship at `slot`.
+    @usableFromInline
     package final func _relatedObjects(at slot: Int) -> [ManagedObject] {
         guard let r = entity.properties[slot] as? RelationshipDescription else { return [] }
         if r.isToMany { return _toMany(r) }
@@ -190,6 +192,7 @@ extension ManagedObject {
     }
 
     /// Replaces the destinations of the relationship at `slot`, keeping inverses in step.
+    @usableFromInline
     package final func _setRelatedObjects(_ objects: [ManagedObject], at slot: Int) {
         guard let r = entity.properties[slot] as? RelationshipDescription else { return }
         if r.isToMany {
@@ -199,16 +202,37 @@ extension ManagedObject {
         }
     }
 
+    /// The destination of the to-one relationship at `slot` (nil for a to-many one), for the
+    /// typed accessors.
+    @usableFromInline
+    package final func _toOneDestination(at slot: Int) -> ManagedObject? {
+        guard let r = entity.properties[slot] as? RelationshipDescription, !r.isToMany else { return nil }
+        return _toOne(r)
+    }
+
+    /// Remembers the resolved destination of a foreign-key relationship (see `_toOneCache`).
+    package final func _cacheToOne(_ destination: ManagedObject, slot: Int, generation: UInt64) {
+        _toOneCache = destination
+        _toOneCacheSlot = slot
+        _toOneCacheGeneration = generation
+    }
+
     /// The to-one destination.
     package final func _toOne(_ r: RelationshipDescription) -> ManagedObject? {
         _willAccess()
-        if case .toOne(let o)? = _relations?[r.slot] { return o }
-        guard let context = _context else { return nil }
+        if let relations = _relations, case .toOne(let o)? = relations[r.slot] { return o }
+        guard let handle = _contextHandle, handle.context != nil else { return nil }
         if r.hasForeignKey {
-            guard r.fkOrdinal < _committedToOne.count, let id = _committedToOne[r.fkOrdinal] else { return nil }
+            if _toOneCacheSlot == r.slot, _toOneCacheGeneration == handle.generation, let cached = _toOneCache {
+                return cached
+            }
+            guard let context = handle.context, r.fkOrdinal < _committedToOne.count, let id = _committedToOne[r.fkOrdinal] else { return nil }
             context._registerGroupDestinations(r, of: self)
-            return context._object(for: id)
+            let destination = context._object(for: id)
+            _cacheToOne(destination, slot: r.slot, generation: handle.generation)
+            return destination
         }
+        guard let context = handle.context else { return nil }
         // One-to-one kept on the other side.
         guard !isInserted, let id = context._relatedIDs(r, of: self).first else {
             _setRelationState(.toOne(nil), at: r.slot)

@@ -13,6 +13,16 @@ public protocol RelationshipValue {
     var relatedObjects: [ManagedObject] { get }
     /// Makes a value from a list of destinations (objects of the destination class).
     init(relatedObjects: [ManagedObject])
+    /// Makes a to-one value from its destination (nil: none). Only called when `isToMany` is false.
+    init(toOneDestination: ManagedObject?)
+}
+
+extension RelationshipValue {
+    /// Makes a to-one value through ``init(relatedObjects:)``.
+    @inlinable
+    public init(toOneDestination: ManagedObject?) {
+        self.init(relatedObjects: toOneDestination.map { [$0] } ?? [])
+    }
 }
 
 extension Optional: RelationshipValue where Wrapped: ManagedObject {
@@ -21,6 +31,7 @@ extension Optional: RelationshipValue where Wrapped: ManagedObject {
     public static var isOrdered: Bool { false }
     public var relatedObjects: [ManagedObject] { self.map { [$0] } ?? [] }
     public init(relatedObjects: [ManagedObject]) { self = relatedObjects.first as? Wrapped }
+    @inlinable public init(toOneDestination: ManagedObject?) { self = toOneDestination as? Wrapped }
 }
 
 extension Set: RelationshipValue where Element: ManagedObject {
@@ -80,6 +91,7 @@ public struct Relationship<Value: RelationshipValue> {
     }
 
     /// Reads and writes go to the object graph.
+    @inlinable
     public static subscript<EnclosingSelf: ManagedObject>(
         _enclosingInstance object: EnclosingSelf,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
@@ -93,6 +105,7 @@ public struct Relationship<Value: RelationshipValue> {
             guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
                 preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
             }
+            if !Value.isToMany { return Value(toOneDestination: object._toOneDestination(at: slot)) }
             return Value(relatedObjects: object._relatedObjects(at: slot))
         }
         set {

@@ -243,18 +243,33 @@ package final class SQLiteStore: StoreEngine {
         return p
     }
 
+    /// The layout of the last entity a row reader saw: consecutive rows are almost always of
+    /// the same entity, so this saves two dictionary lookups per row.
+    private struct RowLayout {
+        var number = -1
+        var entity: EntityDescription?
+        var mapping: [(column: Int32, slot: Int)] = []
+        var initialValues: [StoredValue] = []
+    }
+
     /// Reads the current row of a statement positioned on a row.
     @inline(__always)
-    private func readRow(_ st: SQLiteStatement, plan: SelectPlan) throws(CoherenceError) -> StoreRow {
+    private func readRow(_ st: SQLiteStatement, plan: SelectPlan, layout: inout RowLayout) throws(CoherenceError) -> StoreRow {
         let pk = st.int64(0)
         let number = Int(st.int64(1))
-        guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
-            throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
-                                 store: url.path)
+        if layout.number != number {
+            guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
+                throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
+                                     store: url.path)
+            }
+            layout = RowLayout(number: number, entity: entity, mapping: mapping, initialValues: entity.initialValues)
         }
-        var values = entity.initialValues
-        for (column, slot) in mapping {
-            values[slot] = st.value(column)
+        guard let entity = layout.entity else {
+            throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: url.path)
+        }
+        var values = layout.initialValues
+        layout.mapping.withUnsafeBufferPointer { mapping in
+            for (column, slot) in mapping { values[slot] = st.value(column) }
         }
         return StoreRow(entity: entity, primaryKey: pk, version: st.int64(2), values: values)
     }
@@ -268,10 +283,25 @@ package final class SQLiteStore: StoreEngine {
             st.bind(bindings)
             var rows: [StoreRow] = []
             if let limit = fetch.limit { rows.reserveCapacity(limit) }
+            var layout = RowLayout()
             while try st.step() {
-                rows.append(try readRow(st, plan: plan))
+                rows.append(try readRow(st, plan: plan, layout: &layout))
             }
             return rows
+        }
+    }
+
+    package func fetch(_ fetch: StoreFetch, each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
+        let plan = self.plan(for: fetch.entity)
+        let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
+        try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            var layout = RowLayout()
+            while try st.step() {
+                body(try readRow(st, plan: plan, layout: &layout))
+            }
         }
     }
 
@@ -315,7 +345,8 @@ package final class SQLiteStore: StoreEngine {
             st.bind(list, at: 1)
             var rows: [StoreRow] = []
             rows.reserveCapacity(keys.count)
-            while try st.step() { rows.append(try readRow(st, plan: plan)) }
+            var layout = RowLayout()
+            while try st.step() { rows.append(try readRow(st, plan: plan, layout: &layout)) }
             return rows
         }
     }

@@ -18,6 +18,9 @@ package protocol StoreEngine: AnyObject, Sendable {
     var locationDescription: String { get }
 
     func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow]
+    /// Hands each row of a fetch to `body` as it is read (while its values are still in the
+    /// processor's cache), in order.
+    func fetch(_ fetch: StoreFetch, each body: (consuming StoreRow) -> Void) throws(CoherenceError)
     func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
     func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
     /// Rows of an entity hierarchy by primary key (missing keys are left out).
@@ -33,4 +36,17 @@ package protocol StoreEngine: AnyObject, Sendable {
 
     /// Closes the store's files. Later calls fail with `.storeNotAttached`.
     func close()
+}
+
+extension StoreEngine {
+    /// Reads every row, then hands them over one by one.
+    package func fetch(_ fetch: StoreFetch, each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
+        var rows = try self.fetch(fetch)
+        var i = 0
+        while i < rows.count {
+            body(rows[i])
+            i += 1
+        }
+        rows.removeAll()
+    }
 }
