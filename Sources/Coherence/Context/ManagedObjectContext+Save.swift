@@ -166,26 +166,32 @@ extension ManagedObjectContext {
             changes.inserts.append(RowInsert(objectID: o.objectID, values: o._values, references: references))
             if o._relations != nil { appendJoinChanges(o, into: &changes) }
         }
+        // Objects changed the same way share one slots array (no allocation per object).
+        var scratch: [Int] = []
+        var lastSlots: [Int] = []
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
-            var slots: [Int] = []
+            scratch.removeAll(keepingCapacity: true)
             var references: [RowReference] = []
             if let committed = o._committed {
-                for p in o.entity.storedProperties {
-                    if let r = p as? RelationshipDescription {
+                let values = o._values
+                for slot in o.entity.storedAttributeSlots where values[slot] != committed[slot] { scratch.append(slot) }
+                let foreignKeys = o.entity.foreignKeyRelationships
+                if !foreignKeys.isEmpty {
+                    for r in foreignKeys {
                         let current = o._currentToOneID(r)
                         let old = r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil
                         if current != old {
-                            slots.append(r.slot)
+                            scratch.append(r.slot)
                             references.append(RowReference(slot: r.slot, target: current))
                         }
-                    } else if o._values[p.slot] != committed[p.slot] {
-                        slots.append(p.slot)
                     }
+                    if !references.isEmpty { scratch.sort() }   // slots in property order
                 }
             }
             if o._relations != nil { appendJoinChanges(o, into: &changes) }
-            guard !slots.isEmpty else { continue }
-            changes.updates.append(RowUpdate(objectID: o.objectID, values: o._values, changedSlots: slots, references: references,
+            guard !scratch.isEmpty else { continue }
+            if scratch != lastSlots { lastSlots = scratch }
+            changes.updates.append(RowUpdate(objectID: o.objectID, values: o._values, changedSlots: lastSlots, references: references,
                                              expectedVersion: o._version, cachedValues: o._committed))
             updatedObjects.append(o)
         }

@@ -399,6 +399,9 @@ public final class PersistentStoreCoordinator: Sendable {
         guard !changes.updates.isEmpty else { return }
         // Built only when an updated row refers to an object inserted by the same save.
         var permanent: [ObjectID: ObjectID]?
+        var batch: [(id: ObjectID, entry: RowCache.Entry)] = []
+        batch.reserveCapacity(changes.updates.count)
+        var unresolvable: [ObjectID] = []
         for (u, v) in zip(changes.updates, result.updatedVersions) {
             var values = u.values
             var resolvable = true
@@ -413,11 +416,13 @@ public final class PersistentStoreCoordinator: Sendable {
                 values[r.slot] = .integer(id.primaryKey)
             }
             if resolvable {
-                rowCache.store(.init(values: values, version: v), for: u.objectID)
+                batch.append((u.objectID, RowCache.Entry(values: values, version: v)))
             } else {
-                rowCache.remove([u.objectID])
+                unresolvable.append(u.objectID)
             }
         }
+        rowCache.store(batch)
+        if !unresolvable.isEmpty { rowCache.remove(unresolvable) }
     }
 
     /// One store's part of a change set, with the positions its inserts and updates have in

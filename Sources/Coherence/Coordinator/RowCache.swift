@@ -32,6 +32,15 @@ package final class RowCache: Sendable {
         }
     }
 
+    /// Stores several entries under one lock.
+    package func store(_ batch: [(id: ObjectID, entry: Entry)]) {
+        guard !batch.isEmpty else { return }
+        state.withLock { s in
+            for (id, entry) in batch where s.entries.updateValue(entry, forKey: id) == nil { s.order.append(id) }
+            if s.entries.count > capacity { Self.trim(&s, to: capacity / 2) }
+        }
+    }
+
     package func remove(_ ids: [ObjectID]) {
         state.withLock { s in for id in ids { s.entries[id] = nil } }
     }

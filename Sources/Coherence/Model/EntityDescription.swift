@@ -197,6 +197,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// The properties kept in a store's row: attributes and foreign-key relationships that are
     /// not transient.
     @exclusivity(unchecked) package internal(set) var storedProperties: [PropertyDescription] = []
+    /// Slots of the stored (non-transient) attributes, ascending.
+    @exclusivity(unchecked) package internal(set) var storedAttributeSlots: [Int] = []
     /// Stored to-one relationships (foreign keys) in property order; inherited ones keep their
     /// position in every sub-entity.
     @exclusivity(unchecked) package internal(set) var foreignKeyRelationships: [RelationshipDescription] = []

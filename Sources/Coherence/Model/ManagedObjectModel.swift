@@ -273,6 +273,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 if let r = p as? RelationshipDescription { return r.hasForeignKey }
                 return true
             }
+            e.storedAttributeSlots = e.storedProperties.filter { $0 is AttributeDescription }.map(\.slot)
         }
     }
 
