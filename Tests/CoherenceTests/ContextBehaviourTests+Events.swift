@@ -81,6 +81,17 @@ final class Hooked: ManagedObject {
     }
 }
 
+/// An entity whose `willSave` inserts a companion object (once).
+final class Spawner: ManagedObject {
+    @Attribute var name: String = ""
+    override func willSave() {
+        guard name == "parent", let context = managedObjectContext else { return }
+        name = "spawned"
+        let child = Spawner(context: context)
+        child.name = "child"
+    }
+}
+
 @Suite("Context behaviour: notifications and events")
 struct ContextBehaviourNotificationTests {
     @Test func objectsDidChangeIsPostedWhenTheOutermostBlockEnds() async throws {
@@ -203,6 +214,49 @@ struct ContextBehaviourNotificationTests {
         #expect(events[2].permanentIDs == [temporary: permanent])
         #expect(events[2].contextName == "streamed")
         #expect(events[2].transactionAuthor == "tester")
+    }
+
+    /// The save notifications list every object the save wrote, also when ObjectsDidChange
+    /// reported only some of the inserts (earlier ones were posted by an earlier block) and
+    /// when `willSave()` inserts more objects.
+    @Test func saveNotificationsListEveryInsert() async throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [Spawner.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let recorder = NotificationRecorder([ManagedObjectContext.objectsDidChangeNotification, ManagedObjectContext.willSaveNotification,
+                                             ManagedObjectContext.didSaveNotification], object: context)
+        defer { recorder.stop() }
+        let first = await context.perform { () -> ObjectID in
+            let a = Spawner(context: context)
+            a.name = "a"
+            return a.objectID
+        }
+        let (second, permanent) = try await context.perform { () throws -> (ObjectID, Set<ObjectID>) in
+            let b = Spawner(context: context)
+            b.name = "b"
+            let id = b.objectID
+            try context.save()
+            return (id, Set(context.registeredObjects.map(\.objectID)))
+        }
+        let third = try await context.perform { () throws -> Set<ObjectID> in
+            let p = Spawner(context: context)
+            p.name = "parent"
+            try context.save()
+            return Set(context.registeredObjects.filter { ($0 as? Spawner)?.name != "a" && ($0 as? Spawner)?.name != "b" }.map(\.objectID))
+        }
+        typealias Key = ManagedObjectContext.NotificationKey
+        let willSaves = recorder.changes.all.filter { $0.name == ManagedObjectContext.willSaveNotification }
+        let didSaves = recorder.changes.all.filter { $0.name == ManagedObjectContext.didSaveNotification }
+        #expect(willSaves.count == 2 && didSaves.count == 2)
+        guard willSaves.count == 2, didSaves.count == 2 else { return }
+        #expect(willSaves[0].inserted == [first, second])
+        #expect(didSaves[0].inserted == permanent)
+        #expect(didSaves[0].objects[Key.insertedObjects] == permanent)
+        // The companion inserted by willSave is saved and listed.
+        #expect(third.count == 2)
+        #expect(didSaves[1].inserted == third)
+        #expect(didSaves[1].objects[Key.insertedObjects] == third)
     }
 
     @Test func lifecycleHooks() async throws {

@@ -232,6 +232,7 @@ extension ManagedObjectContext {
     /// Posts ObjectsDidChange for changes since the last post.
     public func processPendingChanges() {
         assertOnExecutor()
+        postedInserted = nil
         guard !pendingChanges.isEmpty else { return }
         let p = pendingChanges
         pendingChanges = PendingChanges()
@@ -246,7 +247,9 @@ extension ManagedObjectContext {
         event.inserted.formUnion(p.mergedInserted)
         event.updated.formUnion(p.mergedUpdated)
         event.deleted.formUnion(p.mergedDeleted)
-        var info = event.userInfo(inserted: Set(inserted),
+        let insertedSet = Set(inserted)
+        if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
+        var info = event.userInfo(inserted: insertedSet,
                                   updated: Set(p.updated.values.filter { !$0.isInserted && !$0.isDeleted }),
                                   deleted: Set(p.deleted.values), refreshed: Set(p.refreshed.values),
                                   invalidated: Set(p.invalidated.values))

@@ -19,6 +19,10 @@ extension ManagedObjectContext {
         isSaving = true
         defer { isSaving = false }
         processPendingChanges()
+        // The inserted objects ObjectsDidChange just reported: when they are all the inserted
+        // objects, their sets serve WillSave and DidSave too (no second hashing of every object).
+        let posted = postedInserted
+        postedInserted = nil
         guard hasChanges else { return }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
@@ -26,21 +30,33 @@ extension ManagedObjectContext {
         // Which existing objects really changed, worked out once for the whole save.
         let updated = updatedCandidates.values.filter { $0.isUpdated }
         try validateChanges(updated: updated)
-        let changing = insertedList + updated + deletedList
-        for o in changing { o.willSave() }
+        for o in insertedList { o.willSave() }
+        for o in updated { o.willSave() }
+        for o in deletedList { o.willSave() }
         var willSave = ContextEvent(kind: .willSave, contextName: name)
-        willSave.inserted = Set(insertedList.map(\.objectID))
+        if let posted, posted.ids.count == insertedList.count {
+            willSave.inserted = posted.ids
+        } else {
+            willSave.inserted = Set(insertedList.map(\.objectID))
+        }
         willSave.updated = Set(updated.map(\.objectID))
         willSave.deleted = Set(deletedList.map(\.objectID))
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self, userInfo: willSave.idUserInfo)
         broadcaster.yield(willSave)
-        pendingChanges = PendingChanges()   // changes made by willSave are part of this save
+        // Changes made by willSave are part of this save; when there were none, the sets built
+        // so far still describe the save.
+        let unchangedByWillSave = pendingChanges.isEmpty
+        pendingChanges = PendingChanges()
 
-        let saved: SavedObjects
+        var saved: SavedObjects
         if let parent {
             saved = try pushToParent(parent)
         } else {
             saved = try saveToStores()
+        }
+        if unchangedByWillSave && !saved.hadConflicts {
+            if let posted, posted.objects.count == saved.inserted.count { saved.insertedSet = posted.objects }
+            if willSave.updated.count == saved.updated.count { saved.updatedIDs = willSave.updated }
         }
         finishSave(saved)
     }
@@ -51,6 +67,11 @@ extension ManagedObjectContext {
         var updated: [ManagedObject] = []
         var deleted: [ManagedObject] = []
         var permanentIDs: [ObjectID: ObjectID] = [:]
+        /// The merge policy resolved conflicts before the save succeeded.
+        var hadConflicts = false
+        /// `Set(inserted)` / the IDs of `updated`, when already built for this save.
+        var insertedSet: Set<ManagedObject>?
+        var updatedIDs: Set<ObjectID>?
     }
 
     // MARK: Validation
@@ -235,7 +256,9 @@ extension ManagedObjectContext {
             let (changes, updatedObjects) = buildChangeSet()
             do throws(CoherenceError) {
                 let result = try persistentStoreCoordinator.save(changes)
-                return applyStoreResult(result, changes: changes, updatedObjects: updatedObjects)
+                var saved = applyStoreResult(result, changes: changes, updatedObjects: updatedObjects)
+                saved.hadConflicts = round > 0
+                return saved
             } catch {
                 guard error.code == .conflict, !error.conflicts.isEmpty, round < 4 else { throw error }
                 round += 1
@@ -337,17 +360,19 @@ extension ManagedObjectContext {
         deletedList = []
         deletedSet = []
         pendingChanges = PendingChanges()
-        for o in saved.inserted + saved.updated + saved.deleted { o.didSave() }
+        for o in saved.inserted { o.didSave() }
+        for o in saved.updated { o.didSave() }
+        for o in saved.deleted { o.didSave() }
         for o in saved.deleted { o._flags = [] }
 
         var event = ContextEvent(kind: .didSave, contextName: name)
         event.transactionAuthor = transactionAuthor
         event.inserted = Set(saved.inserted.map(\.objectID))
-        event.updated = Set(saved.updated.map(\.objectID))
+        event.updated = saved.updatedIDs ?? Set(saved.updated.map(\.objectID))
         event.deleted = Set(saved.deleted.map(\.objectID))
         event.permanentIDs = saved.permanentIDs
         let idInfo = event.idUserInfo
-        let info = event.userInfo(inserted: Set(saved.inserted), updated: Set(saved.updated), deleted: Set(saved.deleted))
+        let info = event.userInfo(inserted: saved.insertedSet ?? Set(saved.inserted), updated: Set(saved.updated), deleted: Set(saved.deleted))
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
         broadcaster.yield(event)

@@ -103,6 +103,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
     @exclusivity(unchecked) var performDepth = 0
     @exclusivity(unchecked) var isSaving = false
+    /// The inserted objects (and their IDs) the last ObjectsDidChange reported, for the save
+    /// that posted it to reuse.
+    @exclusivity(unchecked) var postedInserted: (ids: Set<ObjectID>, objects: Set<ManagedObject>)?
     /// Statistics for actions (counts and times of fetches and saves).
     @exclusivity(unchecked) package var statistics = ContextStatistics()
     let children = Mutex<[WeakContext]>([])
