@@ -235,11 +235,12 @@ extension ManagedObjectContext {
         postedInserted = nil
         guard !pendingChanges.isEmpty else { return }
         let p = pendingChanges
-        pendingChanges = PendingChanges()
+        discardPendingChanges()
         var event = ContextEvent(kind: .objectsDidChange, contextName: name)
         let inserted = p.inserted.filter { $0.isInserted && $0._context === self }
         event.inserted = Set(inserted.map(\.objectID))
-        event.updated = Set(p.updated.values.filter { !$0.isInserted && !$0.isDeleted }.map(\.objectID))
+        let updated = p.updated.filter { !$0.isInserted && !$0.isDeleted }
+        event.updated = Set(updated.map(\.objectID))
         event.deleted = Set(p.deleted.values.map(\.objectID))
         event.refreshed = Set(p.refreshed.values.map(\.objectID))
         event.invalidated = Set(p.invalidated.values.map(\.objectID))
@@ -250,7 +251,7 @@ extension ManagedObjectContext {
         let insertedSet = Set(inserted)
         if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
         var info = event.userInfo(inserted: insertedSet,
-                                  updated: Set(p.updated.values.filter { !$0.isInserted && !$0.isDeleted }),
+                                  updated: Set(updated),
                                   deleted: Set(p.deleted.values), refreshed: Set(p.refreshed.values),
                                   invalidated: Set(p.invalidated.values))
         if p.invalidatedAll { info[NotificationKey.invalidatedAllObjects] = true }

@@ -46,7 +46,7 @@ extension ManagedObjectContext {
         // Changes made by willSave are part of this save; when there were none, the sets built
         // so far still describe the save.
         let unchangedByWillSave = pendingChanges.isEmpty
-        pendingChanges = PendingChanges()
+        discardPendingChanges()
 
         var saved: SavedObjects
         if let parent {
@@ -359,7 +359,7 @@ extension ManagedObjectContext {
         updatedCandidates = [:]
         deletedList = []
         deletedSet = []
-        pendingChanges = PendingChanges()
+        discardPendingChanges()
         for o in saved.inserted { o.didSave() }
         for o in saved.updated { o.didSave() }
         for o in saved.deleted { o.didSave() }

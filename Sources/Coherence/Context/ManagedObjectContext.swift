@@ -596,12 +596,18 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     package func _noteUpdated(_ object: ManagedObject) {
-        let key = ObjectIdentifier(object)
-        if updatedCandidates.updateValue(object, forKey: key) == nil {
-            pendingChanges.updated[key] = object
-        } else if pendingChanges.updated[key] == nil {
-            pendingChanges.updated[key] = object
+        updatedCandidates[ObjectIdentifier(object)] = object
+        // The flag says the object is already listed for the next ObjectsDidChange.
+        if !object._flags.contains(.pendingUpdate) {
+            object._flags.insert(.pendingUpdate)
+            pendingChanges.updated.append(object)
         }
+    }
+
+    /// Drops the changes not yet posted (clearing the objects' pending-update flags).
+    func discardPendingChanges() {
+        for o in pendingChanges.updated { o._flags.remove(.pendingUpdate) }
+        pendingChanges = PendingChanges()
     }
 
 
@@ -651,7 +657,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         deletedList = []
         deletedSet = []
         unfilledFaults = [:]
-        pendingChanges = PendingChanges()
+        discardPendingChanges()
         pendingChanges.invalidatedAll = true
         processPendingChanges()
     }
@@ -767,7 +773,8 @@ struct WeakContext: @unchecked Sendable {
 struct PendingChanges {
     /// Inserted objects (an array: inserting must not hash; deleted ones are filtered when posting).
     var inserted: [ManagedObject] = []
-    var updated: [ObjectIdentifier: ManagedObject] = [:]
+    /// Updated objects, each once (objects in it carry the `.pendingUpdate` flag).
+    var updated: [ManagedObject] = []
     var deleted: [ObjectIdentifier: ManagedObject] = [:]
     var refreshed: [ObjectIdentifier: ManagedObject] = [:]
     var invalidated: [ObjectIdentifier: ManagedObject] = [:]

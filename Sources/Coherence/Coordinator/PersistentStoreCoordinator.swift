@@ -421,7 +421,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 unresolvable.append(u.objectID)
             }
         }
-        rowCache.store(batch)
+        rowCache.update(batch)
         if !unresolvable.isEmpty { rowCache.remove(unresolvable) }
     }
 

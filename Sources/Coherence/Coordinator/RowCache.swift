@@ -32,12 +32,15 @@ package final class RowCache: Sendable {
         }
     }
 
-    /// Stores several entries under one lock.
-    package func store(_ batch: [(id: ObjectID, entry: Entry)]) {
+    /// Replaces the entries of rows that are cached (under one lock); rows not cached stay
+    /// out, so a save does not fill the cache with rows nobody read.
+    package func update(_ batch: [(id: ObjectID, entry: Entry)]) {
         guard !batch.isEmpty else { return }
         state.withLock { s in
-            for (id, entry) in batch where s.entries.updateValue(entry, forKey: id) == nil { s.order.append(id) }
-            if s.entries.count > capacity { Self.trim(&s, to: capacity / 2) }
+            guard !s.entries.isEmpty else { return }
+            for (id, entry) in batch {
+                if let i = s.entries.index(forKey: id) { s.entries.values[i] = entry }
+            }
         }
     }
 

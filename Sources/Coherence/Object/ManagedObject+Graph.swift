@@ -17,6 +17,8 @@ package struct ObjectFlags: OptionSet, Sendable {
     @usableFromInline package static let inaccessible = ObjectFlags(rawValue: 1 << 4)
     /// Set only while a save maps store results back: the object's row was updated.
     @usableFromInline package static let written = ObjectFlags(rawValue: 1 << 5)
+    /// Listed in the context's changes for the next ObjectsDidChange.
+    @usableFromInline package static let pendingUpdate = ObjectFlags(rawValue: 1 << 6)
 }
 
 /// The state of one relationship of one object.
