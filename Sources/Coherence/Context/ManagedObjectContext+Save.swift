@@ -57,6 +57,7 @@ extension ManagedObjectContext {
         if unchangedByWillSave && !saved.hadConflicts {
             if let posted, posted.objects.count == saved.inserted.count { saved.insertedSet = posted.objects }
             if willSave.updated.count == saved.updated.count { saved.updatedIDs = willSave.updated }
+            if willSave.deleted.count == saved.deleted.count { saved.deletedIDs = willSave.deleted }
         }
         finishSave(saved)
     }
@@ -72,6 +73,7 @@ extension ManagedObjectContext {
         /// `Set(inserted)` / the IDs of `updated`, when already built for this save.
         var insertedSet: Set<ManagedObject>?
         var updatedIDs: Set<ObjectID>?
+        var deletedIDs: Set<ObjectID>?
     }
 
     // MARK: Validation
@@ -369,7 +371,7 @@ extension ManagedObjectContext {
         event.transactionAuthor = transactionAuthor
         event.inserted = Set(saved.inserted.map(\.objectID))
         event.updated = saved.updatedIDs ?? Set(saved.updated.map(\.objectID))
-        event.deleted = Set(saved.deleted.map(\.objectID))
+        event.deleted = saved.deletedIDs ?? Set(saved.deleted.map(\.objectID))
         event.permanentIDs = saved.permanentIDs
         let idInfo = event.idUserInfo
         let info = event.userInfo(inserted: saved.insertedSet ?? Set(saved.inserted), updated: Set(saved.updated), deleted: Set(saved.deleted))

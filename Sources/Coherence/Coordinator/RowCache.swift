@@ -45,7 +45,10 @@ package final class RowCache: Sendable {
     }
 
     package func remove(_ ids: [ObjectID]) {
-        state.withLock { s in for id in ids { s.entries[id] = nil } }
+        state.withLock { s in
+            guard !s.entries.isEmpty else { return }
+            for id in ids { s.entries[id] = nil }
+        }
     }
 
     package func removeAll(inStore identifier: UUID) {
