@@ -14,7 +14,10 @@ import Synchronization
 /// ```
 public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     /// The object's entity.
-    public let entity: EntityDescription
+    ///
+    /// Unowned: entity descriptions are never deallocated (see `EntityDescription.init`), and an
+    /// ID is copied often (identity map, change sets, notifications) — without a retain.
+    public unowned(unsafe) let entity: EntityDescription
     /// The identifier of the store holding the object; nil for temporary IDs.
     public let storeIdentifier: UUID?
     /// The primary key in the store, or the temporary number.

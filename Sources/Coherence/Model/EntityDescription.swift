@@ -96,6 +96,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
         self.userInfo = userInfo
+        // Entity descriptions are immortal: a loaded model already keeps itself and its
+        // entities alive (its back-references are strong), and this extra retain extends that to
+        // every entity, loaded or not. Object IDs and objects can then refer to their entity
+        // without reference counting (`unowned(unsafe)`): copying an ID costs no atomic operation.
+        _ = Unmanaged.passRetained(self)
     }
 
     /// Whether `other` is this entity or one of its descendants.
