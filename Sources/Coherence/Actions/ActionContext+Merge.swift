@@ -78,12 +78,13 @@ extension ActionContext {
             // rules and conditions that walk relationships load them for all in one query).
             var objects = [ManagedObject?](repeating: nil, count: stored.count)
             let group = FetchGroup(objects: [])
+            registered.reserveCapacity(registered.count + plan.operations.count)
             for op in plan.operations {
                 switch op {
                 case .update(let s, _), .delete(let s):
-                    switch stored[s] {
-                    case .object(let o): objects[s] = o
-                    case .row(let snapshot):
+                    if let o = stored.objects[s] {
+                        objects[s] = o
+                    } else if let snapshot = stored.snapshot(s) {
                         let o = materialize(snapshot, asFault: false, group: group)
                         group.objects.append(o)
                         objects[s] = o
@@ -130,25 +131,33 @@ extension ActionContext {
     /// The stored side of a merge: one fetch of rows, without making objects. Registered objects
     /// stand for their rows (with their current values), and when the context has unsaved
     /// changes of the entity, the fetch goes through the objects (so it sees those changes).
-    private func mergeCandidates(_ fetch: StoreFetch) throws(CoherenceError) -> [MergeStored] {
+    private func mergeCandidates(_ fetch: StoreFetch) throws(CoherenceError) -> MergeStored {
         if !pendingObjects(for: fetch).isEmpty {
-            return try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: []).map { .object($0) }
+            return MergeStored(objects: try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: []))
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let snapshots = try source.sourceFetch(fetch)
-        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        statistics.fetchedRows += snapshots.count
-        if registered.isEmpty { return snapshots.map { .row($0) } }
-        return snapshots.map { (s: ObjectSnapshot) -> MergeStored in
-            guard let o = registered[s.id] else { return .row(s) }
-            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
-                o._install(s, asFault: false, keepRelations: true)
-                o.awakeFromFetch()
-            } else {
-                o._willAccess()
-            }
-            return .object(o)
+        var stored: MergeStored
+        if parent == nil {
+            // Rows straight from the stores: snapshots are made only for the objects made later.
+            stored = MergeStored(rows: try persistentStoreCoordinator.fetchRows(fetch))
+        } else {
+            stored = MergeStored(snapshots: try source.sourceFetch(fetch))
         }
+        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        statistics.fetchedRows += stored.count
+        if !registered.isEmpty {
+            for i in 0..<stored.count {
+                guard let id = stored.id(i), let o = registered[id] else { continue }
+                if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted, let snapshot = stored.snapshot(i) {
+                    o._install(snapshot, asFault: false, keepRelations: true)
+                    o.awakeFromFetch()
+                } else {
+                    o._willAccess()
+                }
+                stored.use(o, at: i)
+            }
+        }
+        return stored
     }
 
     /// Orders keys the way stores order them (numbers numerically, text by bytes, decimals numerically).

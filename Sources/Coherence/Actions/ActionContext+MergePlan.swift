@@ -34,10 +34,22 @@ struct MergeInput {
         var key = [StoredValue](repeating: .null, count: keys.count)
         var integers: [Int64]? = keys.count == 1 ? [] : nil
         integers?.reserveCapacity(objects.count)
+        // Incoming objects usually share their keys, in the same order: the attribute of the
+        // name seen at each position of the last object saves most name lookups.
+        var seen: [(name: String, attribute: AttributeDescription?)] = []
         for (index, object) in objects.enumerated() {
             for k in key.indices { key[k] = .null }
+            var position = 0
             for (name, raw) in object {
-                guard let attribute = entity.attributesByName[name] else { continue }   // relationships and extra keys are not merged
+                let found: AttributeDescription?
+                if position < seen.count, seen[position].name == name {
+                    found = seen[position].attribute
+                } else {
+                    found = entity.attributesByName[name]
+                    if position < seen.count { seen[position] = (name, found) } else { seen.append((name, found)) }
+                }
+                position += 1
+                guard let attribute = found else { continue }   // relationships and extra keys are not merged
                 guard let stored = ManagedObject.mergeValue(raw, for: attribute) else {
                     throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)': '\(name)' has a value of type \(type(of: raw)), which is not a \(attribute.type).")
                 }
@@ -74,18 +86,63 @@ struct MergeInput {
     }
 }
 
-/// A stored object taking part in a merge: a fetched row (no object made for it yet), or a
-/// registered object (with its current values).
-enum MergeStored {
-    case row(ObjectSnapshot)
-    case object(ManagedObject)
+/// The stored objects taking part in a merge: fetched rows (no object made for them yet), or
+/// registered objects (with their current values).
+struct MergeStored {
+    /// Current values by slot, per stored object.
+    private(set) var values: [[StoredValue]]
+    /// The registered object standing for a row, if any.
+    private(set) var objects: [ManagedObject?]
+    private var source: Source
 
-    /// Current values by slot.
-    var values: [StoredValue] {
-        switch self {
-        case .row(let s): return s.values
-        case .object(let o): return o._values
+    private enum Source {
+        case rows([(id: ObjectID, row: StoreRow)])
+        case snapshots([ObjectSnapshot])
+        case objects
+    }
+
+    init(rows: [(id: ObjectID, row: StoreRow)]) {
+        values = rows.map(\.row.values)
+        objects = [ManagedObject?](repeating: nil, count: rows.count)
+        source = .rows(rows)
+    }
+
+    init(snapshots: [ObjectSnapshot]) {
+        values = snapshots.map(\.values)
+        objects = [ManagedObject?](repeating: nil, count: snapshots.count)
+        source = .snapshots(snapshots)
+    }
+
+    init(objects: [ManagedObject]) {
+        values = objects.map(\._values)
+        self.objects = objects
+        source = .objects
+    }
+
+    var count: Int { values.count }
+
+    /// The ID of stored object `i`.
+    func id(_ i: Int) -> ObjectID? {
+        switch source {
+        case .rows(let rows): return rows[i].id
+        case .snapshots(let snapshots): return snapshots[i].id
+        case .objects: return objects[i]?.objectID
         }
+    }
+
+    /// A snapshot of fetched row `i` (nil when the stored objects came as objects).
+    func snapshot(_ i: Int) -> ObjectSnapshot? {
+        switch source {
+        case .rows(let rows): return ObjectSnapshot(row: rows[i].row, id: rows[i].id)
+        case .snapshots(let snapshots): return snapshots[i]
+        case .objects: return nil
+        }
+    }
+
+    /// Makes registered object `o` stand for row `i`.
+    mutating func use(_ o: ManagedObject, at i: Int) {
+        objects[i] = o
+        values[i] = o._values
     }
 }
 
@@ -107,34 +164,28 @@ struct MergePlan {
     private(set) var incomingOrder: [Int] = []
     private(set) var operations: [Operation] = []
 
-    init(incoming: MergeInput, stored: [MergeStored], keys: [AttributeDescription]) {
+    init(incoming: MergeInput, stored: MergeStored, keys: [AttributeDescription]) {
         if let inKeys = incoming.integerKeys, let slot = keys.first?.slot, let stKeys = Self.integerKeys(stored, slot: slot) {
             build(inKeys, stKeys, incoming: incoming, stored: stored) { a, b in a < b ? -1 : (a == b ? 0 : 1) }
         } else {
             let inKeys = (0..<incoming.count).map { Array(incoming.key(of: $0)) }
-            let stKeys = stored.map { s in let v = s.values; return keys.map { v[$0.slot] } }
+            let stKeys = stored.values.map { v in keys.map { v[$0.slot] } }
             build(inKeys, stKeys, incoming: incoming, stored: stored) { a, b in ActionContext.compareKeys(a, b, keys) }
         }
     }
 
     /// The stored objects' single key as integers, or nil when one is not an integer.
-    private static func integerKeys(_ stored: [MergeStored], slot: Int) -> [Int64]? {
+    private static func integerKeys(_ stored: MergeStored, slot: Int) -> [Int64]? {
         var result: [Int64] = []
         result.reserveCapacity(stored.count)
-        for s in stored {
-            switch s {
-            case .row(let snapshot):
-                guard case .integer(let i) = snapshot.values[slot] else { return nil }
-                result.append(i)
-            case .object(let o):
-                guard case .integer(let i) = o._values[slot] else { return nil }
-                result.append(i)
-            }
+        for v in stored.values {
+            guard case .integer(let i) = v[slot] else { return nil }
+            result.append(i)
         }
         return result
     }
 
-    private mutating func build<K>(_ inKeys: [K], _ stKeys: [K], incoming: MergeInput, stored: [MergeStored],
+    private mutating func build<K>(_ inKeys: [K], _ stKeys: [K], incoming: MergeInput, stored: MergeStored,
                                    compare: (K, K) -> Int) {
         func sortedIndices(_ keys: [K]) -> [Int] {
             var order = Array(keys.indices)
@@ -165,7 +216,7 @@ struct MergePlan {
                 operations.append(.insert(i..<j))
             } else {
                 let target = stOrder[s]
-                if changes(stored[target].values, i..<j, incoming) { operations.append(.update(target, i..<j)) }
+                if changes(stored.values[target], i..<j, incoming) { operations.append(.update(target, i..<j)) }
                 s += 1
             }
             i = j
