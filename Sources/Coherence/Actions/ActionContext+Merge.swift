@@ -78,7 +78,15 @@ extension ActionContext {
             // rules and conditions that walk relationships load them for all in one query).
             var objects = [ManagedObject?](repeating: nil, count: stored.count)
             let group = FetchGroup(objects: [])
+            // Room in the change tracking for what follows (no rehashing while it grows).
             registered.reserveCapacity(registered.count + plan.operations.count)
+            insertedList.reserveCapacity(insertedList.count + plan.inserts)
+            pendingChanges.inserted.reserveCapacity(pendingChanges.inserted.count + plan.inserts)
+            updatedCandidates.reserveCapacity(updatedCandidates.count + plan.updates)
+            pendingChanges.updated.reserveCapacity(pendingChanges.updated.count + plan.updates)
+            deletedList.reserveCapacity(deletedList.count + plan.deletes)
+            deletedSet.reserveCapacity(deletedSet.count + plan.deletes)
+            pendingChanges.deleted.reserveCapacity(pendingChanges.deleted.count + plan.deletes)
             for op in plan.operations {
                 switch op {
                 case .update(let s, _), .delete(let s):

@@ -34,24 +34,18 @@ struct MergeInput {
         var key = [StoredValue](repeating: .null, count: keys.count)
         var integers: [Int64]? = keys.count == 1 ? [] : nil
         integers?.reserveCapacity(objects.count)
-        // Incoming objects usually share their keys, in the same order: the attribute of the
-        // name seen at each position of the last object saves most name lookups.
-        var seen: [(name: String, attribute: AttributeDescription?)] = []
+        // One lookup per attribute of the entity (not per incoming key): other keys (relationships,
+        // extra fields) are not merged anyway, and the attributes are looked up by name only once.
+        let attributes = entity.attributes
         for (index, object) in objects.enumerated() {
             for k in key.indices { key[k] = .null }
-            var position = 0
-            for (name, raw) in object {
-                let found: AttributeDescription?
-                if position < seen.count, seen[position].name == name {
-                    found = seen[position].attribute
-                } else {
-                    found = entity.attributesByName[name]
-                    if position < seen.count { seen[position] = (name, found) } else { seen.append((name, found)) }
-                }
-                position += 1
-                guard let attribute = found else { continue }   // relationships and extra keys are not merged
+            var remaining = object.count
+            for attribute in attributes {
+                if remaining == 0 { break }
+                guard let raw = object[attribute.name] else { continue }
+                remaining -= 1
                 guard let stored = ManagedObject.mergeValue(raw, for: attribute) else {
-                    throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)': '\(name)' has a value of type \(type(of: raw)), which is not a \(attribute.type).")
+                    throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)': '\(attribute.name)' has a value of type \(type(of: raw)), which is not a \(attribute.type).")
                 }
                 let slot = attribute.slot
                 if keyIndex[slot] >= 0 { key[keyIndex[slot]] = stored }
@@ -163,14 +157,31 @@ struct MergePlan {
     /// Incoming object indices sorted by key (input order among equal keys).
     private(set) var incomingOrder: [Int] = []
     private(set) var operations: [Operation] = []
+    /// How many operations of each kind.
+    private(set) var inserts = 0, updates = 0, deletes = 0
 
     init(incoming: MergeInput, stored: MergeStored, keys: [AttributeDescription]) {
         if let inKeys = incoming.integerKeys, let slot = keys.first?.slot, let stKeys = Self.integerKeys(stored, slot: slot) {
-            build(inKeys, stKeys, incoming: incoming, stored: stored) { a, b in a < b ? -1 : (a == b ? 0 : 1) }
+            // (key, index) pairs sort without a comparison closure; the index keeps input order
+            // among equal keys.
+            func order(_ keys: [Int64]) -> [Int] {
+                var pairs = keys.enumerated().map { ($1, $0) }
+                pairs.sort { $0 < $1 }
+                return pairs.map(\.1)
+            }
+            build(inKeys, stKeys, order(inKeys), order(stKeys), incoming: incoming, stored: stored) { a, b in a < b ? -1 : (a == b ? 0 : 1) }
         } else {
             let inKeys = (0..<incoming.count).map { Array(incoming.key(of: $0)) }
             let stKeys = stored.values.map { v in keys.map { v[$0.slot] } }
-            build(inKeys, stKeys, incoming: incoming, stored: stored) { a, b in ActionContext.compareKeys(a, b, keys) }
+            func order(_ values: [[StoredValue]]) -> [Int] {
+                var order = Array(values.indices)
+                order.sort { a, b in
+                    let c = ActionContext.compareKeys(values[a], values[b], keys)
+                    return c != 0 ? c < 0 : a < b
+                }
+                return order
+            }
+            build(inKeys, stKeys, order(inKeys), order(stKeys), incoming: incoming, stored: stored) { a, b in ActionContext.compareKeys(a, b, keys) }
         }
     }
 
@@ -185,18 +196,10 @@ struct MergePlan {
         return result
     }
 
-    private mutating func build<K>(_ inKeys: [K], _ stKeys: [K], incoming: MergeInput, stored: MergeStored,
-                                   compare: (K, K) -> Int) {
-        func sortedIndices(_ keys: [K]) -> [Int] {
-            var order = Array(keys.indices)
-            order.sort { a, b in
-                let c = compare(keys[a], keys[b])
-                return c != 0 ? c < 0 : a < b
-            }
-            return order
-        }
-        let inOrder = sortedIndices(inKeys)
-        let stOrder = sortedIndices(stKeys)
+    /// Walks incoming and stored objects in key order (`inOrder` / `stOrder`: indices sorted by
+    /// `compare`, input order among equal keys).
+    private mutating func build<K>(_ inKeys: [K], _ stKeys: [K], _ inOrder: [Int], _ stOrder: [Int], incoming: MergeInput,
+                                   stored: MergeStored, compare: (K, K) -> Int) {
         incomingOrder = inOrder
         operations.reserveCapacity(max(inOrder.count, stOrder.count))
         let n = inOrder.count, m = stOrder.count
@@ -206,6 +209,7 @@ struct MergePlan {
             if i == n { c = 1 } else if s == m { c = -1 } else { c = compare(inKeys[inOrder[i]], stKeys[stOrder[s]]) }
             if c > 0 {
                 operations.append(.delete(stOrder[s]))
+                deletes += 1
                 s += 1
                 continue
             }
@@ -214,9 +218,13 @@ struct MergePlan {
             while j < n, compare(inKeys[inOrder[j]], inKeys[inOrder[i]]) == 0 { j += 1 }
             if c < 0 {
                 operations.append(.insert(i..<j))
+                inserts += 1
             } else {
                 let target = stOrder[s]
-                if changes(stored.values[target], i..<j, incoming) { operations.append(.update(target, i..<j)) }
+                if changes(stored.values[target], i..<j, incoming) {
+                    operations.append(.update(target, i..<j))
+                    updates += 1
+                }
                 s += 1
             }
             i = j
