@@ -279,10 +279,13 @@ package struct SQLGenerator: Sendable {
     }
 
     /// UPDATE of some columns; parameters: the values in `properties` order, then Z_PK, then
-    /// (when `checkVersion`) the expected Z_OPT.
-    package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
+    /// (when `checkVersion`) the expected Z_OPT. `returningVersion` adds the new Z_OPT as a
+    /// result row.
+    package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool,
+                        returningVersion: Bool = false) -> String {
         let sets = properties.map { "\(column($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]
         return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+            + (returningVersion ? " RETURNING Z_OPT" : "")
     }
 
     /// DELETE of one row; parameters: Z_PK, then (when `checkVersion`) the expected Z_OPT.

@@ -80,7 +80,10 @@ private struct SaveWriter {
         result.permanentIDs = permanent
 
         for d in changes.deletes { try delete(d) }
-        for u in changes.updates {
+        // In primary-key order: the rows' pages are then visited once each, in order.
+        let updates = changes.updates
+        for index in updates.indices.sorted(by: { updates[$0].objectID.primaryKey < updates[$1].objectID.primaryKey }) {
+            let u = updates[index]
             if let v = try update(u) { result.versions[u.objectID] = v }
         }
         var lastEntity: EntityDescription?
@@ -181,7 +184,9 @@ private struct SaveWriter {
                 p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
             }
             let sql = store.sql(.update(entityKey, slots: slots, checkVersion: check)) {
-                generator.update(entity, properties: properties, checkVersion: check) + " RETURNING Z_OPT"
+                // With a version check the new version is the expected one plus one: no RETURNING,
+                // which costs SQLite a temporary table per row.
+                generator.update(entity, properties: properties, checkVersion: check, returningVersion: !check)
             }
             st = try connection.cachedStatement(sql)
             lastUpdate = (entityKey, slots, check, properties, st)
@@ -195,7 +200,10 @@ private struct SaveWriter {
         st.bind(u.objectID.primaryKey, at: index)
         if let v = u.expectedVersion { st.bind(v, at: index + 1) }
         do {
-            if try st.step() {
+            if let expected = u.expectedVersion {
+                _ = try st.step()
+                if connection.changes == 1 { return expected + 1 }
+            } else if try st.step() {
                 return st.int64(0)
             }
         } catch {
