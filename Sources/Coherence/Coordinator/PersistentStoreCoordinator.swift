@@ -342,8 +342,9 @@ public final class PersistentStoreCoordinator: Sendable {
                 do throws(CoherenceError) {
                     let r = try store.engine.beginSave(part)
                     begun.append(store)
-                    result.permanentIDs.merge(r.permanentIDs) { a, _ in a }
-                    result.versions.merge(r.versions) { a, _ in a }
+                    // (The usual single store: its results are taken as they are, not rehashed.)
+                    if result.permanentIDs.isEmpty { result.permanentIDs = r.permanentIDs } else { result.permanentIDs.merge(r.permanentIDs) { a, _ in a } }
+                    if result.versions.isEmpty { result.versions = r.versions } else { result.versions.merge(r.versions) { a, _ in a } }
                 } catch {
                     if error.code == .conflict {
                         conflicts += error.conflicts
