@@ -145,4 +145,36 @@ struct ActionMergePathTests {
         #expect(summary == MergeSummary(inserted: 1, updated: 1, deleted: 2, saved: true))
         #expect(try await storedCounters(connect) == ["2 two 0.0", "3 L 0.0"])
     }
+
+    @Test func updatedRowsGetTheNextVersionAndOthersKeepTheirs() async throws {
+        let dir = try TemporaryDirectory()
+        let connect = try makeBehaviourConnect(dir)
+        try connect.start()
+        try await seedProducts(connect, 6)
+        let before = try productVersions(connect)
+        // Updates in reverse key order: the store writes them in key order, each checked.
+        let incoming = (0..<6).reversed().map { product(sku($0), $0 % 2 == 0 ? "even" : "T") }
+        let summary = try await runMerge(connect, ActProduct.self) { try $0.merge(objects: incoming, for: ActProduct.self) }
+        #expect(summary == MergeSummary(inserted: 0, updated: 3, deleted: 0, saved: true))
+        let after = try productVersions(connect)
+        for i in 0..<6 {
+            #expect(after[sku(i)] == (before[sku(i)] ?? 0) + (i % 2 == 0 ? 1 : 0))
+        }
+        // Merging again changes the next versions, and the objects saved keep their new versions
+        // (a later edit of them saves without a conflict).
+        let again = try await runMerge(connect, ActProduct.self) { context in
+            let summary = try context.merge(objects: (0..<6).map { product(sku($0), "again") }, for: ActProduct.self)
+            try context.performAndWait {
+                let first = try context.fetch(FetchRequest<ActProduct>(predicate: #Predicate { $0.sku == "p00000" }))
+                first.first?.title = "edited"
+                try context.save()
+            }
+            return summary
+        }
+        #expect(again.updated == 6)
+        let last = try productVersions(connect)
+        #expect(last[sku(0)] == (after[sku(0)] ?? 0) + 2)
+        #expect(last[sku(1)] == (after[sku(1)] ?? 0) + 1)
+        #expect(try await storedProducts(connect).map(\.title) == ["edited"] + Array(repeating: "again", count: 5))
+    }
 }

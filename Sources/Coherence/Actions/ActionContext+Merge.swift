@@ -25,6 +25,9 @@ extension ActionContext {
     ///   `condition` holds.
     ///
     /// The order of the input does not matter, and an empty input deletes everything in scope.
+    /// When several incoming objects have the same key they apply in input order (later values
+    /// win). `condition` is asked only about stored objects the merge would change or delete;
+    /// objects are made only for those (unchanged rows are compared as stored values).
     /// Relationships are not merged. The context is saved only when something changed.
     ///
     /// ```swift
@@ -32,7 +35,8 @@ extension ActionContext {
     ///                   subsetFilter: #Predicate { $0.price > 0 })
     /// ```
     ///
-    /// - Complexity: one fetch and O(*n* log *n*) for *n* incoming plus stored objects.
+    /// - Complexity: one fetch (of rows, not objects) and O(*n* log *n*) for *n* incoming plus
+    ///   stored objects.
     /// - Throws: ``ActionError`` `.unmanagedEntity` / `.missingEntityName` / `.invalidValue`
     ///   (an unknown attribute or a value of the wrong type: nothing is changed or saved), or
     ///   the save's error.
