@@ -34,16 +34,18 @@ struct MergeInput {
         var key = [StoredValue](repeating: .null, count: keys.count)
         var integers: [Int64]? = keys.count == 1 ? [] : nil
         integers?.reserveCapacity(objects.count)
-        // One lookup per attribute of the entity (not per incoming key): other keys (relationships,
-        // extra fields) are not merged anyway, and the attributes are looked up by name only once.
+        // Names are matched against the entity's attribute names in order (cheaper than hashing
+        // them for the usual handful of attributes), by dictionary past that.
         let attributes = entity.attributes
+        let names = attributes.map(\.name)
+        let scanned = min(names.count, 16)
         for (index, object) in objects.enumerated() {
             for k in key.indices { key[k] = .null }
-            var remaining = object.count
-            for attribute in attributes {
-                if remaining == 0 { break }
-                guard let raw = object[attribute.name] else { continue }
-                remaining -= 1
+            for (name, raw) in object {
+                var a = 0
+                while a < scanned && names[a] != name { a += 1 }
+                let found = a < scanned ? attributes[a] : (scanned < names.count ? entity.attributesByName[name] : nil)
+                guard let attribute = found else { continue }   // relationships and extra keys are not merged
                 guard let stored = ManagedObject.mergeValue(raw, for: attribute) else {
                     throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)': '\(attribute.name)' has a value of type \(type(of: raw)), which is not a \(attribute.type).")
                 }
