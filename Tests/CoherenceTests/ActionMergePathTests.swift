@@ -177,4 +177,30 @@ struct ActionMergePathTests {
         #expect(last[sku(1)] == (after[sku(1)] ?? 0) + 1)
         #expect(try await storedProducts(connect).map(\.title) == ["edited"] + Array(repeating: "again", count: 5))
     }
+
+    @Test func entitiesWithManyAttributesMatchEveryName() throws {
+        let dir = try TemporaryDirectory()
+        // 21 attributes: names past the first 16 are found by dictionary.
+        let fields = (0..<20).map { AttributeDescription(name: "f\($0)", type: .string, isOptional: true) }
+        let wide = EntityDescription(name: "Wide", properties: fields + [AttributeDescription(name: "k", type: .integer64)],
+                                     userInfo: ["uniquenessAttributes": "k"])
+        let model = try ManagedObjectModel(entities: [wide])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: dir.url.appendingPathComponent("wide.sqlite"))
+        let template = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let context = ActionContext(template: template, name: "Wide", uniquenessAttributes: ManagedEntities.all(in: model))
+        let entity = try #require(model.entitiesByName["Wide"])
+        let first = try context.merge(objects: [["k": 1, "f0": "a", "f19": "b", "extra": 5], ["k": 2, "f7": "c"]], for: entity)
+        #expect(first == MergeSummary(inserted: 2, updated: 0, deleted: 0, saved: true))
+        let second = try context.merge(objects: [["k": 1, "f0": "a", "f19": "changed", "extra": 6], ["k": 2, "f7": "c"]], for: entity)
+        #expect(second == MergeSummary(inserted: 0, updated: 1, deleted: 0, saved: true))
+        #expect(throws: ActionError.self) { try context.merge(objects: [["k": 3, "f18": 42]], for: entity) }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let rows: [String] = try reader.performAndWait {
+            try reader.fetch(FetchRequest<ManagedObject>(entityName: "Wide")).map { o in
+                "\(try o.value(forKey: "k") ?? 0) \(try o.value(forKey: "f0") ?? "-") \(try o.value(forKey: "f7") ?? "-") \(try o.value(forKey: "f19") ?? "-")"
+            }.sorted()
+        }
+        #expect(rows == ["1 a - changed", "2 - c -"])
+    }
 }
