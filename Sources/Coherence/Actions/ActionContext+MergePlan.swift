@@ -146,13 +146,13 @@ struct MergeStored {
 /// sorted by key and walked together (O(n log n)). Operations are in key order.
 struct MergePlan {
     enum Operation {
-        /// Insert one object from incoming objects `incomingOrder[range]` (duplicates of one key,
-        /// in input order: later ones win).
+        /// Insert one object from the incoming objects `incomingOrder[range]` (duplicates of one
+        /// key, in input order: later ones win).
         case insert(Range<Int>)
-        /// Update stored object `stored` with incoming objects `incomingOrder[range]` (only
-        /// planned when that changes a value).
+        /// Update a stored object (its index in ``MergeStored``) with the incoming objects
+        /// `incomingOrder[range]`; only planned when that changes a value.
         case update(Int, Range<Int>)
-        /// Delete stored object `stored` (no incoming object has its key).
+        /// Delete a stored object (its index in ``MergeStored``): no incoming object has its key.
         case delete(Int)
     }
 
