@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// What a merge did.
@@ -24,6 +25,9 @@ extension ActionContext {
     ///   `condition` holds.
     ///
     /// The order of the input does not matter, and an empty input deletes everything in scope.
+    /// When several incoming objects have the same key they apply in input order (later values
+    /// win). `condition` is asked only about stored objects the merge would change or delete;
+    /// objects are made only for those (unchanged rows are compared as stored values).
     /// Relationships are not merged. The context is saved only when something changed.
     ///
     /// ```swift
@@ -31,7 +35,8 @@ extension ActionContext {
     ///                   subsetFilter: #Predicate { $0.price > 0 })
     /// ```
     ///
-    /// - Complexity: one fetch and O(*n* log *n*) for *n* incoming plus stored objects.
+    /// - Complexity: one fetch (of rows, not objects) and O(*n* log *n*) for *n* incoming plus
+    ///   stored objects.
     /// - Throws: ``ActionError`` `.unmanagedEntity` / `.missingEntityName` / `.invalidValue`
     ///   (an unknown attribute or a value of the wrong type: nothing is changed or saved), or
     ///   the save's error.
@@ -66,73 +71,65 @@ extension ActionContext {
         let keys = keyNames.compactMap { entity.attributesByName[$0] }
         let ignoredSlots = Set(ignoreAttributes.compactMap { entity.propertiesByName[$0]?.slot })
         // Validate and convert every incoming object before touching anything.
-        var incoming: [(key: [StoredValue], values: [(Int, StoredValue)])] = []
-        incoming.reserveCapacity(objects.count)
-        for (index, object) in objects.enumerated() {
-            var values: [(Int, StoredValue)] = []
-            values.reserveCapacity(object.count)
-            for (name, raw) in object {
-                guard let attribute = entity.attributesByName[name] else { continue }   // relationships and extra keys are not merged
-                guard let stored = ManagedObject.mergeValue(raw, for: attribute) else {
-                    throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)': '\(name)' has a value of type \(type(of: raw)), which is not a \(attribute.type).")
-                }
-                values.append((attribute.slot, stored))
-            }
-            var key: [StoredValue] = []
-            for k in keys {
-                guard let v = values.first(where: { $0.0 == k.slot })?.1, !v.isNull else {
-                    throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)' has no value for the uniqueness attribute '\(k.name)'.")
-                }
-                key.append(v)
-            }
-            incoming.append((key, ignoredSlots.isEmpty ? values : values.filter { slot, _ in !ignoredSlots.contains(slot) }))
-        }
+        let incoming = try MergeInput(objects, entity: entity, keys: keys, ignoredSlots: ignoredSlots)
         return try performAndWait { () throws -> MergeSummary in
             var r = request
-            r.returnsObjectsAsFaults = false
             r.includesSubentities = true
-            let stored = try fetch(r)
-            let order = { (a: [StoredValue], b: [StoredValue]) -> Int in ActionContext.compareKeys(a, b, keys) }
-            let sortedIncoming = incoming.sorted { order($0.key, $1.key) < 0 }
-            let storedKeyed = stored.map { o in (key: keys.map { o._storedValue(at: $0.slot) }, object: o) }
-                .sorted { order($0.key, $1.key) < 0 }
+            let stored = try mergeCandidates(try r.storeFetch(in: managedObjectModel))
+            let plan = MergePlan(incoming: incoming, stored: stored, keys: keys)
             var summary = MergeSummary()
-            var i = 0, s = 0
-            func insert(_ item: (key: [StoredValue], values: [(Int, StoredValue)])) throws {
-                let o = try insertNewObject(forEntityName: entity.name)
-                for (slot, v) in item.values { o._setStoredValue(v, at: slot) }
-                for (k, v) in zip(keys, item.key) { o._setStoredValue(v, at: k.slot) }
-                summary.inserted += 1
-            }
-            while i < sortedIncoming.count || s < storedKeyed.count {
-                let c: Int
-                if i == sortedIncoming.count { c = 1 } else if s == storedKeyed.count { c = -1 } else {
-                    c = order(sortedIncoming[i].key, storedKeyed[s].key)
+            // Objects only for the stored rows that change or go, in one fetch group (so delete
+            // rules and conditions that walk relationships load them for all in one query).
+            var objects = [ManagedObject?](repeating: nil, count: stored.count)
+            let group = FetchGroup(objects: [])
+            // Room in the change tracking for what follows (no rehashing while it grows).
+            registered.reserveCapacity(registered.count + plan.operations.count)
+            insertedList.reserveCapacity(insertedList.count + plan.inserts)
+            pendingChanges.inserted.reserveCapacity(pendingChanges.inserted.count + plan.inserts)
+            updatedCandidates.reserveCapacity(updatedCandidates.count + plan.updates)
+            pendingChanges.updated.reserveCapacity(pendingChanges.updated.count + plan.updates)
+            deletedList.reserveCapacity(deletedList.count + plan.deletes)
+            deletedSet.reserveCapacity(deletedSet.count + plan.deletes)
+            pendingChanges.deleted.reserveCapacity(pendingChanges.deleted.count + plan.deletes)
+            for op in plan.operations {
+                switch op {
+                case .update(let s, _), .delete(let s):
+                    if let o = stored.objects[s] {
+                        objects[s] = o
+                    } else if let snapshot = stored.snapshot(s) {
+                        let o = materialize(snapshot, asFault: false, group: group)
+                        group.objects.append(o)
+                        objects[s] = o
+                    }
+                case .insert: break
                 }
-                if c < 0 {
-                    // Incoming only. (A duplicate incoming key updates the object just inserted.)
-                    if i > 0, order(sortedIncoming[i - 1].key, sortedIncoming[i].key) == 0 { i += 1; continue }
-                    try insert(sortedIncoming[i])
-                    i += 1
-                } else if c > 0 {
-                    let o = storedKeyed[s].object
-                    if condition?(o) ?? true {
-                        delete(o)
-                        summary.deleted += 1
+            }
+            for o in group.objects { o.awakeFromFetch() }
+            func holds(_ o: ManagedObject) -> Bool {
+                guard let condition else { return true }
+                guard let t = o as? T else { return false }
+                return condition(t)
+            }
+            for op in plan.operations {
+                switch op {
+                case .insert(let range):
+                    let o = try insertNewObject(forEntityName: entity.name)
+                    for position in range {
+                        for (slot, v) in incoming.values(of: plan.incomingOrder[position]) { o._setStoredValue(v, at: slot) }
                     }
-                    s += 1
-                } else {
-                    let o = storedKeyed[s].object
-                    // Later duplicates of the same incoming key win.
-                    var j = i
-                    while j + 1 < sortedIncoming.count, order(sortedIncoming[j + 1].key, sortedIncoming[i].key) == 0 { j += 1 }
-                    if condition?(o) ?? true {
-                        let before = o._values
-                        for (slot, v) in sortedIncoming[j].values { o._setStoredValue(v, at: slot) }
-                        if o._values != before { summary.updated += 1 }
+                    for (k, v) in zip(keys, incoming.key(of: plan.incomingOrder[range.upperBound - 1])) { o._setStoredValue(v, at: k.slot) }
+                    summary.inserted += 1
+                case .update(let s, let range):
+                    guard let o = objects[s], holds(o) else { continue }
+                    let before = o._values
+                    for position in range {
+                        for (slot, v) in incoming.values(of: plan.incomingOrder[position]) { o._setStoredValue(v, at: slot) }
                     }
-                    i = j + 1
-                    s += 1
+                    if o._values != before { summary.updated += 1 }
+                case .delete(let s):
+                    guard let o = objects[s], holds(o) else { continue }
+                    delete(o)
+                    summary.deleted += 1
                 }
             }
             if hasChanges {
@@ -141,6 +138,38 @@ extension ActionContext {
             }
             return summary
         }
+    }
+
+    /// The stored side of a merge: one fetch of rows, without making objects. Registered objects
+    /// stand for their rows (with their current values), and when the context has unsaved
+    /// changes of the entity, the fetch goes through the objects (so it sees those changes).
+    private func mergeCandidates(_ fetch: StoreFetch) throws(CoherenceError) -> MergeStored {
+        if !pendingObjects(for: fetch).isEmpty {
+            return MergeStored(objects: try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: []))
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        var stored: MergeStored
+        if parent == nil {
+            // Rows straight from the stores: snapshots are made only for the objects made later.
+            stored = MergeStored(rows: try persistentStoreCoordinator.fetchRows(fetch))
+        } else {
+            stored = MergeStored(snapshots: try source.sourceFetch(fetch))
+        }
+        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        statistics.fetchedRows += stored.count
+        if !registered.isEmpty {
+            for i in 0..<stored.count {
+                guard let id = stored.id(i), let o = registered[id] else { continue }
+                if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted, let snapshot = stored.snapshot(i) {
+                    o._install(snapshot, asFault: false, keepRelations: true)
+                    o.awakeFromFetch()
+                } else {
+                    o._willAccess()
+                }
+                stored.use(o, at: i)
+            }
+        }
+        return stored
     }
 
     /// Orders keys the way stores order them (numbers numerically, text by bytes, decimals numerically).

@@ -245,9 +245,10 @@ extension ManagedObjectContext {
         event.refreshed = Set(p.refreshed.values.map(\.objectID))
         event.invalidated = Set(p.invalidated.values.map(\.objectID))
         event.invalidatedAll = p.invalidatedAll
-        event.inserted.formUnion(p.mergedInserted)
-        event.updated.formUnion(p.mergedUpdated)
-        event.deleted.formUnion(p.mergedDeleted)
+        // (Into an empty set, the merged IDs are taken as they are rather than rehashed.)
+        if event.inserted.isEmpty { event.inserted = p.mergedInserted } else { event.inserted.formUnion(p.mergedInserted) }
+        if event.updated.isEmpty { event.updated = p.mergedUpdated } else { event.updated.formUnion(p.mergedUpdated) }
+        if event.deleted.isEmpty { event.deleted = p.mergedDeleted } else { event.deleted.formUnion(p.mergedDeleted) }
         let insertedSet = Set(inserted)
         if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
         var info = event.userInfo(inserted: insertedSet,

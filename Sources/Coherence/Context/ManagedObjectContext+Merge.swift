@@ -108,9 +108,10 @@ extension ManagedObjectContext {
             pendingChanges.deleted[key] = o
         }
         if !event.deleted.isEmpty { removeReferences(to: event.deleted) }
-        pendingChanges.mergedInserted.formUnion(event.inserted)
-        pendingChanges.mergedUpdated.formUnion(event.updated)
-        pendingChanges.mergedDeleted.formUnion(event.deleted)
+        // (Into an empty set, the event's IDs are taken as they are rather than rehashed.)
+        if pendingChanges.mergedInserted.isEmpty { pendingChanges.mergedInserted = event.inserted } else { pendingChanges.mergedInserted.formUnion(event.inserted) }
+        if pendingChanges.mergedUpdated.isEmpty { pendingChanges.mergedUpdated = event.updated } else { pendingChanges.mergedUpdated.formUnion(event.updated) }
+        if pendingChanges.mergedDeleted.isEmpty { pendingChanges.mergedDeleted = event.deleted } else { pendingChanges.mergedDeleted.formUnion(event.deleted) }
         processPendingChanges()
         // Children that merge automatically see the merged state next.
         for child in childContexts where child.automaticallyMergesChangesFromParent {

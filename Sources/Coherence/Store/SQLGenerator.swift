@@ -279,7 +279,8 @@ package struct SQLGenerator: Sendable {
     }
 
     /// UPDATE of some columns; parameters: the values in `properties` order, then Z_PK, then
-    /// (when `checkVersion`) the expected Z_OPT.
+    /// (when `checkVersion`) the expected Z_OPT. (No RETURNING clause: SQLite would build a
+    /// temporary table for it on every execution; the writer works the new version out.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
         let sets = properties.map { "\(column($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]
         return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")

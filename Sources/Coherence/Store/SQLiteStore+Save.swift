@@ -97,10 +97,13 @@ private struct SaveWriter {
         try allocateKeys()
 
         for d in changes.deletes { try delete(d) }
-        result.updatedVersions.reserveCapacity(changes.updates.count)
-        for u in changes.updates {
+        // In primary-key order: the rows' pages are then visited once each, in order (the
+        // context lists updated objects in hash order). Results stay aligned with the change set.
+        let updates = changes.updates
+        result.updatedVersions = Array(repeating: 0, count: updates.count)
+        for index in updates.indices.sorted(by: { updates[$0].objectID.primaryKey < updates[$1].objectID.primaryKey }) {
             // A conflict is recorded and the save fails below; 0 keeps the array aligned.
-            result.updatedVersions.append(try update(u) ?? 0)
+            result.updatedVersions[index] = try update(updates[index]) ?? 0
         }
         var plan: InsertPlan?
         for (n, i) in inserts.enumerated() {
