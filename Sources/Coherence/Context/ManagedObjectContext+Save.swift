@@ -197,7 +197,9 @@ extension ManagedObjectContext {
             var references: [RowReference] = []
             if let committed = o._committed {
                 let values = o._values
-                for slot in o.entity.storedAttributeSlots where values[slot] != committed[slot] { scratch.append(slot) }
+                if !values.sharesStorage(with: committed) {
+                    for slot in o.entity.storedAttributeSlots where values[slot] != committed[slot] { scratch.append(slot) }
+                }
                 let foreignKeys = o.entity.foreignKeyRelationships
                 if !foreignKeys.isEmpty {
                     for r in foreignKeys {

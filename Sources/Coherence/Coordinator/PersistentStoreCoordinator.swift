@@ -395,6 +395,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     private func updateRowCache(_ changes: StoreChangeSet, _ result: StoreSaveResult) {
+        // Only rows already cached are refreshed; with nothing cached there is nothing to do.
+        guard !rowCache.isEmpty else { return }
         if !changes.deletes.isEmpty { rowCache.remove(changes.deletes.map(\.objectID)) }
         guard !changes.updates.isEmpty else { return }
         // Built only when an updated row refers to an object inserted by the same save.

@@ -60,6 +60,8 @@ package final class RowCache: Sendable {
 
     package var count: Int { state.withLock { $0.entries.count } }
 
+    package var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
+
     private static func trim(_ s: inout State, to target: Int) {
         var dropped = 0
         let excess = s.entries.count - target

@@ -105,3 +105,12 @@ extension StoredValue {
         return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
     }
 }
+
+extension Array where Element == StoredValue {
+    /// Whether both arrays use the same storage (so they are equal without comparing values):
+    /// an object's values share their storage with its snapshot until the first change.
+    @inline(__always)
+    func sharesStorage(with other: [StoredValue]) -> Bool {
+        withUnsafeBufferPointer { a in other.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress && a.count == b.count } }
+    }
+}

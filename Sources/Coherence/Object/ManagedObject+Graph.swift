@@ -91,7 +91,9 @@ extension ManagedObject {
     /// Whether a stored attribute differs from the committed snapshot (no allocation).
     var _hasAttributeChanges: Bool {
         guard !_flags.contains(.fault), let committed = _committed else { return false }
-        for a in entity.attributes where !a.isTransient && _values[a.slot] != committed[a.slot] { return true }
+        // Values share their storage with the snapshot until the first change (copy-on-write).
+        if _values.sharesStorage(with: committed) { return false }
+        for slot in entity.storedAttributeSlots where _values[slot] != committed[slot] { return true }
         return false
     }
     /// Whether the object is inserted, deleted or updated.

@@ -101,9 +101,15 @@ private struct SaveWriter {
         // context lists updated objects in hash order). Results stay aligned with the change set.
         let updates = changes.updates
         result.updatedVersions = Array(repeating: 0, count: updates.count)
-        for index in updates.indices.sorted(by: { updates[$0].objectID.primaryKey < updates[$1].objectID.primaryKey }) {
-            // A conflict is recorded and the save fails below; 0 keeps the array aligned.
-            result.updatedVersions[index] = try update(updates[index]) ?? 0
+        let keys = updates.map(\.objectID.primaryKey)
+        var order = Array(keys.indices)
+        if zip(keys, keys.dropFirst()).contains(where: { $0 > $1 }) { order.sort { keys[$0] < keys[$1] } }
+        // Rows are borrowed from the change set (no copy of each row's arrays).
+        try updates.withUnsafeBufferPointer { rows in
+            for index in order {
+                // A conflict is recorded and the save fails below; 0 keeps the array aligned.
+                result.updatedVersions[index] = try update(rows[index]) ?? 0
+            }
         }
         var plan: InsertPlan?
         for (n, i) in inserts.enumerated() {
