@@ -189,6 +189,8 @@ extension ManagedObjectContext {
             changes.inserts.append(RowInsert(objectID: o.objectID, values: o._values, references: references))
             if o._relations != nil { appendJoinChanges(o, into: &changes) }
         }
+        changes.updates.reserveCapacity(updatedCandidates.count)
+        updatedObjects.reserveCapacity(updatedCandidates.count)
         // Objects changed the same way share one slots array (no allocation per object).
         var scratch: [Int] = []
         var lastSlots: [Int] = []

@@ -101,7 +101,7 @@ private struct SaveWriter {
         // context lists updated objects in hash order). Results stay aligned with the change set.
         let updates = changes.updates
         result.updatedVersions = Array(repeating: 0, count: updates.count)
-        let keys = updates.map(\.objectID.primaryKey)
+        let keys = updates.map { $0.objectID.primaryKey }
         var order = Array(keys.indices)
         if zip(keys, keys.dropFirst()).contains(where: { $0 > $1 }) { order.sort { keys[$0] < keys[$1] } }
         // Rows are borrowed from the change set (no copy of each row's arrays).
