@@ -259,6 +259,27 @@ struct ContextBehaviourNotificationTests {
         #expect(didSaves[1].objects[Key.insertedObjects] == third)
     }
 
+    /// As in Core Data, a notification carries only the keys whose sets are not empty.
+    @Test func notificationsCarryOnlyNonEmptyKeys() async throws {
+        let dir = try TemporaryDirectory()
+        let context = try makeContext(dir)
+        let keys = Collector<Set<String>>()
+        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: context, queue: nil) { note in
+            keys.append(Set((note.userInfo ?? [:]).keys.compactMap { $0.base as? String }))
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try await context.perform {
+            let p = Person(context: context)
+            p.name = "Ada"
+            try context.save()
+            p.age = 3
+            try context.save()
+        }
+        typealias K = ManagedObjectContext.NotificationKey
+        #expect(keys.all == [[K.event, K.insertedObjectIDs, K.insertedObjects, K.permanentObjectIDs],
+                             [K.event, K.updatedObjectIDs, K.updatedObjects]])
+    }
+
     @Test func lifecycleHooks() async throws {
         let dir = try TemporaryDirectory()
         let model = try ManagedObjectModel(types: [Hooked.self])

@@ -13,8 +13,8 @@ extension ManagedObjectContext {
     /// Posted with `didSaveNotification`, carrying only object IDs (safe to hand to other threads).
     public static let didSaveObjectIDsNotification = Notification.Name("CoherenceContextDidSaveObjectIDsNotification")
 
-    /// Keys of the notifications' `userInfo`. Every key of a notification is present, with an
-    /// empty set when no object is in it.
+    /// Keys of the notifications' `userInfo`. As in Core Data, a key is present only when its
+    /// set is not empty (``event`` is always present).
     public enum NotificationKey {
         /// `Set<ManagedObject>` of inserted objects.
         public static let insertedObjects = "inserted"
@@ -102,79 +102,85 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
     }
 
     /// The event as a `userInfo` dictionary of object IDs (and the event itself).
-    var idUserInfo: [AnyHashable: Any] {
-        var info = UserInfoTemplate.ids.dictionary
-        fill(&info, UserInfoTemplate.ids)
-        return info
-    }
+    var idUserInfo: [AnyHashable: Any] { userInfo(objects: nil) }
 
-    /// The event's IDs and the given objects as a `userInfo` dictionary.
-    func userInfo(inserted io: Set<ManagedObject>, updated uo: Set<ManagedObject>, deleted d: Set<ManagedObject>,
-                  refreshed r: Set<ManagedObject> = [], invalidated i: Set<ManagedObject> = []) -> [AnyHashable: Any] {
-        let t = UserInfoTemplate.full
-        var info = t.dictionary
-        fill(&info, t)
-        t.set(&info, .insertedObjects, io)
-        t.set(&info, .updatedObjects, uo)
-        t.set(&info, .deletedObjects, d)
-        t.set(&info, .refreshedObjects, r)
-        t.set(&info, .invalidatedObjects, i)
+    /// The event's IDs and, when given, the objects as a `userInfo` dictionary. As in Core Data,
+    /// a key is present only when its set is not empty; ``ManagedObjectContext/NotificationKey/event``
+    /// is always present.
+    func userInfo(objects: ObjectSets?) -> [AnyHashable: Any] {
+        typealias S = UserInfoTemplate.Slot
+        var values: [(S, Any)] = [(.event, self)]
+        if !inserted.isEmpty { values.append((.insertedObjectIDs, inserted)) }
+        if !updated.isEmpty { values.append((.updatedObjectIDs, updated)) }
+        if !deleted.isEmpty { values.append((.deletedObjectIDs, deleted)) }
+        if !refreshed.isEmpty { values.append((.refreshedObjectIDs, refreshed)) }
+        if !invalidated.isEmpty { values.append((.invalidatedObjectIDs, invalidated)) }
+        if !permanentIDs.isEmpty { values.append((.permanentObjectIDs, permanentIDs)) }
+        if let objects {
+            if !objects.inserted.isEmpty { values.append((.insertedObjects, objects.inserted)) }
+            if !objects.updated.isEmpty { values.append((.updatedObjects, objects.updated)) }
+            if !objects.deleted.isEmpty { values.append((.deletedObjects, objects.deleted)) }
+            if !objects.refreshed.isEmpty { values.append((.refreshedObjects, objects.refreshed)) }
+            if !objects.invalidated.isEmpty { values.append((.invalidatedObjects, objects.invalidated)) }
+        }
+        var mask = 0
+        for (slot, _) in values { mask |= 1 << slot.rawValue }
+        let template = UserInfoTemplate.template(for: mask)
+        var info = template.dictionary
+        for (slot, value) in values { template.set(&info, slot, value) }
         return info
-    }
-
-    private func fill(_ info: inout [AnyHashable: Any], _ t: UserInfoTemplate) {
-        t.set(&info, .event, self)
-        t.set(&info, .insertedObjectIDs, inserted)
-        t.set(&info, .updatedObjectIDs, updated)
-        t.set(&info, .deletedObjectIDs, deleted)
-        t.set(&info, .refreshedObjectIDs, refreshed)
-        t.set(&info, .invalidatedObjectIDs, invalidated)
-        t.set(&info, .permanentObjectIDs, permanentIDs)
     }
 }
 
-/// A notification `userInfo` made once with every key, and the position of each key in it.
+/// The objects of a notification, by kind.
+struct ObjectSets {
+    var inserted: Set<ManagedObject> = []
+    var updated: Set<ManagedObject> = []
+    var deleted: Set<ManagedObject> = []
+    var refreshed: Set<ManagedObject> = []
+    var invalidated: Set<ManagedObject> = []
+}
+
+/// A notification `userInfo` made once for a set of keys, and the position of each key in it.
 ///
-/// A notification's dictionary is a copy of the template whose values are replaced by
-/// position: no key is hashed or compared. (Building `[AnyHashable: Any]` key by key costs
-/// dynamic casts and generic-metadata lookups for every key, more than saving one object.)
-struct UserInfoTemplate {
+/// A notification's dictionary is a copy of the template for its keys, whose values are
+/// replaced by position: no key is hashed or compared. (Building `[AnyHashable: Any]` key by
+/// key costs dynamic casts and generic-metadata lookups for every key, more than saving one
+/// object.) Templates are made on first use for each combination of keys and kept.
+struct UserInfoTemplate: @unchecked Sendable {
+    // @unchecked Sendable: immutable after initialisation (the dictionary holds Strings and
+    // empty sets); users copy it before changing anything.
     enum Slot: Int, CaseIterable {
         case event, insertedObjectIDs, updatedObjectIDs, deletedObjectIDs, refreshedObjectIDs, invalidatedObjectIDs, permanentObjectIDs
         case insertedObjects, updatedObjects, deletedObjects, refreshedObjects, invalidatedObjects
+
+        var key: String {
+            typealias N = ManagedObjectContext.NotificationKey
+            switch self {
+            case .event: return N.event
+            case .insertedObjectIDs: return N.insertedObjectIDs
+            case .updatedObjectIDs: return N.updatedObjectIDs
+            case .deletedObjectIDs: return N.deletedObjectIDs
+            case .refreshedObjectIDs: return N.refreshedObjectIDs
+            case .invalidatedObjectIDs: return N.invalidatedObjectIDs
+            case .permanentObjectIDs: return N.permanentObjectIDs
+            case .insertedObjects: return N.insertedObjects
+            case .updatedObjects: return N.updatedObjects
+            case .deletedObjects: return N.deletedObjects
+            case .refreshedObjects: return N.refreshedObjects
+            case .invalidatedObjects: return N.invalidatedObjects
+            }
+        }
     }
 
     let dictionary: [AnyHashable: Any]
     private let positions: [Dictionary<AnyHashable, Any>.Index?]
 
-    init(_ slots: [Slot]) {
-        typealias N = ManagedObjectContext.NotificationKey
+    private init(mask: Int) {
         var d: [AnyHashable: Any] = [:]
-        for slot in slots {
-            switch slot {
-            case .event: d[N.event] = ContextEvent(kind: .objectsDidChange)
-            case .insertedObjectIDs: d[N.insertedObjectIDs] = Set<ObjectID>()
-            case .updatedObjectIDs: d[N.updatedObjectIDs] = Set<ObjectID>()
-            case .deletedObjectIDs: d[N.deletedObjectIDs] = Set<ObjectID>()
-            case .refreshedObjectIDs: d[N.refreshedObjectIDs] = Set<ObjectID>()
-            case .invalidatedObjectIDs: d[N.invalidatedObjectIDs] = Set<ObjectID>()
-            case .permanentObjectIDs: d[N.permanentObjectIDs] = [ObjectID: ObjectID]()
-            case .insertedObjects: d[N.insertedObjects] = Set<ManagedObject>()
-            case .updatedObjects: d[N.updatedObjects] = Set<ManagedObject>()
-            case .deletedObjects: d[N.deletedObjects] = Set<ManagedObject>()
-            case .refreshedObjects: d[N.refreshedObjects] = Set<ManagedObject>()
-            case .invalidatedObjects: d[N.invalidatedObjects] = Set<ManagedObject>()
-            }
-        }
+        for slot in Slot.allCases where mask & (1 << slot.rawValue) != 0 { d[slot.key] = 0 }
         dictionary = d
-        let keys: [Slot: String] = [
-            .event: N.event, .insertedObjectIDs: N.insertedObjectIDs, .updatedObjectIDs: N.updatedObjectIDs,
-            .deletedObjectIDs: N.deletedObjectIDs, .refreshedObjectIDs: N.refreshedObjectIDs,
-            .invalidatedObjectIDs: N.invalidatedObjectIDs, .permanentObjectIDs: N.permanentObjectIDs,
-            .insertedObjects: N.insertedObjects, .updatedObjects: N.updatedObjects, .deletedObjects: N.deletedObjects,
-            .refreshedObjects: N.refreshedObjects, .invalidatedObjects: N.invalidatedObjects,
-        ]
-        positions = Slot.allCases.map { slot in keys[slot].flatMap { d.index(forKey: $0) } }
+        positions = Slot.allCases.map { slot in mask & (1 << slot.rawValue) != 0 ? d.index(forKey: slot.key) : nil }
     }
 
     /// Replaces the value of a slot in a copy of `dictionary` (a slot the template lacks is
@@ -185,11 +191,15 @@ struct UserInfoTemplate {
         info.values[position] = value
     }
 
-    // nonisolated(unsafe): immutable after initialisation; copies are made before any change.
-    /// Object-ID keys, the permanent IDs and the event.
-    nonisolated(unsafe) static let ids = UserInfoTemplate(Array(Slot.allCases.prefix(7)))
-    /// Every key: object IDs, objects, permanent IDs and the event.
-    nonisolated(unsafe) static let full = UserInfoTemplate(Slot.allCases)
+    private static let cache = Mutex<[Int: UserInfoTemplate]>([:])
+
+    /// The template with the keys of `mask` (bit *n*: `Slot(rawValue: n)`).
+    static func template(for mask: Int) -> UserInfoTemplate {
+        if let t = cache.withLock({ $0[mask] }) { return t }
+        let t = UserInfoTemplate(mask: mask)
+        cache.withLock { $0[mask] = t }
+        return t
+    }
 }
 
 /// Hands events to every `events` subscriber.
@@ -251,10 +261,8 @@ extension ManagedObjectContext {
         if event.deleted.isEmpty { event.deleted = p.mergedDeleted } else { event.deleted.formUnion(p.mergedDeleted) }
         let insertedSet = Set(inserted)
         if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
-        var info = event.userInfo(inserted: insertedSet,
-                                  updated: Set(updated),
-                                  deleted: Set(p.deleted.values), refreshed: Set(p.refreshed.values),
-                                  invalidated: Set(p.invalidated.values))
+        var info = event.userInfo(objects: ObjectSets(inserted: insertedSet, updated: Set(updated), deleted: Set(p.deleted.values),
+                                                      refreshed: Set(p.refreshed.values), invalidated: Set(p.invalidated.values)))
         if p.invalidatedAll { info[NotificationKey.invalidatedAllObjects] = true }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)
         broadcaster.yield(event)

@@ -378,7 +378,8 @@ extension ManagedObjectContext {
         event.deleted = saved.deletedIDs ?? Set(saved.deleted.map(\.objectID))
         event.permanentIDs = saved.permanentIDs
         let idInfo = event.idUserInfo
-        let info = event.userInfo(inserted: saved.insertedSet ?? Set(saved.inserted), updated: Set(saved.updated), deleted: Set(saved.deleted))
+        let info = event.userInfo(objects: ObjectSets(inserted: saved.insertedSet ?? Set(saved.inserted), updated: Set(saved.updated),
+                                                      deleted: Set(saved.deleted)))
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
         broadcaster.yield(event)
