@@ -24,7 +24,7 @@ struct Options {
                       --scale X        multiply every N by X (default 1: 100,000 objects)
                       --repetitions N  repetitions per implementation (default 5)
                       --only LIST      run a subset of W1…W10
-                      --impl LIST      run only some implementations (coherence,raw,grdb,baseline), e.g. to profile
+                      --impl LIST      run only some implementations (coherence,raw,grdb,baseline,singles), e.g. to profile
                     """)
                 exit(0)
             default: break
@@ -122,19 +122,25 @@ func report(_ results: [WorkloadResult], options: Options) {
         let c = "\(f(w.median("coherence"), w.unit)) / \(f(w.min("coherence"), w.unit))".padding(toLength: 27, withPad: " ", startingAt: 0)
         let raw = f(w.median("raw"), w.unit).padding(toLength: 19, withPad: " ", startingAt: 0)
         let grdb = f(w.median("grdb"), w.unit).padding(toLength: 14, withPad: " ", startingAt: 0)
-        print("\(label)  \(c)\(raw)\(grdb)\(r(w.ratio("coherence", "raw")).padding(toLength: 8, withPad: " ", startingAt: 0))\(r(w.ratio("coherence", "grdb")))\(w.note.isEmpty ? "" : "  " + w.note)")
+        var note = w.note
+        if let b = w.median("baseline") {
+            note += "; baselines \(f(b, w.unit)) / \(f(w.median("singles"), w.unit)): "
+                + "C/baseline \(r(w.ratio("coherence", "baseline"))) / \(r(w.ratio("coherence", "singles")))"
+        }
+        print("\(label)  \(c)\(raw)\(grdb)\(r(w.ratio("coherence", "raw")).padding(toLength: 8, withPad: " ", startingAt: 0))\(r(w.ratio("coherence", "grdb")))\(note.isEmpty ? "" : "  " + note)")
     }
     var json: [String: Any] = ["date": ISO8601DateFormatter().string(from: Date()), "scale": options.scale, "repetitions": options.repetitions]
     var items: [[String: Any]] = []
     for w in results {
         var item: [String: Any] = ["workload": w.name, "unit": w.unit]
-        for impl in ["coherence", "raw", "grdb", "baseline"] {
+        for impl in ["coherence", "raw", "grdb", "baseline", "singles"] {
             if let m = w.median(impl) { item["\(impl)_median"] = m }
             if let m = w.min(impl) { item["\(impl)_min"] = m }
         }
         if let x = w.ratio("coherence", "raw") { item["ratio_raw"] = x }
         if let x = w.ratio("coherence", "grdb") { item["ratio_grdb"] = x }
         if let x = w.ratio("coherence", "baseline") { item["ratio_baseline"] = x }
+        if let x = w.ratio("coherence", "singles") { item["ratio_singles"] = x }
         items.append(item)
     }
     json["results"] = items

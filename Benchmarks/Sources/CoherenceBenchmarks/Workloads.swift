@@ -479,8 +479,28 @@ enum Workloads {
                     }
                 }
             } }),
+            ("singles", { try withTemporaryDirectory { dir in
+                // The baseline: the same inserts and deletes, one save at a time.
+                let c = try coherenceStore(dir.appendingPathComponent("s.sqlite"))
+                let context = backgroundContext(c)
+                return try context.performAndWait {
+                    try measure {
+                        var created: [BPerson] = []
+                        created.reserveCapacity(n / 4)
+                        for i in 0..<n {
+                            let p = insertPerson(i, of: n, into: context)
+                            if i < n / 4 { created.append(p) }
+                            try context.save()
+                        }
+                        for p in created {
+                            context.delete(p)
+                            try context.save()
+                        }
+                    }
+                }
+            } }),
         ])
-        result.note = "baseline: insert \(n) and delete \(n / 4), one save each"
+        result.note = "baseline: insert \(n) and delete \(n / 4) (one save each / one save per object)"
         return result
     }
 }
