@@ -50,6 +50,34 @@ extension ActionContext {
                          request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
     }
 
+    /// Merges incoming objects whose values have any one type — typically `any Sendable`, as an
+    /// action that keeps its payload must hold `Sendable` values — without converting the
+    /// array to `[[String: Any]]` first (which would rebuild every dictionary); otherwise the
+    /// same as ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)``.
+    ///
+    /// ```swift
+    /// let payload: [[String: any Sendable]] = try decodeProducts(data)
+    /// try context.merge(objects: payload, for: Product.self)
+    /// ```
+    @discardableResult
+    public func merge<T: ManagedObject, Value: Sendable>(objects: [[String: Value]], for type: T.Type, ignoreAttributes: Set<String> = [],
+                                               subsetFilter: Predicate<T>? = nil, condition: ((T) -> Bool)? = nil) throws -> MergeSummary {
+        guard let entity = managedObjectModel.entity(for: T.self) else {
+            throw ActionError.unmanagedEntity("Entity '\(T.entityName)' not managed, cannot merge objects.")
+        }
+        return try merge(objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
+                         request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
+    }
+
+    /// Merges incoming objects whose values have any one type into an entity given by
+    /// description; see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)``.
+    @discardableResult
+    public func merge<Value: Sendable>(objects: [[String: Value]], for entity: EntityDescription, ignoreAttributes: Set<String> = [],
+                             condition: ((ManagedObject) -> Bool)? = nil) throws -> MergeSummary {
+        try merge(objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
+                  request: FetchRequest<ManagedObject>(entityName: entity.name), condition: condition)
+    }
+
     /// Merges incoming objects into an entity given by description (for models built in code);
     /// see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)``.
     @discardableResult
@@ -59,7 +87,7 @@ extension ActionContext {
                   request: FetchRequest<ManagedObject>(entityName: entity.name), condition: condition)
     }
 
-    private func merge<T: ManagedObject>(objects: [[String: Any]], entity: EntityDescription, ignoreAttributes: Set<String>,
+    private func merge<T: ManagedObject, Value>(objects: [[String: Value]], entity: EntityDescription, ignoreAttributes: Set<String>,
                                          request: FetchRequest<T>, condition: ((T) -> Bool)?) throws -> MergeSummary {
         guard !entity.name.isEmpty else {
             throw ActionError.missingEntityName("Entity does not have a name, cannot merge objects.")

@@ -19,7 +19,7 @@ struct MergeInput {
     private var ends: [Int] = []
 
     /// Converts `objects`; throws for unknown value types and missing keys (nothing is changed).
-    init(_ objects: [[String: Any]], entity: EntityDescription, keys: [AttributeDescription], ignoredSlots: Set<Int>) throws {
+    init<Value>(_ objects: [[String: Value]], entity: EntityDescription, keys: [AttributeDescription], ignoredSlots: Set<Int>) throws {
         count = objects.count
         keyCount = keys.count
         keyValues.reserveCapacity(objects.count * keys.count)
