@@ -541,7 +541,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         object._flags.insert(.deleted)
         deletedList.append(object)
         deletedSet.insert(key)
-        updatedCandidates[key] = nil
+        if !updatedCandidates.isEmpty { updatedCandidates[key] = nil }
         pendingChanges.deleted[key] = object
         applyDeleteRules(object)
     }
