@@ -81,9 +81,10 @@ private struct SaveWriter {
         let entity: EntityDescription
         let statement: SQLiteStatement
         /// (value slot, parameter index) of each stored attribute.
-        let attributes: [(slot: Int, index: Int32)]
+        var attributes: [(slot: Int, index: Int32)] { layout.attributes }
         /// Parameter index of each foreign-key column by relationship slot.
-        let foreignKeys: [(slot: Int, index: Int32)]
+        var foreignKeys: [(slot: Int, index: Int32)] { layout.foreignKeys }
+        let layout: InsertLayout
     }
 
     init(store: SQLiteStore, connection: SQLiteConnection) {
@@ -129,21 +130,21 @@ private struct SaveWriter {
     }
 
     private func insertPlan(for entity: EntityDescription) throws -> InsertPlan {
-        let st = try connection.cachedStatement(store.sql(.insert(ObjectIdentifier(entity))) { generator.insert(entity) })
-        var attributes: [(slot: Int, index: Int32)] = []
-        var foreignKeys: [(slot: Int, index: Int32)] = []
-        var index: Int32 = 4
-        for p in entity.storedProperties {
-            if p is RelationshipDescription { foreignKeys.append((p.slot, index)) } else { attributes.append((p.slot, index)) }
-            index += 1
-        }
-        return InsertPlan(entity: entity, statement: st, attributes: attributes, foreignKeys: foreignKeys)
+        let layout = store.insertLayout(for: entity)
+        return InsertPlan(entity: entity, statement: try connection.cachedStatement(layout.sql), layout: layout)
     }
 
     /// Gives every insert its primary key: temporary IDs get keys reserved in blocks per root
     /// entity; permanent IDs keep theirs.
     private mutating func allocateKeys() throws {
-        insertKeys = inserts.map(\.objectID.primaryKey)
+        insertKeys = inserts.map { $0.objectID.primaryKey }
+        // The usual case, every insert new and of one root entity: one reservation.
+        if let root = inserts.first?.objectID.entity.rootEntity,
+           inserts.allSatisfy({ $0.objectID.isTemporaryID && $0.objectID.entity.rootEntity === root }) {
+            let first = try store.allocateKeys(for: root, count: inserts.count)
+            for n in insertKeys.indices { insertKeys[n] = first + Int64(n) }
+            return
+        }
         var byRoot: [ObjectIdentifier: (EntityDescription, Int)] = [:]
         var lastRoot: EntityDescription?
         var run = 0
@@ -400,5 +401,27 @@ private struct SaveWriter {
             throw CoherenceError(.conflict, "A uniqueness constraint failed for \(id), but no conflicting row was found.",
                                  entity: id.entity.name, objectID: id, store: store.url.path)
         }
+    }
+}
+
+/// How rows of one entity bind to its INSERT: the SQL and each stored property's parameter.
+final class InsertLayout: Sendable {
+    let sql: String
+    /// (value slot, parameter index) of each stored attribute.
+    let attributes: [(slot: Int, index: Int32)]
+    /// (relationship slot, parameter index) of each foreign-key column.
+    let foreignKeys: [(slot: Int, index: Int32)]
+
+    init(entity: EntityDescription, sql: String) {
+        self.sql = sql
+        var attributes: [(slot: Int, index: Int32)] = []
+        var foreignKeys: [(slot: Int, index: Int32)] = []
+        var index: Int32 = 4
+        for p in entity.storedProperties {
+            if p is RelationshipDescription { foreignKeys.append((p.slot, index)) } else { attributes.append((p.slot, index)) }
+            index += 1
+        }
+        self.attributes = attributes
+        self.foreignKeys = foreignKeys
     }
 }

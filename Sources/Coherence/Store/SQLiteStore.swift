@@ -26,10 +26,20 @@ package final class SQLiteStore: StoreEngine {
     static let keyBlockSize = 64
     /// Generated write SQL by statement shape, so a save does not rebuild SQL text per row.
     private let writeSQL = Mutex<[WriteShape: String]>([:])
+    /// How each entity's rows bind to its INSERT, worked out once per entity.
+    private let insertLayouts = Mutex<[ObjectIdentifier: InsertLayout]>([:])
+
+    /// The INSERT layout of an entity (made on first use).
+    func insertLayout(for entity: EntityDescription) -> InsertLayout {
+        let key = ObjectIdentifier(entity)
+        if let layout = insertLayouts.withLock({ $0[key] }) { return layout }
+        let layout = InsertLayout(entity: entity, sql: generator.insert(entity))
+        insertLayouts.withLock { $0[key] = layout }
+        return layout
+    }
 
     /// The shape of a write statement.
     enum WriteShape: Hashable {
-        case insert(ObjectIdentifier)
         case update(ObjectIdentifier, slots: [Int], checkVersion: Bool)
         case delete(ObjectIdentifier, checkVersion: Bool)
     }
