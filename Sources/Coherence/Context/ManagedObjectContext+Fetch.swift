@@ -145,7 +145,7 @@ extension ManagedObjectContext {
                 case .toMany(let m)?: destinations = m.objects ?? []
                 case .toOne(let d)?: destinations = d.map { [$0] } ?? []
                 case nil:
-                    let id = r.hasForeignKey && r.fkOrdinal >= 0 && r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil
+                    let id = r.hasForeignKey ? o._committedToOneID(r) : nil
                     destinations = id.flatMap { registered[$0] }.map { [$0] } ?? []
                 }
                 for d in destinations where d._flags.contains(.fault) && !d._flags.contains(.prefilled) { d._willAccess() }
@@ -286,7 +286,7 @@ struct RowRegistration {
         o._contextHandle = handle
         o._group = group
         o._version = row.version
-        o._committedToOne = ObjectSnapshot.toOneIDs(row.values, of: entity, storeIdentifier: storeIdentifier)
+        // `_committedToOneStorage` stays nil: the committed foreign keys name the destinations.
         let values = row.values
         o._committed = values
         o._values = values

@@ -434,7 +434,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         // where lookups in the whole identity map would not.
         var distinct: [ObjectID: ManagedObject] = [:]
         for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
-            guard r.fkOrdinal < o._committedToOne.count, let id = o._committedToOne[r.fkOrdinal] else { continue }
+            guard let id = o._committedToOneID(r) else { continue }
             if let d = distinct[id] {
                 destinations.append((o, d))
             } else {

@@ -112,8 +112,7 @@ extension ManagedObject {
         }
         for r in entity.foreignKeyRelationships {
             guard case .toOne(let target)? = _relations?[r.slot] else { continue }
-            let old = r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
-            if target?.objectID != old { result[r.name] = target as Any }
+            if target?.objectID != _committedToOneID(r) { result[r.name] = target as Any }
         }
         return result
     }
@@ -137,8 +136,7 @@ extension ManagedObject {
             switch state {
             case .toOne(let target):
                 if r.hasForeignKey {
-                    let old = r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
-                    if target?.objectID != old { return true }
+                    if target?.objectID != _committedToOneID(r) { return true }
                 }
             case .toMany(let m):
                 if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty { return true }
@@ -226,7 +224,7 @@ extension ManagedObject {
             if _toOneCacheSlot == r.slot, _toOneCacheGeneration == handle.generation, let cached = _toOneCache {
                 return cached
             }
-            guard let context = handle.context, r.fkOrdinal < _committedToOne.count, let id = _committedToOne[r.fkOrdinal] else { return nil }
+            guard let context = handle.context, let id = _committedToOneID(r) else { return nil }
             context._registerGroupDestinations(r, of: self)
             let destination = context._object(for: id)
             _cacheToOne(destination, slot: r.slot, generation: handle.generation)
@@ -380,7 +378,7 @@ extension ManagedObject {
     /// Current to-one destination ID for a foreign-key relationship (for saves).
     package final func _currentToOneID(_ r: RelationshipDescription) -> ObjectID? {
         if case .toOne(let o)? = _relations?[r.slot] { return o?.objectID }
-        return r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
+        return _committedToOneID(r)
     }
 }
 
