@@ -280,17 +280,18 @@ package final class SQLiteStore: StoreEngine {
         guard let entity = layout.entity else {
             throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: url.path)
         }
-        // Each slot is initialized once, in place, from its column or its initial value: no copy
-        // of the initial values to overwrite (which cost an array copy per row).
-        let values = layout.columnBySlot.withUnsafeBufferPointer { columns in
+        // Each slot is appended once, from its column or its initial value: no copy of the
+        // initial values to overwrite (which cost an array copy per row). `reserveCapacity` on
+        // an empty array allocates through specialized code; `init(unsafeUninitializedCapacity:)`
+        // and `init(repeating:count:)` go through the standard library's unspecialized
+        // allocation, which looks the storage class's metadata up on every call.
+        var values: [StoredValue] = []
+        layout.columnBySlot.withUnsafeBufferPointer { columns in
             layout.initialValues.withUnsafeBufferPointer { initial in
-                [StoredValue](unsafeUninitializedCapacity: columns.count) { buffer, count in
-                    guard let base = buffer.baseAddress else { count = 0; return }
-                    for slot in 0..<columns.count {
-                        let column = columns[slot]
-                        (base + slot).initialize(to: column >= 0 ? st.value(column) : initial[slot])
-                    }
-                    count = columns.count
+                values.reserveCapacity(columns.count)
+                for slot in 0..<columns.count {
+                    let column = columns[slot]
+                    values.append(column >= 0 ? st.value(column) : initial[slot])
                 }
             }
         }
