@@ -68,6 +68,12 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(primaryKey)
     }
 
+    /// The hash `Set` and `Dictionary` use: the key's own one-word hash, consistent with
+    /// ``hash(into:)`` and cheaper than a full `Hasher` (identity-map lookups are per row).
+    public func _rawHashValue(seed: Int) -> Int {
+        primaryKey._rawHashValue(seed: seed)
+    }
+
     public var description: String {
         isTemporaryID ? "\(entity.name)(temporary \(primaryKey))" : "\(entity.name)(\(primaryKey))"
     }
