@@ -433,7 +433,24 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         // The group's distinct destinations: usually few, so this small map stays in cache
         // where lookups in the whole identity map would not.
         var distinct: [ObjectID: ManagedObject] = [:]
+        // Sources read from rows of `object`'s store name their destination by key alone: look
+        // those up by key, without making an ObjectID per source.
+        var byKey: [Int64: ManagedObject] = [:]
+        let store = object._objectID?.storeIdentifier
+        let destinationEntity = r.destinationEntity
         for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
+            if o._committedToOneStorage == nil, let destinationEntity, let committed = o._committed,
+               r.slot < committed.count, o._objectID?.storeIdentifier == store {
+                guard case .integer(let key) = committed[r.slot] else { continue }
+                if let d = byKey[key] {
+                    destinations.append((o, d))
+                } else {
+                    let d = _object(for: ObjectID(entity: destinationEntity, storeIdentifier: store, primaryKey: key))
+                    byKey[key] = d
+                    destinations.append((o, d))
+                }
+                continue
+            }
             guard let id = o._committedToOneID(r) else { continue }
             if let d = distinct[id] {
                 destinations.append((o, d))
@@ -750,9 +767,10 @@ final class ContextToken: Sendable {}
 package final class ContextHandle {
     /// The context, or nil once it is gone. Unowned(unsafe) is sound because the context clears
     /// it before it is freed; objects and the context are used on the context's executor only.
-    @usableFromInline package unowned(unsafe) var context: ManagedObjectContext?
+    /// (`@exclusivity(unchecked)`, as the fields below: executor-confined and read per access.)
+    @exclusivity(unchecked) @usableFromInline package unowned(unsafe) var context: ManagedObjectContext?
     /// Changes whenever the context's identity map (`registered`) changes.
-    package var generation: UInt64 = 0
+    @exclusivity(unchecked) package var generation: UInt64 = 0
     init() {}
 }
 

@@ -6,17 +6,17 @@ package struct ObjectFlags: OptionSet, Sendable {
     @usableFromInline package let rawValue: UInt8
     @inlinable package init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Inserted in its context and not yet saved.
-    @usableFromInline package static let inserted = ObjectFlags(rawValue: 1 << 0)
+    @inlinable package static var inserted: ObjectFlags { ObjectFlags(rawValue: 1 << 0) }
     /// Deleted in its context and not yet saved.
-    @usableFromInline package static let deleted = ObjectFlags(rawValue: 1 << 1)
+    @inlinable package static var deleted: ObjectFlags { ObjectFlags(rawValue: 1 << 1) }
     /// A fault: its values have not been accessed yet.
-    @usableFromInline package static let fault = ObjectFlags(rawValue: 1 << 2)
+    @inlinable package static var fault: ObjectFlags { ObjectFlags(rawValue: 1 << 2) }
     /// The fault's values are already in memory (fetched with the row); firing needs no query.
-    @usableFromInline package static let prefilled = ObjectFlags(rawValue: 1 << 3)
+    @inlinable package static var prefilled: ObjectFlags { ObjectFlags(rawValue: 1 << 3) }
     /// Firing the fault found no row: the object's data is gone.
-    @usableFromInline package static let inaccessible = ObjectFlags(rawValue: 1 << 4)
+    @inlinable package static var inaccessible: ObjectFlags { ObjectFlags(rawValue: 1 << 4) }
     /// Set only while a save maps store results back: the object's row was updated.
-    @usableFromInline package static let written = ObjectFlags(rawValue: 1 << 5)
+    @inlinable package static var written: ObjectFlags { ObjectFlags(rawValue: 1 << 5) }
 }
 
 /// The state of one relationship of one object.

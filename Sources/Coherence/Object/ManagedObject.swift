@@ -86,9 +86,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Unowned(unsafe), so it adds no retain cycle: while the generation matches, the
     /// destination is in the identity map, which keeps it alive; it is read only after the
     /// generation (and the context's presence) is checked.
-    package final unowned(unsafe) var _toOneCache: ManagedObject?
-    package final var _toOneCacheSlot: Int = -1
-    package final var _toOneCacheGeneration: UInt64 = 0
+    @exclusivity(unchecked) package final unowned(unsafe) var _toOneCache: ManagedObject?
+    @exclusivity(unchecked) package final var _toOneCacheSlot: Int = -1
+    @exclusivity(unchecked) package final var _toOneCacheGeneration: UInt64 = 0
     /// The fetch result this object came with (for batched relationship loading).
     @exclusivity(unchecked) package final var _group: FetchGroup?
 
