@@ -428,7 +428,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         guard let group = object._group, !group.loadedSlots.contains(r.slot), r.fkOrdinal >= 0,
               r.destinationEntity?.subentities.isEmpty == true else { return }
         group.loadedSlots.insert(r.slot)
-        var destinations: [(ManagedObject, ManagedObject)] = []
+        // Unmanaged: the group keeps the sources alive and the identity map the destinations
+        // (nothing is unregistered here), so the pairs need no retain and release each.
+        var destinations: [(source: Unmanaged<ManagedObject>, destination: Unmanaged<ManagedObject>)] = []
         destinations.reserveCapacity(group.objects.count)
         // The group's distinct destinations: usually few, so this small map stays in cache
         // where lookups in the whole identity map would not.
@@ -443,27 +445,31 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                r.slot < committed.count, o._objectID?.storeIdentifier == store {
                 guard case .integer(let key) = committed[r.slot] else { continue }
                 if let d = byKey[key] {
-                    destinations.append((o, d))
+                    destinations.append((.passUnretained(o), .passUnretained(d)))
                 } else {
                     let d = _object(for: ObjectID(entity: destinationEntity, storeIdentifier: store, primaryKey: key))
                     byKey[key] = d
-                    destinations.append((o, d))
+                    destinations.append((.passUnretained(o), .passUnretained(d)))
                 }
                 continue
             }
             guard let id = o._committedToOneID(r) else { continue }
             if let d = distinct[id] {
-                destinations.append((o, d))
+                destinations.append((.passUnretained(o), .passUnretained(d)))
             } else {
                 let d = _object(for: id)
                 distinct[id] = d
-                destinations.append((o, d))
+                destinations.append((.passUnretained(o), .passUnretained(d)))
             }
         }
         // Registering is over: remember each source's destination, so reading it needs no lookup.
         let generation = handle.generation
-        for (o, d) in destinations where o._relations?[r.slot] == nil {
-            o._cacheToOne(d, slot: r.slot, generation: generation)
+        for pair in destinations {
+            pair.source._withUnsafeGuaranteedRef { o in
+                if o._relations?[r.slot] == nil {
+                    pair.destination._withUnsafeGuaranteedRef { d in o._cacheToOne(d, slot: r.slot, generation: generation) }
+                }
+            }
         }
     }
 
