@@ -437,18 +437,18 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         var distinct: [ObjectID: ManagedObject] = [:]
         // Sources read from rows of `object`'s store name their destination by key alone: look
         // those up by key, without making an ObjectID per source.
-        var byKey: [Int64: ManagedObject] = [:]
+        var byKey: [KeyOnly: ManagedObject] = [:]
         let store = object._objectID?.storeIdentifier
         let destinationEntity = r.destinationEntity
         for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
             if o._committedToOneStorage == nil, let destinationEntity, let committed = o._committed,
                r.slot < committed.count, o._objectID?.storeIdentifier == store {
                 guard case .integer(let key) = committed[r.slot] else { continue }
-                if let d = byKey[key] {
+                if let d = byKey[KeyOnly(key)] {
                     destinations.append((.passUnretained(o), .passUnretained(d)))
                 } else {
                     let d = _object(for: ObjectID(entity: destinationEntity, storeIdentifier: store, primaryKey: key))
-                    byKey[key] = d
+                    byKey[KeyOnly(key)] = d
                     destinations.append((.passUnretained(o), .passUnretained(d)))
                 }
                 continue
