@@ -774,7 +774,11 @@ package final class ContextHandle {
     /// The context, or nil once it is gone. Unowned(unsafe) is sound because the context clears
     /// it before it is freed; objects and the context are used on the context's executor only.
     /// (`@exclusivity(unchecked)`, as the fields below: executor-confined and read per access.)
-    @exclusivity(unchecked) @usableFromInline package unowned(unsafe) var context: ManagedObjectContext?
+    @exclusivity(unchecked) @usableFromInline package unowned(unsafe) var context: ManagedObjectContext? {
+        didSet { isAlive = context != nil }
+    }
+    /// Whether `context` is set: testing it needs no retain of the context.
+    @exclusivity(unchecked) package private(set) var isAlive = false
     /// Changes whenever the context's identity map (`registered`) changes.
     @exclusivity(unchecked) package var generation: UInt64 = 0
     init() {}

@@ -218,8 +218,8 @@ extension ManagedObject {
     /// The to-one destination.
     package final func _toOne(_ r: RelationshipDescription) -> ManagedObject? {
         _willAccess()
-        if let relations = _relations, case .toOne(let o)? = relations[r.slot] { return o }
-        guard let handle = _contextHandle, handle.context != nil else { return nil }
+        if _relations != nil, case .toOne(let o)? = _relations?[r.slot] { return o }
+        guard let handle = _contextHandle, handle.isAlive else { return nil }
         if r.hasForeignKey {
             if _toOneCacheSlot == r.slot, _toOneCacheGeneration == handle.generation, let cached = _toOneCache {
                 return cached
