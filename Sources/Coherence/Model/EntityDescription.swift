@@ -77,12 +77,12 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// releasing store that publishes it; readers load keys (acquiring) from the key path's hash
     /// until they find it or an empty entry. The table is kept at most half full (key paths are
     /// made per call site, so a property can have a few); more go to `slotOverflow`.
-    @exclusivity(unchecked) private var slotKeys: UnsafeMutablePointer<Atomic<UInt>>?
-    @exclusivity(unchecked) private var slotValues: UnsafeMutablePointer<Int>?
+    @exclusivity(unchecked) @usableFromInline var slotKeys: UnsafeMutablePointer<Atomic<UInt>>?
+    @exclusivity(unchecked) @usableFromInline var slotValues: UnsafeMutablePointer<Int>?
     /// The table's capacity minus one (a power of two minus one).
-    @exclusivity(unchecked) private var slotMask = 0
+    @exclusivity(unchecked) @usableFromInline var slotMask = 0
     /// 64 minus log2 of the capacity: the shift that turns a 64-bit hash into an index.
-    @exclusivity(unchecked) private var slotShift = 64
+    @exclusivity(unchecked) @usableFromInline var slotShift = 64
     /// Entries in use (changed under `slotWriter` only).
     @exclusivity(unchecked) private var slotUsed = 0
     private let slotWriter = Mutex<[SendableKeyPath]>([])
@@ -129,7 +129,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         return _resolveSlot(storage, key: key)
     }
 
-    @usableFromInline @inline(__always)
+    @inlinable @inline(__always)
     func _cachedSlot(_ key: UInt) -> Int? {
         guard let keys = slotKeys, let values = slotValues else { return nil }
         // Fibonacci hashing: key paths are heap objects, whose low bits are all alike.
