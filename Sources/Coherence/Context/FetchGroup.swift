@@ -2,10 +2,11 @@
 /// relationship is loaded for all of them in one query (so walking 100,000 fetched objects
 /// issues one query per relationship, not 100,000).
 package final class FetchGroup {
+    // `@exclusivity(unchecked)`: used on the objects' context executor only.
     /// The objects, in fetch order.
-    package var objects: [ManagedObject]
+    @exclusivity(unchecked) package var objects: [ManagedObject]
     /// Relationship slots already loaded for the whole group.
-    package var loadedSlots: Set<Int> = []
+    @exclusivity(unchecked) package var loadedSlots: Set<Int> = []
 
     init(objects: [ManagedObject]) { self.objects = objects }
 }

@@ -145,7 +145,7 @@ extension ManagedObjectContext {
                 case .toMany(let m)?: destinations = m.objects ?? []
                 case .toOne(let d)?: destinations = d.map { [$0] } ?? []
                 case nil:
-                    let id = r.hasForeignKey && r.fkOrdinal >= 0 && r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil
+                    let id = r.hasForeignKey ? o._committedToOneID(r) : nil
                     destinations = id.flatMap { registered[$0] }.map { [$0] } ?? []
                 }
                 for d in destinations where d._flags.contains(.fault) && !d._flags.contains(.prefilled) { d._willAccess() }
@@ -254,7 +254,7 @@ struct RowRegistration {
     /// A store's rows have distinct keys: into an empty identity map, every row is new.
     let mayBeRegistered: Bool
     var results: [ManagedObject] = []
-    var newIDs: [ObjectID] = []
+    /// The new objects, when some rows may be registered already (otherwise: `results`).
     var newObjects: [ManagedObject] = []
     /// Objects to awake (or prefilled faults to fire) once registered, in fetch order.
     var awaken: [(object: ManagedObject, fire: Bool)] = []
@@ -286,25 +286,23 @@ struct RowRegistration {
         o._contextHandle = handle
         o._group = group
         o._version = row.version
-        o._committedToOne = ObjectSnapshot.toOneIDs(row.values, of: entity, storeIdentifier: storeIdentifier)
+        // `_committedToOneStorage` stays nil: the committed foreign keys name the destinations.
         let values = row.values
         o._committed = values
         o._values = values
         o._flags = newFlags
-        o._objectID = id
-        newIDs.append(id)
-        newObjects.append(o)
+        o._objectID = consume id
+        if mayBeRegistered { newObjects.append(o) }
         if !asFaults { awaken.append((o, false)) }
         results.append(o)
     }
 
     consuming func finish() -> [ManagedObject] {
-        let n = newIDs.count
-        context.registered.reserveCapacity(context.registered.count + n)
-        var i = 0
-        while i < n {
-            context.registered[newIDs[i]] = newObjects[i]
-            i += 1
+        // Into an empty identity map every result is new.
+        let added = mayBeRegistered ? newObjects : results
+        context.registered.reserveCapacity(context.registered.count + added.count)
+        for o in added {
+            if let id = o._objectID { context.registered[id] = o }
         }
         for (o, fire) in awaken {
             if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }

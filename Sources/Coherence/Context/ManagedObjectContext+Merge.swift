@@ -74,7 +74,7 @@ extension ManagedObjectContext {
                         case .toOne(let target):
                             // Keep a locally changed to-one; a merely resolved one reloads.
                             if let r = o.entity.properties[slot] as? RelationshipDescription, r.hasForeignKey,
-                               target?.objectID != (r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil) {
+                               target?.objectID != o._committedToOneID(r) {
                                 o._setRelationState(state, at: slot)
                             }
                         case .toMany(let m):
@@ -150,8 +150,9 @@ extension ManagedObjectContext {
         }
         if changed {
             for o in registered.values {
-                if o._committedToOne.contains(where: { $0.map { map[$0] != nil } ?? false }) {
-                    o._committedToOne = o._committedToOne.map { id in id.flatMap { map[$0] } ?? id }
+                // Derived destinations (nil storage) come from stored keys: never temporary.
+                if let toOne = o._committedToOneStorage, toOne.contains(where: { $0.map { map[$0] != nil } ?? false }) {
+                    o._committedToOne = toOne.map { id in id.flatMap { map[$0] } ?? id }
                 }
                 guard let relations = o._relations else { continue }
                 for case .toMany(let m) in relations.values {

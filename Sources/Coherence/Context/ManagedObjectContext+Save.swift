@@ -206,7 +206,7 @@ extension ManagedObjectContext {
                 if !foreignKeys.isEmpty {
                     for r in foreignKeys {
                         let current = o._currentToOneID(r)
-                        let old = r.fkOrdinal < o._committedToOne.count ? o._committedToOne[r.fkOrdinal] : nil
+                        let old = o._committedToOneID(r)
                         if current != old {
                             scratch.append(r.slot)
                             references.append(RowReference(slot: r.slot, target: current))

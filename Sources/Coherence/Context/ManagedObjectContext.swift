@@ -428,25 +428,48 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         guard let group = object._group, !group.loadedSlots.contains(r.slot), r.fkOrdinal >= 0,
               r.destinationEntity?.subentities.isEmpty == true else { return }
         group.loadedSlots.insert(r.slot)
-        var destinations: [(ManagedObject, ManagedObject)] = []
+        // Unmanaged: the group keeps the sources alive and the identity map the destinations
+        // (nothing is unregistered here), so the pairs need no retain and release each.
+        var destinations: [(source: Unmanaged<ManagedObject>, destination: Unmanaged<ManagedObject>)] = []
         destinations.reserveCapacity(group.objects.count)
         // The group's distinct destinations: usually few, so this small map stays in cache
         // where lookups in the whole identity map would not.
         var distinct: [ObjectID: ManagedObject] = [:]
+        // Sources read from rows of `object`'s store name their destination by key alone: look
+        // those up by key, without making an ObjectID per source.
+        var byKey: [KeyOnly: ManagedObject] = [:]
+        let store = object._objectID?.storeIdentifier
+        let destinationEntity = r.destinationEntity
         for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
-            guard r.fkOrdinal < o._committedToOne.count, let id = o._committedToOne[r.fkOrdinal] else { continue }
+            if o._committedToOneStorage == nil, let destinationEntity, let committed = o._committed,
+               r.slot < committed.count, o._objectID?.storeIdentifier == store {
+                guard case .integer(let key) = committed[r.slot] else { continue }
+                if let d = byKey[KeyOnly(key)] {
+                    destinations.append((.passUnretained(o), .passUnretained(d)))
+                } else {
+                    let d = _object(for: ObjectID(entity: destinationEntity, storeIdentifier: store, primaryKey: key))
+                    byKey[KeyOnly(key)] = d
+                    destinations.append((.passUnretained(o), .passUnretained(d)))
+                }
+                continue
+            }
+            guard let id = o._committedToOneID(r) else { continue }
             if let d = distinct[id] {
-                destinations.append((o, d))
+                destinations.append((.passUnretained(o), .passUnretained(d)))
             } else {
                 let d = _object(for: id)
                 distinct[id] = d
-                destinations.append((o, d))
+                destinations.append((.passUnretained(o), .passUnretained(d)))
             }
         }
         // Registering is over: remember each source's destination, so reading it needs no lookup.
         let generation = handle.generation
-        for (o, d) in destinations where o._relations?[r.slot] == nil {
-            o._cacheToOne(d, slot: r.slot, generation: generation)
+        for pair in destinations {
+            pair.source._withUnsafeGuaranteedRef { o in
+                if o._relations?[r.slot] == nil {
+                    pair.destination._withUnsafeGuaranteedRef { d in o._cacheToOne(d, slot: r.slot, generation: generation) }
+                }
+            }
         }
     }
 
@@ -756,9 +779,14 @@ final class ContextToken: Sendable {}
 package final class ContextHandle {
     /// The context, or nil once it is gone. Unowned(unsafe) is sound because the context clears
     /// it before it is freed; objects and the context are used on the context's executor only.
-    @usableFromInline package unowned(unsafe) var context: ManagedObjectContext?
+    /// (`@exclusivity(unchecked)`, as the fields below: executor-confined and read per access.)
+    @exclusivity(unchecked) @usableFromInline package unowned(unsafe) var context: ManagedObjectContext? {
+        didSet { isAlive = context != nil }
+    }
+    /// Whether `context` is set: testing it needs no retain of the context.
+    @exclusivity(unchecked) package private(set) var isAlive = false
     /// Changes whenever the context's identity map (`registered`) changes.
-    package var generation: UInt64 = 0
+    @exclusivity(unchecked) package var generation: UInt64 = 0
     init() {}
 }
 

@@ -90,7 +90,7 @@ extension ManagedObjectContext {
                 let theirs = persisted[r.slot], base = cached[r.slot]
                 let iChanged: Bool
                 if case .toOne(let o)? = object._relations?[r.slot] {
-                    iChanged = o?.objectID != (r.fkOrdinal < object._committedToOne.count ? object._committedToOne[r.fkOrdinal] : nil)
+                    iChanged = o?.objectID != object._committedToOneID(r)
                 } else { iChanged = false }
                 if theirs != base && (!iChanged || policy == .storeTrump) {
                     object._relations?[r.slot] = nil
@@ -101,7 +101,7 @@ extension ManagedObjectContext {
             // loaded with where it did not change them (they would otherwise follow the store).
             for r in entity.foreignKeyRelationships {
                 if case .toOne? = object._relations?[r.slot] { continue }
-                let loaded = r.fkOrdinal < object._committedToOne.count ? object._committedToOne[r.fkOrdinal] : nil
+                let loaded = object._committedToOneID(r)
                 object._setRelationState(.toOne(loaded.map { _object(for: $0) }), at: r.slot)
             }
         }

@@ -71,7 +71,31 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(primaryKey)
     }
 
+    /// The hash `Set` and `Dictionary` use: the key mixed with the table's seed by a
+    /// SplitMix64 finalizer, a few multiplications instead of a full `Hasher` round (identity-map
+    /// lookups and insertions happen per fetched row). Equal IDs have equal keys, so equal hashes.
+    public func _rawHashValue(seed: Int) -> Int {
+        ObjectID.mix(primaryKey, seed: seed)
+    }
+
+    /// SplitMix64's finalizer over a key and a seed: every input bit affects every output bit.
+    @inline(__always)
+    package static func mix(_ key: Int64, seed: Int) -> Int {
+        var x = UInt64(bitPattern: key) &+ UInt64(UInt(bitPattern: seed)) &* 0x9E37_79B9_7F4A_7C15
+        x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int(truncatingIfNeeded: x ^ (x >> 31))
+    }
+
     public var description: String {
         isTemporaryID ? "\(entity.name)(temporary \(primaryKey))" : "\(entity.name)(\(primaryKey))"
     }
+}
+
+/// A primary key as a dictionary key hashed like ``ObjectID`` (cheaper than `Int64`'s `Hasher`).
+package struct KeyOnly: Hashable {
+    package let key: Int64
+    @inline(__always) package init(_ key: Int64) { self.key = key }
+    package func hash(into hasher: inout Hasher) { hasher.combine(key) }
+    package func _rawHashValue(seed: Int) -> Int { ObjectID.mix(key, seed: seed) }
 }

@@ -72,14 +72,19 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Whether the entity has been loaded into a model.
     var isLoaded: Bool { entityNumber != 0 }
 
-    /// Key path → slot cache: an append-only table read without locks. Writers append under
-    /// `slotWriter` and publish with a releasing store of `slotCount`; readers load the count
-    /// (acquiring) and scan that many entries (a few per property: key paths are made per call
-    /// site); more go to `slotOverflow`.
-    @exclusivity(unchecked) private var slotKeys: UnsafeMutablePointer<UInt>?
-    @exclusivity(unchecked) private var slotValues: UnsafeMutablePointer<Int>?
-    @exclusivity(unchecked) private var slotCapacity = 0
-    private let slotCount = Atomic<Int>(0)
+    /// Key path → slot cache: an open-addressing hash table (linear probing) read without
+    /// locks. Writers fill an entry under `slotWriter`: the slot first, then the key with a
+    /// releasing store that publishes it; readers load keys (acquiring) from the key path's hash
+    /// until they find it or an empty entry. The table is kept at most half full (key paths are
+    /// made per call site, so a property can have a few); more go to `slotOverflow`.
+    @exclusivity(unchecked) @usableFromInline var slotKeys: UnsafeMutablePointer<Atomic<UInt>>?
+    @exclusivity(unchecked) @usableFromInline var slotValues: UnsafeMutablePointer<Int>?
+    /// The table's capacity minus one (a power of two minus one).
+    @exclusivity(unchecked) @usableFromInline var slotMask = 0
+    /// 64 minus log2 of the capacity: the shift that turns a 64-bit hash into an index.
+    @exclusivity(unchecked) @usableFromInline var slotShift = 64
+    /// Entries in use (changed under `slotWriter` only).
+    @exclusivity(unchecked) private var slotUsed = 0
     private let slotWriter = Mutex<[SendableKeyPath]>([])
     private let slotOverflow = Mutex<[UInt: Int]>([:])
     private let resolvedKeyPaths = Mutex<[SendableKeyPath: PropertyDescription]>([:])
@@ -120,8 +125,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     // MARK: Key paths of typed subclasses
 
     /// The slot of the property whose wrapper storage is `storage` (`\Person._name`).
-    /// - Complexity: O(*p*) pointer comparisons for *p* properties, without locking or hashing;
-    ///   the first use of each key path parses its name.
+    /// - Complexity: O(1) expected: one multiplication and a probe or two of a half-full table,
+    ///   without locking; the first use of each key path parses its name.
     @inlinable @inline(__always)
     package func slot(forStorage storage: AnyKeyPath) -> Int? {
         let key = UInt(bitPattern: ObjectIdentifier(storage))
@@ -129,16 +134,17 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         return _resolveSlot(storage, key: key)
     }
 
-    @usableFromInline @inline(__always)
+    @inlinable @inline(__always)
     func _cachedSlot(_ key: UInt) -> Int? {
         guard let keys = slotKeys, let values = slotValues else { return nil }
-        let n = slotCount.load(ordering: .acquiring)
-        var i = 0
-        while i < n {
-            if keys[i] == key { return values[i] }
-            i += 1
+        // Fibonacci hashing: key paths are heap objects, whose low bits are all alike.
+        var i = Int(truncatingIfNeeded: (UInt64(key) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(slotShift)) & slotMask
+        while true {
+            let k = keys[i].load(ordering: .acquiring)
+            if k == key { return values[i] }
+            if k == 0 { return nil }
+            i = (i &+ 1) & slotMask
         }
-        return nil
     }
 
     @usableFromInline
@@ -152,29 +158,42 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         slotWriter.withLock { retained in
             retained.append(entry)   // keeps the key path (and so its identity) alive
             guard let keys = slotKeys, let values = slotValues else { return }
-            let n = slotCount.load(ordering: .relaxed)
-            for i in 0..<n where keys[i] == key { return }
-            if n < slotCapacity {
-                keys[n] = key
-                values[n] = property.slot
-                slotCount.store(n + 1, ordering: .releasing)
-            } else {
+            if _cachedSlot(key) != nil { return }
+            guard (slotUsed + 1) * 2 <= slotMask + 1 else {
                 slotOverflow.withLock { $0[key] = property.slot }
+                return
             }
+            var i = Int(truncatingIfNeeded: (UInt64(key) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(slotShift)) & slotMask
+            while keys[i].load(ordering: .relaxed) != 0 { i = (i &+ 1) & slotMask }
+            values[i] = property.slot
+            keys[i].store(key, ordering: .releasing)
+            slotUsed += 1
         }
         return property.slot
     }
 
     deinit {
-        slotKeys?.deallocate()
+        if let keys = slotKeys {
+            keys.deinitialize(count: slotMask + 1)
+            keys.deallocate()
+        }
         slotValues?.deallocate()
     }
 
     /// Allocates the slot table (when the model loads).
     func prepareSlotTable() {
-        slotCapacity = 16 + 4 * properties.count
-        slotKeys = .allocate(capacity: slotCapacity)
-        slotValues = .allocate(capacity: slotCapacity)
+        guard slotKeys == nil else { return }
+        // Room for 16 + 4 key paths per property at half load, rounded up to a power of two.
+        let wanted = 2 * (16 + 4 * properties.count)
+        var bits = 5
+        while 1 << bits < wanted { bits += 1 }
+        let capacity = 1 << bits
+        let keys = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: capacity)
+        for i in 0..<capacity { (keys + i).initialize(to: Atomic(0)) }
+        slotValues = .allocate(capacity: capacity)
+        slotMask = capacity - 1
+        slotShift = 64 - bits
+        slotKeys = keys
     }
 
     /// Parses `\Person._name` → `name`.

@@ -6,19 +6,19 @@ package struct ObjectFlags: OptionSet, Sendable {
     @usableFromInline package let rawValue: UInt8
     @inlinable package init(rawValue: UInt8) { self.rawValue = rawValue }
     /// Inserted in its context and not yet saved.
-    @usableFromInline package static let inserted = ObjectFlags(rawValue: 1 << 0)
+    @inlinable package static var inserted: ObjectFlags { ObjectFlags(rawValue: 1 << 0) }
     /// Deleted in its context and not yet saved.
-    @usableFromInline package static let deleted = ObjectFlags(rawValue: 1 << 1)
+    @inlinable package static var deleted: ObjectFlags { ObjectFlags(rawValue: 1 << 1) }
     /// A fault: its values have not been accessed yet.
-    @usableFromInline package static let fault = ObjectFlags(rawValue: 1 << 2)
+    @inlinable package static var fault: ObjectFlags { ObjectFlags(rawValue: 1 << 2) }
     /// The fault's values are already in memory (fetched with the row); firing needs no query.
-    @usableFromInline package static let prefilled = ObjectFlags(rawValue: 1 << 3)
+    @inlinable package static var prefilled: ObjectFlags { ObjectFlags(rawValue: 1 << 3) }
     /// Firing the fault found no row: the object's data is gone.
-    @usableFromInline package static let inaccessible = ObjectFlags(rawValue: 1 << 4)
+    @inlinable package static var inaccessible: ObjectFlags { ObjectFlags(rawValue: 1 << 4) }
     /// Set only while a save maps store results back: the object's row was updated.
-    @usableFromInline package static let written = ObjectFlags(rawValue: 1 << 5)
+    @inlinable package static var written: ObjectFlags { ObjectFlags(rawValue: 1 << 5) }
     /// Listed in the context's changes for the next ObjectsDidChange.
-    @usableFromInline package static let pendingUpdate = ObjectFlags(rawValue: 1 << 6)
+    @inlinable package static var pendingUpdate: ObjectFlags { ObjectFlags(rawValue: 1 << 6) }
 }
 
 /// The state of one relationship of one object.
@@ -116,8 +116,7 @@ extension ManagedObject {
         }
         for r in entity.foreignKeyRelationships {
             guard case .toOne(let target)? = _relations?[r.slot] else { continue }
-            let old = r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
-            if target?.objectID != old { result[r.name] = target as Any }
+            if target?.objectID != _committedToOneID(r) { result[r.name] = target as Any }
         }
         return result
     }
@@ -141,8 +140,7 @@ extension ManagedObject {
             switch state {
             case .toOne(let target):
                 if r.hasForeignKey {
-                    let old = r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
-                    if target?.objectID != old { return true }
+                    if target?.objectID != _committedToOneID(r) { return true }
                 }
             case .toMany(let m):
                 if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty { return true }
@@ -224,13 +222,13 @@ extension ManagedObject {
     /// The to-one destination.
     package final func _toOne(_ r: RelationshipDescription) -> ManagedObject? {
         _willAccess()
-        if let relations = _relations, case .toOne(let o)? = relations[r.slot] { return o }
-        guard let handle = _contextHandle, handle.context != nil else { return nil }
+        if _relations != nil, case .toOne(let o)? = _relations?[r.slot] { return o }
+        guard let handle = _contextHandle, handle.isAlive else { return nil }
         if r.hasForeignKey {
             if _toOneCacheSlot == r.slot, _toOneCacheGeneration == handle.generation, let cached = _toOneCache {
                 return cached
             }
-            guard let context = handle.context, r.fkOrdinal < _committedToOne.count, let id = _committedToOne[r.fkOrdinal] else { return nil }
+            guard let context = handle.context, let id = _committedToOneID(r) else { return nil }
             context._registerGroupDestinations(r, of: self)
             let destination = context._object(for: id)
             _cacheToOne(destination, slot: r.slot, generation: handle.generation)
@@ -384,7 +382,7 @@ extension ManagedObject {
     /// Current to-one destination ID for a foreign-key relationship (for saves).
     package final func _currentToOneID(_ r: RelationshipDescription) -> ObjectID? {
         if case .toOne(let o)? = _relations?[r.slot] { return o?.objectID }
-        return r.fkOrdinal < _committedToOne.count ? _committedToOne[r.fkOrdinal] : nil
+        return _committedToOneID(r)
     }
 }
 

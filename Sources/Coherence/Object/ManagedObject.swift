@@ -47,9 +47,37 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) package final var _version: Int64 = 0
     /// Values at load or last save (nil for new objects).
     @exclusivity(unchecked) package final var _committed: [StoredValue]?
-    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`.
-    package final var _committedToOne: [ObjectID?] = [] {
-        didSet { _toOneCache = nil }
+    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`,
+    /// when they were set explicitly (saves, merges, snapshots); nil when they are the ones the
+    /// committed foreign-key slots name (objects read from a store row), which
+    /// ``_committedToOneID(_:)`` derives on demand: no array per fetched row.
+    @exclusivity(unchecked) package final var _committedToOneStorage: [ObjectID?]?
+    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`
+    /// (derived from the committed foreign keys unless set). Prefer ``_committedToOneID(_:)``,
+    /// which does not build an array.
+    package final var _committedToOne: [ObjectID?] {
+        get {
+            if let stored = _committedToOneStorage { return stored }
+            let fks = entity.foreignKeyRelationships
+            if fks.isEmpty { return [] }
+            return fks.map { _committedToOneID($0) }
+        }
+        set {
+            _committedToOneStorage = newValue
+            _toOneCache = nil
+        }
+    }
+
+    /// The committed destination of a foreign-key relationship: the stored one when set,
+    /// otherwise the object the committed foreign-key slot names (in the object's store).
+    @inline(__always)
+    package final func _committedToOneID(_ r: RelationshipDescription) -> ObjectID? {
+        let ordinal = r.fkOrdinal
+        guard ordinal >= 0 else { return nil }
+        if let stored = _committedToOneStorage { return ordinal < stored.count ? stored[ordinal] : nil }
+        guard let committed = _committed, r.slot < committed.count, case .integer(let key) = committed[r.slot],
+              let destination = r.destinationEntity else { return nil }
+        return ObjectID(entity: destination, storeIdentifier: _objectID?.storeIdentifier, primaryKey: key)
     }
     /// The destination last resolved for the foreign-key relationship at `_toOneCacheSlot`,
     /// valid while the context's registrations are unchanged (`_toOneCacheGeneration`), the
@@ -59,9 +87,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Unowned(unsafe), so it adds no retain cycle: while the generation matches, the
     /// destination is in the identity map, which keeps it alive; it is read only after the
     /// generation (and the context's presence) is checked.
-    package final unowned(unsafe) var _toOneCache: ManagedObject?
-    package final var _toOneCacheSlot: Int = -1
-    package final var _toOneCacheGeneration: UInt64 = 0
+    @exclusivity(unchecked) package final unowned(unsafe) var _toOneCache: ManagedObject?
+    @exclusivity(unchecked) package final var _toOneCacheSlot: Int = -1
+    @exclusivity(unchecked) package final var _toOneCacheGeneration: UInt64 = 0
     /// The fetch result this object came with (for batched relationship loading).
     @exclusivity(unchecked) package final var _group: FetchGroup?
 

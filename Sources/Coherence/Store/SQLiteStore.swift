@@ -258,8 +258,21 @@ package final class SQLiteStore: StoreEngine {
     private struct RowLayout {
         var number = -1
         var entity: EntityDescription?
-        var mapping: [(column: Int32, slot: Int)] = []
+        /// The result column of each slot, or -1 for a slot that takes its initial value.
+        var columnBySlot: [Int32] = []
         var initialValues: [StoredValue] = []
+
+        init() {}
+
+        init(number: Int, entity: EntityDescription, mapping: [(column: Int32, slot: Int)]) {
+            self.number = number
+            self.entity = entity
+            let initial = entity.initialValues
+            var columns = [Int32](repeating: -1, count: initial.count)
+            for (column, slot) in mapping where slot >= 0 && slot < columns.count { columns[slot] = column }
+            self.columnBySlot = columns
+            self.initialValues = initial
+        }
     }
 
     /// Reads the current row of a statement positioned on a row.
@@ -272,14 +285,25 @@ package final class SQLiteStore: StoreEngine {
                 throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
                                      store: url.path)
             }
-            layout = RowLayout(number: number, entity: entity, mapping: mapping, initialValues: entity.initialValues)
+            layout = RowLayout(number: number, entity: entity, mapping: mapping)
         }
         guard let entity = layout.entity else {
             throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: url.path)
         }
-        var values = layout.initialValues
-        layout.mapping.withUnsafeBufferPointer { mapping in
-            for (column, slot) in mapping { values[slot] = st.value(column) }
+        // Each slot is appended once, from its column or its initial value: no copy of the
+        // initial values to overwrite (which cost an array copy per row). `reserveCapacity` on
+        // an empty array allocates through specialized code; `init(unsafeUninitializedCapacity:)`
+        // and `init(repeating:count:)` go through the standard library's unspecialized
+        // allocation, which looks the storage class's metadata up on every call.
+        var values: [StoredValue] = []
+        layout.columnBySlot.withUnsafeBufferPointer { columns in
+            layout.initialValues.withUnsafeBufferPointer { initial in
+                values.reserveCapacity(columns.count)
+                for slot in 0..<columns.count {
+                    let column = columns[slot]
+                    values.append(column >= 0 ? st.value(column) : initial[slot])
+                }
+            }
         }
         return StoreRow(entity: entity, primaryKey: pk, version: st.int64(2), values: values)
     }
