@@ -120,14 +120,16 @@ extension ManagedObjectContext {
                                            property: p.name, objectID: o.objectID))
         }
         o._willAccess()
-        for a in o.entity.attributes where !a.isTransient {
+        let entity = o.entity
+        // Required attributes need only a nil check; the full rules run only for attributes
+        // that have some (both lists are worked out when the model loads).
+        for slot in entity.requiredAttributeSlots where o._values[slot].isNull {
+            if let a = entity.properties[slot] as? AttributeDescription { fail(a, "is required") }
+        }
+        for a in entity.ruledAttributes {
             let v = o._values[a.slot]
-            if v.isNull {
-                if !a.isOptional { fail(a, "is required") }
-                continue
-            }
+            if v.isNull { continue }
             let rules = a.validation
-            if rules.isEmpty { continue }
             if rules.minimum != nil || rules.maximum != nil {
                 let number: Double?
                 switch v {

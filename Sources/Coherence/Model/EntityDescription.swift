@@ -223,6 +223,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) package internal(set) var storedProperties: [PropertyDescription] = []
     /// Slots of the stored (non-transient) attributes, ascending.
     @exclusivity(unchecked) package internal(set) var storedAttributeSlots: [Int] = []
+    /// Slots of the stored attributes that must not be nil.
+    @exclusivity(unchecked) package internal(set) var requiredAttributeSlots: [Int] = []
+    /// Stored attributes with validation rules (range, length or pattern).
+    @exclusivity(unchecked) package internal(set) var ruledAttributes: [AttributeDescription] = []
     /// Stored to-one relationships (foreign keys) in property order; inherited ones keep their
     /// position in every sub-entity.
     @exclusivity(unchecked) package internal(set) var foreignKeyRelationships: [RelationshipDescription] = []
