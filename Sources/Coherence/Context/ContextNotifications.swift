@@ -248,12 +248,12 @@ extension ManagedObjectContext {
         discardPendingChanges()
         var event = ContextEvent(kind: .objectsDidChange, contextName: name)
         let inserted = p.inserted.filter { $0.isInserted && $0._context === self }
-        event.inserted = Set(inserted.map(\.objectID))
+        event.inserted = ObjectID.set(of: inserted)
         let updated = p.updated.filter { !$0.isInserted && !$0.isDeleted }
-        event.updated = Set(updated.map(\.objectID))
-        event.deleted = Set(p.deleted.values.map(\.objectID))
-        event.refreshed = Set(p.refreshed.values.map(\.objectID))
-        event.invalidated = Set(p.invalidated.values.map(\.objectID))
+        event.updated = ObjectID.set(of: updated)
+        event.deleted = ObjectID.set(of: p.deleted.values)
+        event.refreshed = ObjectID.set(of: p.refreshed.values)
+        event.invalidated = ObjectID.set(of: p.invalidated.values)
         event.invalidatedAll = p.invalidatedAll
         // (Into an empty set, the merged IDs are taken as they are rather than rehashed.)
         if event.inserted.isEmpty { event.inserted = p.mergedInserted } else { event.inserted.formUnion(p.mergedInserted) }

@@ -37,10 +37,10 @@ extension ManagedObjectContext {
         if let posted, posted.ids.count == insertedList.count {
             willSave.inserted = posted.ids
         } else {
-            willSave.inserted = Set(insertedList.map(\.objectID))
+            willSave.inserted = ObjectID.set(of: insertedList)
         }
-        willSave.updated = Set(updated.map(\.objectID))
-        willSave.deleted = Set(deletedList.map(\.objectID))
+        willSave.updated = ObjectID.set(of: updated)
+        willSave.deleted = ObjectID.set(of: deletedList)
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self, userInfo: willSave.idUserInfo)
         broadcaster.yield(willSave)
         // Changes made by willSave are part of this save; when there were none, the sets built
@@ -375,9 +375,9 @@ extension ManagedObjectContext {
 
         var event = ContextEvent(kind: .didSave, contextName: name)
         event.transactionAuthor = transactionAuthor
-        event.inserted = Set(saved.inserted.map(\.objectID))
-        event.updated = saved.updatedIDs ?? Set(saved.updated.map(\.objectID))
-        event.deleted = saved.deletedIDs ?? Set(saved.deleted.map(\.objectID))
+        event.inserted = ObjectID.set(of: saved.inserted)
+        event.updated = saved.updatedIDs ?? ObjectID.set(of: saved.updated)
+        event.deleted = saved.deletedIDs ?? ObjectID.set(of: saved.deleted)
         event.permanentIDs = saved.permanentIDs
         let idInfo = event.idUserInfo
         let info = event.userInfo(objects: ObjectSets(inserted: saved.insertedSet ?? Set(saved.inserted), updated: Set(saved.updated),

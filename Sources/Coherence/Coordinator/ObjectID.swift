@@ -99,3 +99,13 @@ package struct KeyOnly: Hashable {
     package func hash(into hasher: inout Hasher) { hasher.combine(key) }
     package func _rawHashValue(seed: Int) -> Int { ObjectID.mix(key, seed: seed) }
 }
+
+extension ObjectID {
+    /// The IDs of some objects as a set, without an intermediate array.
+    @inline(__always)
+    static func set<S: Sequence>(of objects: S) -> Set<ObjectID> where S.Element == ManagedObject {
+        var ids = Set<ObjectID>(minimumCapacity: objects.underestimatedCount)
+        for o in objects { ids.insert(o.objectID) }
+        return ids
+    }
+}
