@@ -43,11 +43,8 @@ extension ActionContext {
     @discardableResult
     public func merge<T: ManagedObject>(objects: [[String: Any]], for type: T.Type, ignoreAttributes: Set<String> = [],
                                         subsetFilter: Predicate<T>? = nil, condition: ((T) -> Bool)? = nil) throws -> MergeSummary {
-        guard let entity = managedObjectModel.entity(for: T.self) else {
-            throw ActionError.unmanagedEntity("Entity '\(T.entityName)' not managed, cannot merge objects.")
-        }
-        return try merge(objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
-                         request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
+        try merge(objects: objects, entity: try mergeEntity(T.self), ignoreAttributes: ignoreAttributes,
+                  request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
     }
 
     /// Merges incoming objects whose values have any one type — typically `any Sendable`, as an
@@ -62,11 +59,16 @@ extension ActionContext {
     @discardableResult
     public func merge<T: ManagedObject, Value: Sendable>(objects: [[String: Value]], for type: T.Type, ignoreAttributes: Set<String> = [],
                                                subsetFilter: Predicate<T>? = nil, condition: ((T) -> Bool)? = nil) throws -> MergeSummary {
+        try merge(objects: objects, entity: try mergeEntity(T.self), ignoreAttributes: ignoreAttributes,
+                  request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
+    }
+
+    /// The entity of a typed subclass, or `.unmanagedEntity`.
+    private func mergeEntity<T: ManagedObject>(_ type: T.Type) throws -> EntityDescription {
         guard let entity = managedObjectModel.entity(for: T.self) else {
             throw ActionError.unmanagedEntity("Entity '\(T.entityName)' not managed, cannot merge objects.")
         }
-        return try merge(objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
-                         request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
+        return entity
     }
 
     /// Merges incoming objects whose values have any one type into an entity given by
