@@ -106,28 +106,42 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
 
     /// The event's IDs and, when given, the objects as a `userInfo` dictionary. As in Core Data,
     /// a key is present only when its set is not empty; ``ManagedObjectContext/NotificationKey/event``
-    /// is always present.
-    func userInfo(objects: ObjectSets?) -> [AnyHashable: Any] {
+    /// is always present (`boxed`: the event already converted to `Any`, to share one box
+    /// between notifications).
+    func userInfo(objects: ObjectSets?, boxed: Any? = nil) -> [AnyHashable: Any] {
         typealias S = UserInfoTemplate.Slot
-        var values: [(S, Any)] = [(.event, self)]
-        if !inserted.isEmpty { values.append((.insertedObjectIDs, inserted)) }
-        if !updated.isEmpty { values.append((.updatedObjectIDs, updated)) }
-        if !deleted.isEmpty { values.append((.deletedObjectIDs, deleted)) }
-        if !refreshed.isEmpty { values.append((.refreshedObjectIDs, refreshed)) }
-        if !invalidated.isEmpty { values.append((.invalidatedObjectIDs, invalidated)) }
-        if !permanentIDs.isEmpty { values.append((.permanentObjectIDs, permanentIDs)) }
+        func bit(_ slot: S) -> Int { 1 << slot.rawValue }
+        // The keys first (no temporary list), then the values by position.
+        var mask = bit(.event)
+        if !inserted.isEmpty { mask |= bit(.insertedObjectIDs) }
+        if !updated.isEmpty { mask |= bit(.updatedObjectIDs) }
+        if !deleted.isEmpty { mask |= bit(.deletedObjectIDs) }
+        if !refreshed.isEmpty { mask |= bit(.refreshedObjectIDs) }
+        if !invalidated.isEmpty { mask |= bit(.invalidatedObjectIDs) }
+        if !permanentIDs.isEmpty { mask |= bit(.permanentObjectIDs) }
         if let objects {
-            if !objects.inserted.isEmpty { values.append((.insertedObjects, objects.inserted)) }
-            if !objects.updated.isEmpty { values.append((.updatedObjects, objects.updated)) }
-            if !objects.deleted.isEmpty { values.append((.deletedObjects, objects.deleted)) }
-            if !objects.refreshed.isEmpty { values.append((.refreshedObjects, objects.refreshed)) }
-            if !objects.invalidated.isEmpty { values.append((.invalidatedObjects, objects.invalidated)) }
+            if !objects.inserted.isEmpty { mask |= bit(.insertedObjects) }
+            if !objects.updated.isEmpty { mask |= bit(.updatedObjects) }
+            if !objects.deleted.isEmpty { mask |= bit(.deletedObjects) }
+            if !objects.refreshed.isEmpty { mask |= bit(.refreshedObjects) }
+            if !objects.invalidated.isEmpty { mask |= bit(.invalidatedObjects) }
         }
-        var mask = 0
-        for (slot, _) in values { mask |= 1 << slot.rawValue }
-        let template = UserInfoTemplate.template(for: mask)
-        var info = template.dictionary
-        for (slot, value) in values { template.set(&info, slot, value) }
+        let t = UserInfoTemplate.template(for: mask)
+        var info = t.dictionary
+        t.set(&info, .event, boxed ?? self)
+        if !inserted.isEmpty { t.set(&info, .insertedObjectIDs, inserted) }
+        if !updated.isEmpty { t.set(&info, .updatedObjectIDs, updated) }
+        if !deleted.isEmpty { t.set(&info, .deletedObjectIDs, deleted) }
+        if !refreshed.isEmpty { t.set(&info, .refreshedObjectIDs, refreshed) }
+        if !invalidated.isEmpty { t.set(&info, .invalidatedObjectIDs, invalidated) }
+        if !permanentIDs.isEmpty { t.set(&info, .permanentObjectIDs, permanentIDs) }
+        if let objects {
+            if !objects.inserted.isEmpty { t.set(&info, .insertedObjects, objects.inserted) }
+            if !objects.updated.isEmpty { t.set(&info, .updatedObjects, objects.updated) }
+            if !objects.deleted.isEmpty { t.set(&info, .deletedObjects, objects.deleted) }
+            if !objects.refreshed.isEmpty { t.set(&info, .refreshedObjects, objects.refreshed) }
+            if !objects.invalidated.isEmpty { t.set(&info, .invalidatedObjects, objects.invalidated) }
+        }
         return info
     }
 }

@@ -379,9 +379,10 @@ extension ManagedObjectContext {
         event.updated = saved.updatedIDs ?? ObjectID.set(of: saved.updated)
         event.deleted = saved.deletedIDs ?? ObjectID.set(of: saved.deleted)
         event.permanentIDs = saved.permanentIDs
-        let idInfo = event.idUserInfo
+        let boxed: Any = event   // one box for both notifications
+        let idInfo = event.userInfo(objects: nil, boxed: boxed)
         let info = event.userInfo(objects: ObjectSets(inserted: saved.insertedSet ?? Set(saved.inserted), updated: Set(saved.updated),
-                                                      deleted: Set(saved.deleted)))
+                                                      deleted: Set(saved.deleted)), boxed: boxed)
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
         broadcaster.yield(event)
