@@ -280,6 +280,49 @@ struct ContextBehaviourNotificationTests {
                              [K.event, K.updatedObjectIDs, K.updatedObjects]])
     }
 
+    /// DidSave lists exactly the objects the save updated, also when ObjectsDidChange reported
+    /// only some of them, or reported one whose change was undone before the save.
+    @Test func didSaveListsExactlyTheUpdatedObjects() async throws {
+        let dir = try TemporaryDirectory()
+        let context = try makeContext(dir)
+        let ids = try await context.perform { () throws -> [ObjectID] in
+            let people = (0..<4).map { i -> Person in
+                let p = Person(context: context)
+                p.name = "P\(i)"
+                return p
+            }
+            try context.save()
+            return people.map(\.objectID)
+        }
+        let recorder = NotificationRecorder([ManagedObjectContext.didSaveNotification], object: context)
+        defer { recorder.stop() }
+        func person(_ i: Int) -> Person? { context.registeredObject(for: ids[i]) as? Person }
+        // Changed across two blocks: the save's ObjectsDidChange reports only the last one.
+        await context.perform {
+            person(0)?.age = 1
+            person(1)?.age = 1
+        }
+        try await context.perform {
+            person(2)?.age = 1
+            try context.save()
+        }
+        // A change undone before the save: reported by ObjectsDidChange, not saved.
+        try await context.perform {
+            person(0)?.age = 2
+            person(3)?.age = 2
+            person(3)?.age = 0
+            try context.save()
+        }
+        typealias Key = ManagedObjectContext.NotificationKey
+        let saves = recorder.changes.all
+        #expect(saves.count == 2)
+        guard saves.count == 2 else { return }
+        #expect(saves[0].updated == Set(ids[0...2]))
+        #expect(saves[0].objects[Key.updatedObjects] == Set(ids[0...2]))
+        #expect(saves[1].updated == [ids[0]])
+        #expect(saves[1].objects[Key.updatedObjects] == [ids[0]])
+    }
+
     @Test func lifecycleHooks() async throws {
         let dir = try TemporaryDirectory()
         let model = try ManagedObjectModel(types: [Hooked.self])

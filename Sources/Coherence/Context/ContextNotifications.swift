@@ -257,6 +257,7 @@ extension ManagedObjectContext {
     public func processPendingChanges() {
         assertOnExecutor()
         postedInserted = nil
+        postedUpdated = nil
         guard !pendingChanges.isEmpty else { return }
         let p = pendingChanges
         discardPendingChanges()
@@ -275,7 +276,11 @@ extension ManagedObjectContext {
         if event.deleted.isEmpty { event.deleted = p.mergedDeleted } else { event.deleted.formUnion(p.mergedDeleted) }
         let insertedSet = Set(inserted)
         if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
-        var info = event.userInfo(objects: ObjectSets(inserted: insertedSet, updated: Set(updated), deleted: Set(p.deleted.values),
+        let updatedSet = Set(updated)
+        // Reusable by the save only when every listed object is still changed (each is then
+        // one of the save's updated objects).
+        if p.mergedUpdated.isEmpty && updated.allSatisfy({ $0.isUpdated }) { postedUpdated = (event.updated, updatedSet) }
+        var info = event.userInfo(objects: ObjectSets(inserted: insertedSet, updated: updatedSet, deleted: Set(p.deleted.values),
                                                       refreshed: Set(p.refreshed.values), invalidated: Set(p.invalidated.values)))
         if p.invalidatedAll { info[NotificationKey.invalidatedAllObjects] = true }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)

@@ -23,6 +23,8 @@ extension ManagedObjectContext {
         // objects, their sets serve WillSave and DidSave too (no second hashing of every object).
         let posted = postedInserted
         postedInserted = nil
+        let postedUpdates = postedUpdated
+        postedUpdated = nil
         guard hasChanges else { return }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
@@ -39,7 +41,10 @@ extension ManagedObjectContext {
         } else {
             willSave.inserted = ObjectID.set(of: insertedList)
         }
-        willSave.updated = ObjectID.set(of: updated)
+        // The updated objects ObjectsDidChange reported are all among `updated`: with as many,
+        // they are the same objects.
+        let sameUpdates = postedUpdates.map { $0.objects.count == updated.count } ?? false
+        willSave.updated = sameUpdates ? postedUpdates?.ids ?? [] : ObjectID.set(of: updated)
         willSave.deleted = ObjectID.set(of: deletedList)
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self, userInfo: willSave.idUserInfo)
         broadcaster.yield(willSave)
@@ -56,7 +61,10 @@ extension ManagedObjectContext {
         }
         if unchangedByWillSave && !saved.hadConflicts {
             if let posted, posted.objects.count == saved.inserted.count { saved.insertedSet = posted.objects }
-            if willSave.updated.count == saved.updated.count { saved.updatedIDs = willSave.updated }
+            if willSave.updated.count == saved.updated.count {
+                saved.updatedIDs = willSave.updated
+                if sameUpdates { saved.updatedSet = postedUpdates?.objects }
+            }
             if willSave.deleted.count == saved.deleted.count { saved.deletedIDs = willSave.deleted }
         }
         finishSave(saved)
@@ -72,6 +80,7 @@ extension ManagedObjectContext {
         var hadConflicts = false
         /// `Set(inserted)` / the IDs of `updated`, when already built for this save.
         var insertedSet: Set<ManagedObject>?
+        var updatedSet: Set<ManagedObject>?
         var updatedIDs: Set<ObjectID>?
         var deletedIDs: Set<ObjectID>?
     }
@@ -381,7 +390,7 @@ extension ManagedObjectContext {
         event.permanentIDs = saved.permanentIDs
         let boxed: Any = event   // one box for both notifications
         let idInfo = event.userInfo(objects: nil, boxed: boxed)
-        let info = event.userInfo(objects: ObjectSets(inserted: saved.insertedSet ?? Set(saved.inserted), updated: Set(saved.updated),
+        let info = event.userInfo(objects: ObjectSets(inserted: saved.insertedSet ?? Set(saved.inserted), updated: saved.updatedSet ?? Set(saved.updated),
                                                       deleted: Set(saved.deleted)), boxed: boxed)
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)

@@ -106,6 +106,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// The inserted objects (and their IDs) the last ObjectsDidChange reported, for the save
     /// that posted it to reuse.
     @exclusivity(unchecked) var postedInserted: (ids: Set<ObjectID>, objects: Set<ManagedObject>)?
+    /// Likewise the updated objects, when all of them are still changed.
+    @exclusivity(unchecked) var postedUpdated: (ids: Set<ObjectID>, objects: Set<ManagedObject>)?
     /// Statistics for actions (counts and times of fetches and saves).
     @exclusivity(unchecked) package var statistics = ContextStatistics()
     let children = Mutex<[WeakContext]>([])
