@@ -211,7 +211,7 @@ extension ManagedObjectContext {
             if let committed = o._committed {
                 let values = o._values
                 if !values.sharesStorage(with: committed) {
-                    for slot in o.entity.storedAttributeSlots where values[slot] != committed[slot] { scratch.append(slot) }
+                    values.appendDifferences(from: committed, at: o.entity.storedAttributeSlots, to: &scratch)
                 }
                 let foreignKeys = o.entity.foreignKeyRelationships
                 if !foreignKeys.isEmpty {

@@ -113,4 +113,26 @@ extension Array where Element == StoredValue {
     func sharesStorage(with other: [StoredValue]) -> Bool {
         withUnsafeBufferPointer { a in other.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress && a.count == b.count } }
     }
+
+    /// Whether the values at any of `slots` differ from `other`'s (compared in place: no value
+    /// is copied, so no string is retained).
+    @inline(__always)
+    func differs(from other: [StoredValue], at slots: [Int]) -> Bool {
+        withUnsafeBufferPointer { a in
+            other.withUnsafeBufferPointer { b in
+                for slot in slots where slot < a.count && slot < b.count && a[slot] != b[slot] { return true }
+                return false
+            }
+        }
+    }
+
+    /// Appends to `changed` each of `slots` whose value differs from `other`'s (compared in place).
+    @inline(__always)
+    func appendDifferences(from other: [StoredValue], at slots: [Int], to changed: inout [Int]) {
+        withUnsafeBufferPointer { a in
+            other.withUnsafeBufferPointer { b in
+                for slot in slots where slot < a.count && slot < b.count && a[slot] != b[slot] { changed.append(slot) }
+            }
+        }
+    }
 }

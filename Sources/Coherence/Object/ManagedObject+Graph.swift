@@ -93,8 +93,7 @@ extension ManagedObject {
         guard !_flags.contains(.fault), let committed = _committed else { return false }
         // Values share their storage with the snapshot until the first change (copy-on-write).
         if _values.sharesStorage(with: committed) { return false }
-        for slot in entity.storedAttributeSlots where _values[slot] != committed[slot] { return true }
-        return false
+        return _values.differs(from: committed, at: entity.storedAttributeSlots)
     }
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInserted || isDeleted || isUpdated }
