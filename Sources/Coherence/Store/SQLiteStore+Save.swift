@@ -76,14 +76,10 @@ private struct SaveWriter {
     /// The last DELETE statement, likewise.
     var lastDelete: (entity: ObjectIdentifier, check: Bool, statement: SQLiteStatement)?
 
-    /// How rows of one entity are bound to its INSERT statement.
+    /// An entity's INSERT statement on this connection, with its binding layout.
     struct InsertPlan {
         let entity: EntityDescription
         let statement: SQLiteStatement
-        /// (value slot, parameter index) of each stored attribute.
-        var attributes: [(slot: Int, index: Int32)] { layout.attributes }
-        /// Parameter index of each foreign-key column by relationship slot.
-        var foreignKeys: [(slot: Int, index: Int32)] { layout.foreignKeys }
         let layout: InsertLayout
     }
 
@@ -225,12 +221,12 @@ private struct SaveWriter {
         st.bind(Int64(1), at: 3)
         // Values are bound straight from the object's array (no copy); foreign keys are NULL
         // unless a reference names a destination.
-        for a in plan.attributes { st.bind(row.values[a.slot], at: a.index) }
-        if !plan.foreignKeys.isEmpty {
-            for fk in plan.foreignKeys { st.bindNull(fk.index) }
+        for a in plan.layout.attributes { st.bind(row.values[a.slot], at: a.index) }
+        if !plan.layout.foreignKeys.isEmpty {
+            for fk in plan.layout.foreignKeys { st.bindNull(fk.index) }
             for r in row.references {
                 guard let target = try key(for: r.target, from: row.objectID, slot: r.slot),
-                      let fk = plan.foreignKeys.first(where: { $0.slot == r.slot }) else { continue }
+                      let fk = plan.layout.foreignKeys.first(where: { $0.slot == r.slot }) else { continue }
                 st.bind(target, at: fk.index)
             }
         }
@@ -241,7 +237,7 @@ private struct SaveWriter {
             guard error.isUniqueConstraintViolation else { throw error }
             let id = row.objectID.isTemporaryID ? ObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: primaryKey) : row.objectID
             var values = try resolved(row.values, row.references, source: id)
-            for fk in plan.foreignKeys where !row.references.contains(where: { $0.slot == fk.slot }) { values[fk.slot] = .null }
+            for fk in plan.layout.foreignKeys where !row.references.contains(where: { $0.slot == fk.slot }) { values[fk.slot] = .null }
             try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
         }
     }
