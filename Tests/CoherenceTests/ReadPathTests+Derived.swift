@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -90,45 +88,6 @@ struct DerivedReadPathTests {
             #expect(people[0].town === people[2].town)
             #expect(people[1].town?.objectID.isTemporaryID == true)
             #expect(!people[0].hasChanges && !people[1].hasChanges)
-        }
-    }
-
-    @Test func slotTableResolvesManyKeyPathsAndOverflows() throws {
-        let dir = try TemporaryDirectory()
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let entity = try #require(coordinator.managedObjectModel.entitiesByName["Town"])
-        let slot = try #require(entity.attributesByName["name"]?.slot)
-        let path = Town.nameStorageKeyPath
-        #expect(entity.slot(forStorage: path) == slot)
-        // Key path objects are made per call site; stand-in keys (distinct, never real object
-        // addresses) fill the lock-free table past its capacity, so the rest go to the overflow map.
-        let keys = (1...300).map { UInt($0) << 3 }
-        for k in keys { #expect(entity._resolveSlot(path, key: k) == slot) }
-        for k in keys {
-            #expect(entity._resolveSlot(path, key: k) == slot)
-            _ = entity._cachedSlot(k)   // found in the table, or nil once it overflowed
-        }
-        #expect(keys.prefix(20).allSatisfy { entity._cachedSlot($0) == slot })
-        #expect(entity._cachedSlot(UInt(301) << 3) == nil)
-        #expect(entity.slot(forStorage: path) == slot)
-        // Concurrent lookups while other keys are added agree too.
-        let failures = Mutex(0)
-        let sendablePath = SendableKeyPath(path)
-        DispatchQueue.concurrentPerform(iterations: 8) { i in
-            for n in 0..<50 {
-                let k = UInt(1000 + i * 50 + n) << 3
-                if entity._resolveSlot(sendablePath.keyPath, key: k) != slot { failures.withLock { $0 += 1 } }
-                if entity.slot(forStorage: sendablePath.keyPath) != slot { failures.withLock { $0 += 1 } }
-            }
-        }
-        #expect(failures.withLock { $0 } == 0)
-        // Typed reads still find their slots.
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        try context.performAndWait {
-            let t = Town(context: context)
-            t.name = "Lyon"
-            #expect(t.name == "Lyon")
-            try context.save()
         }
     }
 }

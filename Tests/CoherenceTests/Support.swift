@@ -32,9 +32,6 @@ final class Town: ManagedObject {
     @Attribute(.unique) var name: String = ""
     @Attribute var population: Int = 0
     @Relationship(inverse: "town", deleteRule: .cascade) var people: Set<Person>
-
-    /// The key path of the storage of `name` (as the `@Attribute` accessors see it).
-    static var nameStorageKeyPath: AnyKeyPath { \Town._name }
 }
 
 final class Club: ManagedObject {

@@ -412,7 +412,7 @@ enum KeyPathResolver {
         let recorder = KeyPathProbe.Recorder()
         object._probe = recorder
         _ = root[keyPath: keyPath]
-        guard let storage = recorder.touched, let name = EntityDescription.propertyName(fromStorage: storage) else { return nil }
-        return object.entity.propertiesByName[name]
+        guard let slot = recorder.touchedSlot, slot >= 0, slot < object.entity.properties.count else { return nil }
+        return object.entity.properties[slot]
     }
 }

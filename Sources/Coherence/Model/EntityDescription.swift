@@ -72,21 +72,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Whether the entity has been loaded into a model.
     var isLoaded: Bool { entityNumber != 0 }
 
-    /// Key path → slot cache: an open-addressing hash table (linear probing) read without
-    /// locks. Writers fill an entry under `slotWriter`: the slot first, then the key with a
-    /// releasing store that publishes it; readers load keys (acquiring) from the key path's hash
-    /// until they find it or an empty entry. The table is kept at most half full (key paths are
-    /// made per call site, so a property can have a few); more go to `slotOverflow`.
-    @exclusivity(unchecked) @usableFromInline var slotKeys: UnsafeMutablePointer<Atomic<UInt>>?
-    @exclusivity(unchecked) @usableFromInline var slotValues: UnsafeMutablePointer<Int>?
-    /// The table's capacity minus one (a power of two minus one).
-    @exclusivity(unchecked) @usableFromInline var slotMask = 0
-    /// 64 minus log2 of the capacity: the shift that turns a 64-bit hash into an index.
-    @exclusivity(unchecked) @usableFromInline var slotShift = 64
-    /// Entries in use (changed under `slotWriter` only).
-    @exclusivity(unchecked) private var slotUsed = 0
-    private let slotWriter = Mutex<[SendableKeyPath]>([])
-    private let slotOverflow = Mutex<[UInt: Int]>([:])
+    /// Where objects of `managedObjectClass` keep their wrappers' slots (set when the model
+    /// loads; never freed, like the entity).
+    @exclusivity(unchecked) var slotPlacementBuffer: UnsafeBufferPointer<SlotPlacement>?
+    /// The same for objects of other classes (subclasses, probes), made on first use.
+    let otherClassPlacements = Mutex<[ObjectIdentifier: [SlotPlacement]]>([:])
     private let resolvedKeyPaths = Mutex<[SendableKeyPath: PropertyDescription]>([:])
 
     /// Creates an entity description.
@@ -123,88 +113,6 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public var description: String { "<EntityDescription \(name)>" }
 
     // MARK: Key paths of typed subclasses
-
-    /// The slot of the property whose wrapper storage is `storage` (`\Person._name`).
-    /// - Complexity: O(1) expected: one multiplication and a probe or two of a half-full table,
-    ///   without locking; the first use of each key path parses its name.
-    @inlinable @inline(__always)
-    package func slot(forStorage storage: AnyKeyPath) -> Int? {
-        let key = UInt(bitPattern: ObjectIdentifier(storage))
-        if let slot = _cachedSlot(key) { return slot }
-        return _resolveSlot(storage, key: key)
-    }
-
-    @inlinable @inline(__always)
-    func _cachedSlot(_ key: UInt) -> Int? {
-        guard let keys = slotKeys, let values = slotValues else { return nil }
-        // Fibonacci hashing: key paths are heap objects, whose low bits are all alike.
-        var i = Int(truncatingIfNeeded: (UInt64(key) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(slotShift)) & slotMask
-        while true {
-            let k = keys[i].load(ordering: .acquiring)
-            if k == key { return values[i] }
-            if k == 0 { return nil }
-            i = (i &+ 1) & slotMask
-        }
-    }
-
-    @usableFromInline
-    func _resolveSlot(_ storage: AnyKeyPath, key: UInt) -> Int? {
-        // Key path objects are made per call site, so one property can have several; those past
-        // the lock-free table's capacity are kept in a locked dictionary. Names are parsed once.
-        if let slot = slotOverflow.withLock({ $0[key] }) { return slot }
-        guard let name = EntityDescription.propertyName(fromStorage: storage),
-              let property = propertiesByName[name] else { return nil }
-        let entry = SendableKeyPath(storage)
-        slotWriter.withLock { retained in
-            retained.append(entry)   // keeps the key path (and so its identity) alive
-            guard let keys = slotKeys, let values = slotValues else { return }
-            if _cachedSlot(key) != nil { return }
-            guard (slotUsed + 1) * 2 <= slotMask + 1 else {
-                slotOverflow.withLock { $0[key] = property.slot }
-                return
-            }
-            var i = Int(truncatingIfNeeded: (UInt64(key) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(slotShift)) & slotMask
-            while keys[i].load(ordering: .relaxed) != 0 { i = (i &+ 1) & slotMask }
-            values[i] = property.slot
-            keys[i].store(key, ordering: .releasing)
-            slotUsed += 1
-        }
-        return property.slot
-    }
-
-    deinit {
-        if let keys = slotKeys {
-            keys.deinitialize(count: slotMask + 1)
-            keys.deallocate()
-        }
-        slotValues?.deallocate()
-    }
-
-    /// Allocates the slot table (when the model loads).
-    func prepareSlotTable() {
-        guard slotKeys == nil else { return }
-        // Room for 16 + 4 key paths per property at half load, rounded up to a power of two.
-        let wanted = 2 * (16 + 4 * properties.count)
-        var bits = 5
-        while 1 << bits < wanted { bits += 1 }
-        let capacity = 1 << bits
-        let keys = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: capacity)
-        for i in 0..<capacity { (keys + i).initialize(to: Atomic(0)) }
-        slotValues = .allocate(capacity: capacity)
-        slotMask = capacity - 1
-        slotShift = 64 - bits
-        slotKeys = keys
-    }
-
-    /// Parses `\Person._name` → `name`.
-    static func propertyName(fromStorage storage: AnyKeyPath) -> String? {
-        let text = String(describing: storage)
-        guard let dot = text.lastIndex(of: ".") else { return nil }
-        var name = text[text.index(after: dot)...]
-        guard name.first == "_" else { return nil }
-        name = name.dropFirst()
-        return name.isEmpty ? nil : String(name)
-    }
 
     /// The property a key path of the typed class leads to (`\Person.name` → `name`), found by
     /// reading the key path once on a probe object that records which storage it touched.

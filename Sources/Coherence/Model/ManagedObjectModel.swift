@@ -53,8 +53,8 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         try Self.resolveRelationships(sorted, byName: byName)
         for e in sorted {
             e._initialValues = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
-            e.prepareSlotTable()
         }
+        for e in sorted { try e.prepareSlotPlacements() }
         try Self.checkConstraintsAndIndexes(sorted)
 
         var expanded: [String: [String]] = [:]

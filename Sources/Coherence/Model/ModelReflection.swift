@@ -52,15 +52,15 @@ extension EntityDescription {
 }
 
 /// Resolves key paths of typed subclasses (`\Person.name`) to properties by reading them once
-/// on a probe object whose property wrappers record the storage they were asked for.
+/// on a probe object whose property wrappers record the slot they were asked for.
 @usableFromInline
 package enum KeyPathProbe {
-    /// Records the storage key path a probe's wrapper was read through.
+    /// Records the slot of the property a probe's wrapper was read for.
     @usableFromInline
     package final class Recorder {
-        var touched: AnyKeyPath?
-        /// Records the storage a probe's wrapper was read through.
-        @usableFromInline func record(_ storage: AnyKeyPath) { touched = storage }
+        var touchedSlot: Int?
+        /// Records the slot of the property a probe's wrapper was read for.
+        @usableFromInline func record(_ slot: Int) { touchedSlot = slot }
     }
 
     static func resolve(_ keyPath: AnyKeyPath, in entity: EntityDescription) -> PropertyDescription? {
@@ -69,7 +69,7 @@ package enum KeyPathProbe {
         probe._probe = recorder
         // Reading through a key path whose root the probe is not returns nil and records nothing.
         _ = probe[keyPath: keyPath]
-        guard let storage = recorder.touched, let name = EntityDescription.propertyName(fromStorage: storage) else { return nil }
-        return entity.propertiesByName[name]
+        guard let slot = recorder.touchedSlot, slot >= 0, slot < probe.entity.properties.count else { return nil }
+        return probe.entity.properties[slot]
     }
 }

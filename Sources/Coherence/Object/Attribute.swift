@@ -28,6 +28,9 @@ public struct AttributeOptions: OptionSet, Hashable, Sendable {
 /// ```
 @propertyWrapper
 public struct Attribute<Value: PersistentValue> {
+    /// The property's slot in this object, written when the object is made (see
+    /// `SlottedPropertyWrapper`); -1 until then. First, so its offset is known.
+    @usableFromInline var _slot: Int = -1
     @usableFromInline let options: AttributeOptions
     @usableFromInline let defaultValue: Value?
     /// Validation rules, boxed: every object stores its wrappers, so the common case (no rules)
@@ -77,26 +80,28 @@ public struct Attribute<Value: PersistentValue> {
     }
 
     /// Reads and writes go to the object's value storage.
+    ///
+    /// The slot comes from the wrapper's own storage. Inlined, `object[keyPath: storageKeyPath]`
+    /// becomes a field load and the key paths are never made: a read costs a load, a flag check
+    /// and the value's conversion.
     @inlinable
     public static subscript<EnclosingSelf: ManagedObject>(
         _enclosingInstance object: EnclosingSelf,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Attribute<Value>>
     ) -> Value {
-        get {
+        @inline(__always) get {
+            let slot = object[keyPath: storageKeyPath]._slot
             if let probe = object._probe {
-                probe.record(storageKeyPath)
+                probe.record(slot)
                 return Value.placeholder
             }
-            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
-                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
-            }
+            if slot < 0 { object._unplacedProperty() }
             return Value(storedValue: object._storedValue(at: slot)) ?? object[keyPath: storageKeyPath].defaultValue ?? Value.placeholder
         }
-        set {
-            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
-                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
-            }
+        @inline(__always) set {
+            let slot = object[keyPath: storageKeyPath]._slot
+            if slot < 0 { object._unplacedProperty() }
             object._setStoredValue(newValue.storedValue, at: slot)
         }
     }

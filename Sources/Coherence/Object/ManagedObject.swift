@@ -101,6 +101,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public required init(entity: EntityDescription) {
         self.entity = entity
         self._values = entity.initialValues
+        entity._placeSlots(in: self)
     }
 
     // MARK: Overridable entity information for typed subclasses

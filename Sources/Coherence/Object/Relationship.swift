@@ -63,6 +63,9 @@ extension Array: RelationshipValue where Element: ManagedObject {
 /// ```
 @propertyWrapper
 public struct Relationship<Value: RelationshipValue> {
+    /// The property's slot in this object, written when the object is made (see
+    /// `SlottedPropertyWrapper`); -1 until then. First, so its offset is known.
+    @usableFromInline var _slot: Int = -1
     @usableFromInline let inverse: String?
     @usableFromInline let deleteRule: DeleteRule
     @usableFromInline let minCount: Int
@@ -97,21 +100,19 @@ public struct Relationship<Value: RelationshipValue> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Relationship<Value>>
     ) -> Value {
-        get {
+        @inline(__always) get {
+            let slot = object[keyPath: storageKeyPath]._slot
             if let probe = object._probe {
-                probe.record(storageKeyPath)
+                probe.record(slot)
                 return Value(relatedObjects: [])
             }
-            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
-                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
-            }
+            if slot < 0 { object._unplacedProperty() }
             if !Value.isToMany { return Value(toOneDestination: object._toOneDestination(at: slot)) }
             return Value(relatedObjects: object._relatedObjects(at: slot))
         }
-        set {
-            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
-                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)': the object was created with an entity that does not match its class")
-            }
+        @inline(__always) set {
+            let slot = object[keyPath: storageKeyPath]._slot
+            if slot < 0 { object._unplacedProperty() }
             object._setRelatedObjects(newValue.relatedObjects, at: slot)
         }
     }

@@ -95,6 +95,9 @@ extension ManagedObject {
 /// ```
 @propertyWrapper
 public struct Transformed<Value: Codable> {
+    /// The property's slot in this object, written when the object is made (see
+    /// `SlottedPropertyWrapper`); -1 until then. First, so its offset is known.
+    @usableFromInline var _slot: Int = -1
     @usableFromInline let defaultValue: Value?
     @usableFromInline let isTransient: Bool
 
@@ -119,25 +122,23 @@ public struct Transformed<Value: Codable> {
     ) -> Value {
         get {
             let fallback = object[keyPath: storageKeyPath].defaultValue
+            let slot = object[keyPath: storageKeyPath]._slot
             if let probe = object._probe {
-                probe.record(storageKeyPath)
+                probe.record(slot)
                 if let fallback { return fallback }
             }
-            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
-                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)'")
-            }
+            if slot < 0 { object._unplacedProperty() }
             if case .blob(let data) = object._storedValue(at: slot), let v = try? JSONDecoder().decode(Value.self, from: data) {
                 return v
             }
             if let fallback { return fallback }
             // Only optional Values reach here without a default: decode `null`.
             if let none = try? JSONDecoder().decode(Value.self, from: Data("null".utf8)) { return none }
-            preconditionFailure("\(storageKeyPath) holds no decodable value and has no default")
+            preconditionFailure("Property '\(object.entity.properties[slot].name)' of entity '\(object.entity.name)' holds no decodable value and has no default")
         }
         set {
-            guard let slot = object.entity.slot(forStorage: storageKeyPath) else {
-                preconditionFailure("\(storageKeyPath) is not a property of entity '\(object.entity.name)'")
-            }
+            let slot = object[keyPath: storageKeyPath]._slot
+            if slot < 0 { object._unplacedProperty() }
             let stored: StoredValue = (try? JSONEncoder().encode(newValue)).map { .blob($0) } ?? .null
             object._setStoredValue(stored, at: slot)
         }
