@@ -134,4 +134,43 @@ final class SpecialLabelled: Labelled {
         // A key path that reads no wrapper resolves to nothing.
         #expect(person.property(forKeyPath: \Person.objectID) == nil)
     }
+
+    @Test func reflectingOnOneThreadWhileOthersMakeObjects() throws {
+        let model = try ManagedObjectModel(types: [Pair.self])
+        let entity = try #require(model.entitiesByName["Pair"])
+        let failures = Mutex(0)
+        // Reflection records declarations only on its own thread: objects made meanwhile on
+        // other threads keep no tokens, and reflected models get every declaration.
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            for n in 0..<40 {
+                if i % 2 == 0 {
+                    guard let m = try? ManagedObjectModel(types: [Pair.self]),
+                          let a = m.entitiesByName["Pair"]?.attributesByName["first"],
+                          let b = m.entitiesByName["Pair"]?.attributesByName["second"],
+                          a.defaultValue == .text("a"), b.defaultValue == .integer(7) else {
+                        failures.withLock { $0 += 1 }
+                        continue
+                    }
+                } else {
+                    let p = Pair(entity: entity)
+                    p.first = "\(i)-\(n)"
+                    if p.first != "\(i)-\(n)" || p.second != 7 { failures.withLock { $0 += 1 } }
+                    if Self.wrapperSlots(p).values.contains(where: { $0 < 0 }) { failures.withLock { $0 += 1 } }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+    }
+
+    @Test func aNullInANonOptionalAttributeReadsAsItsDefault() throws {
+        let model = try ManagedObjectModel(types: [Pair.self])
+        let entity = try #require(model.entitiesByName["Pair"])
+        let p = Pair(entity: entity)
+        let first = try #require(entity.propertiesByName["first"]?.slot)
+        let second = try #require(entity.propertiesByName["second"]?.slot)
+        p._values[first] = .null
+        p._values[second] = .null
+        #expect(p.first == "a")
+        #expect(p.second == 7)
+    }
 }

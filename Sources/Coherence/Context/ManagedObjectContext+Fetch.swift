@@ -243,20 +243,23 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 
 /// Registers a fetch's rows as the store reads them: new objects take each row's values while
 /// they are still in the processor's cache. Existing objects are reused (and filled when they
-/// are unfilled faults). `finish()` adds the new objects to the identity map in one batch, runs
-/// `awakeFromFetch` in fetch order and returns the objects in fetch order.
+/// are unfilled faults). `finish()` adds the new objects to the identity map in one batch (its
+/// size known, so the table grows once), runs `awakeFromFetch` in fetch order and returns the
+/// objects in fetch order.
 struct RowRegistration {
     let context: ManagedObjectContext
     let asFaults: Bool
     let group: FetchGroup
     let handle: ContextHandle
     let newFlags: ObjectFlags
-    /// A store's rows have distinct keys: into an empty identity map, every row is new.
+    /// A store's rows have distinct keys: into an empty identity map, every row is new (and
+    /// every result is awoken, so no separate list is kept).
     let mayBeRegistered: Bool
     var results: [ManagedObject] = []
     /// The new objects, when some rows may be registered already (otherwise: `results`).
     var newObjects: [ManagedObject] = []
-    /// Objects to awake (or prefilled faults to fire) once registered, in fetch order.
+    /// Objects to awake (or prefilled faults to fire) once registered, in fetch order, when
+    /// some rows may be registered already.
     var awaken: [(object: ManagedObject, fire: Bool)] = []
 
     init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
@@ -292,8 +295,10 @@ struct RowRegistration {
         o._values = values
         o._flags = newFlags
         o._objectID = consume id
-        if mayBeRegistered { newObjects.append(o) }
-        if !asFaults { awaken.append((o, false)) }
+        if mayBeRegistered {
+            newObjects.append(o)
+            if !asFaults { awaken.append((o, false)) }
+        }
         results.append(o)
     }
 
@@ -304,8 +309,12 @@ struct RowRegistration {
         for o in added {
             if let id = o._objectID { context.registered[id] = o }
         }
-        for (o, fire) in awaken {
-            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+        if mayBeRegistered {
+            for (o, fire) in awaken {
+                if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+            }
+        } else if !asFaults {
+            for o in results { o.awakeFromFetch() }
         }
         return results
     }

@@ -127,6 +127,15 @@ extension Transformed: SlottedPropertyWrapper {
 }
 
 extension ManagedObject {
+    /// The default value of the attribute at `slot`, for a typed read whose stored value does not
+    /// convert (a null in a non-optional attribute).
+    @usableFromInline @inline(never)
+    package final func _attributeDefault<Value: PersistentValue>(at slot: Int, as type: Value.Type) -> Value? {
+        guard slot < entity.properties.count, let a = entity.properties[slot] as? AttributeDescription,
+              let stored = a.defaultValue else { return nil }
+        return Value(storedValue: stored)
+    }
+
     /// Stops on a typed property the object's entity does not have (its wrapper got no slot):
     /// the object was created with an entity that does not match its class.
     @usableFromInline @inline(never)

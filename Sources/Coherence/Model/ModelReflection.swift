@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Builds entity descriptions from typed ``ManagedObject`` subclasses.
 enum ModelReflection {
@@ -23,18 +24,23 @@ extension EntityDescription {
     /// let entity = try EntityDescription(reflecting: Person.self)
     /// ```
     public convenience init(reflecting type: ManagedObject.Type) throws(ModelError) {
-        let probe = type.init(entity: ModelReflection.placeholderEntity)
+        // The probe's wrappers record their declarations (each keeps a token to its own).
+        let (probe, declarations) = WrapperRecording.recording { type.init(entity: ModelReflection.placeholderEntity) }
         let mirror = Mirror(reflecting: probe)
         var properties: [PropertyDescription] = []
         var constraints: [[String]] = []
         var indexes: [[String]] = []
         for child in mirror.children {
-            guard let label = child.label, let wrapper = child.value as? ReflectedProperty else { continue }
+            guard let label = child.label, let slotted = child.value as? any SlottedPropertyWrapper else { continue }
             guard label.hasPrefix("_"), label.count > 1 else {
                 throw ModelError(.invalidName, entity: type.entityName, property: label,
                                  "Property wrapper storage '\(label)' does not follow the `_name` pattern.")
             }
             let name = String(label.dropFirst())
+            guard let wrapper = WrapperRecording.declaration(token: slotted.slot, in: declarations) else {
+                throw ModelError(.classMismatch, entity: type.entityName, property: name,
+                                 "The declaration of property '\(name)' of class '\(type)' could not be read: its wrapper was not made by the class's initializer.")
+            }
             properties.append(wrapper.makeDescription(name: name))
             if wrapper.isUnique { constraints.append([name]) }
             if wrapper.isIndexed { indexes.append([name]) }
@@ -48,6 +54,54 @@ extension EntityDescription {
                   superentity: sup?.entityName, properties: properties,
                   uniquenessConstraints: ownConstraints + constraints, indexes: ownIndexes + indexes,
                   userInfo: type.entityUserInfo)
+    }
+}
+
+/// Records property wrapper declarations while a class is reflected.
+///
+/// A wrapper keeps only its slot in each object. Its declaration (options, default value,
+/// validation rules, inverse, delete rule) is needed once, to build the model: while a probe of
+/// the class is made inside ``recording(_:)``, each wrapper's initializer hands its declaration
+/// here and keeps a token to it in its slot field. Everywhere else, a wrapper's initializer
+/// costs one relaxed atomic load.
+@usableFromInline
+package enum WrapperRecording {
+    /// Reflections in progress in the process, on any thread.
+    @usableFromInline static let active = Atomic<Int>(0)
+    /// The declarations recorded on this thread, while it reflects a class.
+    @TaskLocal static var session: Session?
+
+    // @unchecked Sendable: a session is filled only by the thread that set it (synchronously,
+    // inside `recording`) and read after that thread's probe is made.
+    final class Session: @unchecked Sendable {
+        var declarations: [any ReflectedProperty] = []
+    }
+
+    /// Whether some thread is reflecting a class (then ``record(_:)`` checks whether it is this one).
+    @inlinable static var isActive: Bool { active.load(ordering: .relaxed) != 0 }
+
+    /// Records a wrapper's declaration when this thread is reflecting; returns what the wrapper
+    /// keeps in its slot field: a token (-2, -3, …) for the declaration, or -1.
+    @usableFromInline
+    static func record(_ declaration: some ReflectedProperty) -> Int {
+        guard let session else { return -1 }
+        session.declarations.append(declaration)
+        return -1 - session.declarations.count
+    }
+
+    /// Runs `body` (which makes a probe object) with this thread recording declarations.
+    static func recording<T>(_ body: () -> T) -> (T, [any ReflectedProperty]) {
+        let session = Session()
+        active.add(1, ordering: .relaxed)
+        defer { active.subtract(1, ordering: .relaxed) }
+        let result = $session.withValue(session) { body() }
+        return (result, session.declarations)
+    }
+
+    /// The declaration a token names.
+    static func declaration(token: Int, in declarations: [any ReflectedProperty]) -> (any ReflectedProperty)? {
+        let index = -2 - token
+        return index >= 0 && index < declarations.count ? declarations[index] : nil
     }
 }
 

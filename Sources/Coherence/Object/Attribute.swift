@@ -29,47 +29,41 @@ public struct AttributeOptions: OptionSet, Hashable, Sendable {
 @propertyWrapper
 public struct Attribute<Value: PersistentValue> {
     /// The property's slot in this object, written when the object is made (see
-    /// `SlottedPropertyWrapper`); -1 until then. First, so its offset is known.
+    /// `SlottedPropertyWrapper`); -1 until then. This is all a wrapper keeps in each object:
+    /// options, default and rules are read once, when the class is reflected (see
+    /// `WrapperRecording`), and live in the model.
     @usableFromInline var _slot: Int = -1
-    @usableFromInline let options: AttributeOptions
-    @usableFromInline let defaultValue: Value?
-    /// Validation rules, boxed: every object stores its wrappers, so the common case (no rules)
-    /// must cost one nil pointer, not the rules' ~90 bytes.
-    @usableFromInline let validationBox: ValidationBox?
-
-    // Every object runs its wrappers' initializers, so the overloads without validation rules
-    // do not build (and copy) an empty `AttributeValidation` per property per object.
 
     /// An attribute with no default value (optional types default to nil).
     @inlinable
     public init(_ options: AttributeOptions = []) {
-        self.options = options
-        self.defaultValue = nil
-        self.validationBox = nil
+        if WrapperRecording.isActive {
+            _slot = WrapperRecording.record(AttributeDeclaration<Value>(options: options, defaultValue: nil, validation: nil))
+        }
     }
 
     /// An attribute with no default value (optional types default to nil) and validation rules.
     @inlinable
     public init(_ options: AttributeOptions = [], validation: AttributeValidation) {
-        self.options = options
-        self.defaultValue = nil
-        self.validationBox = validation.isEmpty ? nil : ValidationBox(validation)
+        if WrapperRecording.isActive {
+            _slot = WrapperRecording.record(AttributeDeclaration<Value>(options: options, defaultValue: nil, validation: validation))
+        }
     }
 
     /// An attribute whose default value is the property's initial value.
     @inlinable
     public init(wrappedValue: Value, _ options: AttributeOptions = []) {
-        self.options = options
-        self.defaultValue = wrappedValue
-        self.validationBox = nil
+        if WrapperRecording.isActive {
+            _slot = WrapperRecording.record(AttributeDeclaration(options: options, defaultValue: wrappedValue, validation: nil))
+        }
     }
 
     /// An attribute whose default value is the property's initial value, with validation rules.
     @inlinable
     public init(wrappedValue: Value, _ options: AttributeOptions = [], validation: AttributeValidation) {
-        self.options = options
-        self.defaultValue = wrappedValue
-        self.validationBox = validation.isEmpty ? nil : ValidationBox(validation)
+        if WrapperRecording.isActive {
+            _slot = WrapperRecording.record(AttributeDeclaration(options: options, defaultValue: wrappedValue, validation: validation))
+        }
     }
 
     @available(*, unavailable, message: "@Attribute can only be used on ManagedObject subclasses")
@@ -97,7 +91,7 @@ public struct Attribute<Value: PersistentValue> {
                 return Value.placeholder
             }
             if slot < 0 { object._unplacedProperty() }
-            return Value(storedValue: object._storedValue(at: slot)) ?? object[keyPath: storageKeyPath].defaultValue ?? Value.placeholder
+            return Value(storedValue: object._storedValue(at: slot)) ?? object._attributeDefault(at: slot, as: Value.self) ?? Value.placeholder
         }
         @inline(__always) set {
             let slot = object[keyPath: storageKeyPath]._slot
@@ -107,24 +101,31 @@ public struct Attribute<Value: PersistentValue> {
     }
 }
 
-extension Attribute: ReflectedProperty {
-    func makeDescription(name: String) -> PropertyDescription {
+/// What an ``Attribute`` declaration says, recorded when its class is reflected.
+@usableFromInline
+struct AttributeDeclaration<Value: PersistentValue>: ReflectedProperty {
+    let options: AttributeOptions
+    let defaultValue: Value?
+    let validation: AttributeValidation?
+
+    @usableFromInline
+    init(options: AttributeOptions, defaultValue: Value?, validation: AttributeValidation?) {
+        self.options = options
+        self.defaultValue = defaultValue
+        self.validation = validation
+    }
+
+    @usableFromInline func makeDescription(name: String) -> PropertyDescription {
         AttributeDescription(name: name, type: Value.attributeType, isOptional: Value.isOptionalType,
                              storedDefault: defaultValue.map { $0.storedValue }.flatMap { $0.isNull ? nil : $0 },
-                             isTransient: options.contains(.transient), validation: validationBox?.rules ?? .none)
+                             isTransient: options.contains(.transient), validation: validation ?? .none)
     }
-    var isUnique: Bool { options.contains(.unique) }
-    var isIndexed: Bool { options.contains(.indexed) }
+    @usableFromInline var isUnique: Bool { options.contains(.unique) }
+    @usableFromInline var isIndexed: Bool { options.contains(.indexed) }
 }
 
-/// Validation rules shared by every object's copy of a wrapper.
+/// What a property wrapper's declaration says about its property (options, default, rules).
 @usableFromInline
-final class ValidationBox: Sendable {
-    let rules: AttributeValidation
-    @usableFromInline init(_ rules: AttributeValidation) { self.rules = rules }
-}
-
-/// A wrapper that describes a property of a typed subclass.
 protocol ReflectedProperty {
     func makeDescription(name: String) -> PropertyDescription
     var isUnique: Bool { get }

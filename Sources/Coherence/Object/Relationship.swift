@@ -64,13 +64,9 @@ extension Array: RelationshipValue where Element: ManagedObject {
 @propertyWrapper
 public struct Relationship<Value: RelationshipValue> {
     /// The property's slot in this object, written when the object is made (see
-    /// `SlottedPropertyWrapper`); -1 until then. First, so its offset is known.
+    /// `SlottedPropertyWrapper`); -1 until then. The declaration's settings are read once, when
+    /// the class is reflected, and live in the model.
     @usableFromInline var _slot: Int = -1
-    @usableFromInline let inverse: String?
-    @usableFromInline let deleteRule: DeleteRule
-    @usableFromInline let minCount: Int
-    @usableFromInline let maxCount: Int
-    @usableFromInline let isTransient: Bool
 
     /// Declares a relationship.
     /// - Parameters:
@@ -80,11 +76,10 @@ public struct Relationship<Value: RelationshipValue> {
     @inlinable
     public init(inverse: String? = nil, deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0,
                 isTransient: Bool = false) {
-        self.inverse = inverse
-        self.deleteRule = deleteRule
-        self.minCount = minCount
-        self.maxCount = maxCount
-        self.isTransient = isTransient
+        if WrapperRecording.isActive {
+            _slot = WrapperRecording.record(RelationshipDeclaration<Value>(
+                inverse: inverse, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount, isTransient: isTransient))
+        }
     }
 
     @available(*, unavailable, message: "@Relationship can only be used on ManagedObject subclasses")
@@ -118,13 +113,29 @@ public struct Relationship<Value: RelationshipValue> {
     }
 }
 
-extension Relationship: ReflectedProperty {
-    func makeDescription(name: String) -> PropertyDescription {
+/// What a ``Relationship`` declaration says, recorded when its class is reflected.
+@usableFromInline
+struct RelationshipDeclaration<Value: RelationshipValue>: ReflectedProperty {
+    let inverse: String?
+    let deleteRule: DeleteRule
+    let minCount: Int
+    let maxCount: Int
+    let isTransient: Bool
+
+    @usableFromInline
+    init(inverse: String?, deleteRule: DeleteRule, minCount: Int, maxCount: Int, isTransient: Bool) {
+        self.inverse = inverse
+        self.deleteRule = deleteRule
+        self.minCount = minCount
+        self.maxCount = maxCount
+        self.isTransient = isTransient
+    }
+
+    @usableFromInline func makeDescription(name: String) -> PropertyDescription {
         RelationshipDescription(name: name, destination: Value.destinationType.entityName, inverse: inverse,
                                 isToMany: Value.isToMany, isOrdered: Value.isOrdered, deleteRule: deleteRule,
                                 isOptional: true, minCount: minCount, maxCount: maxCount, isTransient: isTransient)
     }
-    var isUnique: Bool { false }
-    var isIndexed: Bool { false }
+    @usableFromInline var isUnique: Bool { false }
+    @usableFromInline var isIndexed: Bool { false }
 }
-

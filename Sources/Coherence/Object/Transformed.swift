@@ -106,6 +106,7 @@ public struct Transformed<Value: Codable> {
     public init(wrappedValue: Value, transient: Bool = false) {
         self.defaultValue = wrappedValue
         self.isTransient = transient
+        if WrapperRecording.isActive { _slot = WrapperRecording.record(self) }
     }
 
     @available(*, unavailable, message: "@Transformed can only be used on ManagedObject subclasses")
@@ -146,12 +147,12 @@ public struct Transformed<Value: Codable> {
 }
 
 extension Transformed: ReflectedProperty {
-    func makeDescription(name: String) -> PropertyDescription {
+    @usableFromInline func makeDescription(name: String) -> PropertyDescription {
         let isOptional = Value.self is any OptionalProtocol.Type
         let stored: StoredValue? = defaultValue.flatMap { try? JSONEncoder().encode($0) }.map { .blob($0) }
         return AttributeDescription(name: name, type: .transformable, isOptional: isOptional, storedDefault: stored,
                                     isTransient: isTransient)
     }
-    var isUnique: Bool { false }
-    var isIndexed: Bool { false }
+    @usableFromInline var isUnique: Bool { false }
+    @usableFromInline var isIndexed: Bool { false }
 }
