@@ -134,12 +134,24 @@ package final class SQLiteStatement {
     }
 
     /// Reads a column as a ``StoredValue`` with its storage class.
+    ///
+    /// One `sqlite3_column_value` call, then the value's accessors: each `sqlite3_column_*`
+    /// call would look the column up again. (The value is "unprotected" in SQLite's terms,
+    /// which only matters to connections shared between threads; a connection is used by one
+    /// thread at a time and opened with `SQLITE_OPEN_NOMUTEX`.)
     @inline(__always) package func value(_ column: Int32) -> StoredValue {
-        switch sqlite3_column_type(handle, column) {
-        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
-        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, column))
-        case SQLITE_TEXT: return .text(string(column))
-        case SQLITE_BLOB: return .blob(data(column))
+        guard let v = sqlite3_column_value(handle, column) else { return .null }
+        switch sqlite3_value_type(v) {
+        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(v))
+        case SQLITE_FLOAT: return .real(sqlite3_value_double(v))
+        case SQLITE_TEXT:
+            guard let p = sqlite3_value_text(v) else { return .text("") }
+            let n = Int(sqlite3_value_bytes(v))
+            return .text(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
+        case SQLITE_BLOB:
+            let n = Int(sqlite3_value_bytes(v))
+            guard n > 0, let p = sqlite3_value_blob(v) else { return .blob(Data()) }
+            return .blob(Data(bytes: p, count: n))
         default: return .null
         }
     }

@@ -167,7 +167,11 @@ package struct SQLGenerator: Sendable {
             entities[e.entityNumber] = e
             mapping[e.entityNumber] = e.storedProperties.compactMap { p in index[ObjectIdentifier(p)].map { ($0, p.slot) } }
         }
-        let sql = ([alias + ".Z_PK", alias + ".Z_ENT", alias + ".Z_OPT"] + columns.map { alias + "." + column($0) })
+        // A hierarchy of one entity reads its number as a constant: every row of its table is of
+        // that entity (other entities' rows are excluded by the fetch's restriction), and a
+        // constant costs SQLite no column decoding.
+        let entityColumn = hierarchy.count == 1 ? "\(entity.entityNumber)" : alias + ".Z_ENT"
+        let sql = ([alias + ".Z_PK", entityColumn, alias + ".Z_OPT"] + columns.map { alias + "." + column($0) })
             .joined(separator: ", ")
         return SelectPlan(columnsSQL: sql, mapping: mapping, entities: entities)
     }
