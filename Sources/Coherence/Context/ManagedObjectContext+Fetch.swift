@@ -14,10 +14,12 @@ extension ManagedObjectContext {
     public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [T] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
+        var commonClass: ObjectIdentifier?
         let objects = try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges,
                                        asFaults: request.returnsObjectsAsFaults,
-                                       prefetching: request.relationshipKeyPathsForPrefetching)
-        if objects.allSatisfy({ type(of: $0) == T.self }) {
+                                       prefetching: request.relationshipKeyPathsForPrefetching, commonClass: &commonClass)
+        // The registration saw every object's class as it made it; otherwise one pass checks.
+        if commonClass == ObjectIdentifier(T.self) || objects.allSatisfy({ type(of: $0) == T.self }) {
             // Every object is exactly a T (checked above, a pointer comparison each): reinterpret
             // the array buffer, as the standard library's array downcast does once it has checked
             // the elements, instead of copying it.
@@ -60,6 +62,16 @@ extension ManagedObjectContext {
     /// Runs a compiled fetch and returns registered objects.
     func fetchObjects(_ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
                       prefetching: [String]) throws(CoherenceError) -> [ManagedObject] {
+        var commonClass: ObjectIdentifier?
+        return try fetchObjects(fetch, includesPendingChanges: includesPendingChanges, asFaults: asFaults,
+                                prefetching: prefetching, commonClass: &commonClass)
+    }
+
+    /// Runs a compiled fetch and returns registered objects; `commonClass` is set to the class
+    /// of every result when the fetch knows them all to share it (nil otherwise).
+    func fetchObjects(_ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
+                      prefetching: [String], commonClass: inout ObjectIdentifier?) throws(CoherenceError) -> [ManagedObject] {
+        commonClass = nil
         let pending = includesPendingChanges ? pendingObjects(for: fetch) : []
         var storeFetch = fetch
         if !pending.isEmpty {
@@ -73,6 +85,7 @@ extension ManagedObjectContext {
         if parent == nil, try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch, { row, sid in
             registration.add(row, storeIdentifier: sid)
         }) {
+            if pending.isEmpty && prefetching.isEmpty { commonClass = registration.commonClass }
             results = registration.finish()
             statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             statistics.fetchedRows += results.count
@@ -244,8 +257,9 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 /// Registers a fetch's rows as the store reads them: new objects take each row's values while
 /// they are still in the processor's cache. Existing objects are reused (and filled when they
 /// are unfilled faults). `finish()` adds the new objects to the identity map in one batch (its
-/// size known, so the table grows once), runs `awakeFromFetch` in fetch order and returns the
-/// objects in fetch order.
+/// size known, the table is allocated once: growing it row by row reallocates and rehashes a
+/// table of megabytes several times, which costs more than the batch's pass over the objects),
+/// runs `awakeFromFetch` in fetch order and returns the objects in fetch order.
 struct RowRegistration {
     let context: ManagedObjectContext
     let asFaults: Bool
@@ -261,6 +275,10 @@ struct RowRegistration {
     /// Objects to awake (or prefilled faults to fire) once registered, in fetch order, when
     /// some rows may be registered already.
     var awaken: [(object: ManagedObject, fire: Bool)] = []
+    /// The class of every result when they all have the same one (nil: none yet, or mixed), so
+    /// the typed fetch needs no pass over the objects to check it.
+    var commonClass: ObjectIdentifier?
+    var mixedClasses = false
 
     init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
         self.context = context
@@ -282,6 +300,7 @@ struct RowRegistration {
                 awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
             }
             if o._group == nil { o._group = group }
+            noteClass(ObjectIdentifier(type(of: o)))
             results.append(o)
             return
         }
@@ -299,7 +318,15 @@ struct RowRegistration {
             newObjects.append(o)
             if !asFaults { awaken.append((o, false)) }
         }
+        noteClass(ObjectIdentifier(entity.managedObjectClass))
         results.append(o)
+    }
+
+    @inline(__always)
+    private mutating func noteClass(_ c: ObjectIdentifier) {
+        if c != commonClass {
+            if commonClass == nil && !mixedClasses { commonClass = c } else { commonClass = nil; mixedClasses = true }
+        }
     }
 
     consuming func finish() -> [ManagedObject] {
