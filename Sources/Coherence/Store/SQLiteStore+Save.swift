@@ -103,9 +103,10 @@ private struct SaveWriter {
         if zip(keys, keys.dropFirst()).contains(where: { $0 > $1 }) { order.sort { keys[$0] < keys[$1] } }
         // Rows are borrowed from the change set (no copy of each row's arrays).
         try updates.withUnsafeBufferPointer { rows in
+            guard let base = rows.baseAddress else { return }
             for index in order {
                 // A conflict is recorded and the save fails below; 0 keeps the array aligned.
-                result.updatedVersions[index] = try update(rows[index]) ?? 0
+                result.updatedVersions[index] = try update(base + index) ?? 0
             }
         }
         var plan: InsertPlan?
@@ -243,7 +244,11 @@ private struct SaveWriter {
     }
 
     /// Runs an UPDATE; returns the new version, or nil when a conflict was recorded.
-    private mutating func update(_ u: RowUpdate) throws -> Int64? {
+    ///
+    /// The row is read through a pointer into the change set: a `RowUpdate` argument would be
+    /// copied out of the array first (retaining its three arrays, and releasing them after).
+    private mutating func update(_ row: UnsafePointer<RowUpdate>) throws -> Int64? {
+        let u = UnsafeRowUpdate(row)
         let entity = u.objectID.entity
         let values = try resolved(u.values, u.references, source: u.objectID)
         let slots = u.changedSlots   // ascending: built in property order
@@ -420,4 +425,16 @@ final class InsertLayout: Sendable {
         self.attributes = attributes
         self.foreignKeys = foreignKeys
     }
+}
+
+/// Field access to a row of a change set through a pointer, without copying the row.
+private struct UnsafeRowUpdate {
+    let row: UnsafePointer<RowUpdate>
+    init(_ row: UnsafePointer<RowUpdate>) { self.row = row }
+    var objectID: ObjectID { row.pointee.objectID }
+    var values: [StoredValue] { row.pointee.values }
+    var changedSlots: [Int] { row.pointee.changedSlots }
+    var references: [RowReference] { row.pointee.references }
+    var expectedVersion: Int64? { row.pointee.expectedVersion }
+    var cachedValues: [StoredValue]? { row.pointee.cachedValues }
 }
