@@ -441,9 +441,13 @@ public final class PersistentStoreCoordinator: Sendable {
         // One store holding every entity involved, and every existing object in it: no split.
         let attached = stores.withLock { $0 }
         if attached.count == 1, let only = attached.first,
-           changes.inserts.allSatisfy({ only.holds($0.objectID.entity) && ($0.objectID.isTemporaryID || $0.objectID.storeIdentifier == only.identifier) }),
-           changes.updates.allSatisfy({ $0.objectID.storeIdentifier == only.identifier }),
-           changes.deletes.allSatisfy({ $0.objectID.storeIdentifier == only.identifier }) {
+           // By index: iterating the rows would copy each one (and retain its arrays).
+           changes.inserts.indices.allSatisfy({ n in
+               let id = changes.inserts[n].objectID
+               return only.holds(id.entity) && (id.isTemporaryID || id.storeIdentifier == only.identifier)
+           }),
+           changes.updates.indices.allSatisfy({ changes.updates[$0].objectID.storeIdentifier == only.identifier }),
+           changes.deletes.indices.allSatisfy({ changes.deletes[$0].objectID.storeIdentifier == only.identifier }) {
             return [SavePart(store: only, changes: changes)]
         }
         var parts: [UUID: SavePart] = [:]

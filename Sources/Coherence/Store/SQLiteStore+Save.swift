@@ -109,19 +109,29 @@ private struct SaveWriter {
                 result.updatedVersions[index] = try update(base + index) ?? 0
             }
         }
-        var plan: InsertPlan?
-        for (n, i) in inserts.enumerated() {
-            let entity = i.objectID.entity
-            if plan?.entity !== entity { plan = try insertPlan(for: entity) }
-            guard let plan else { continue }
-            try insert(i, primaryKey: insertKeys[n], plan: plan)   // new rows are version 1
+        // Inserts too are read in place, through pointers (iterating the array would copy each
+        // row and retain its arrays).
+        let insertRows = inserts
+        try insertRows.withUnsafeBufferPointer { rows in
+            guard let base = rows.baseAddress else { return }
+            var plan: InsertPlan?
+            for n in 0..<rows.count {
+                let entity = base[n].objectID.entity
+                if plan?.entity !== entity { plan = try insertPlan(for: entity) }
+                guard let plan else { continue }
+                try insert(base + n, primaryKey: insertKeys[n], plan: plan)   // new rows are version 1
+            }
         }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
-        result.insertedIDs.reserveCapacity(inserts.count)
-        for (i, key) in zip(inserts, insertKeys) {
-            result.insertedIDs.append(i.objectID.isTemporaryID
-                ? ObjectID(entity: i.objectID.entity, storeIdentifier: store.identifier, primaryKey: key) : i.objectID)
+        result.insertedIDs = insertRows.withUnsafeBufferPointer { rows in
+            var ids: [ObjectID] = []
+            ids.reserveCapacity(rows.count)
+            for n in 0..<rows.count {
+                let id = rows[n].objectID
+                ids.append(id.isTemporaryID ? ObjectID(entity: id.entity, storeIdentifier: store.identifier, primaryKey: insertKeys[n]) : id)
+            }
+            return ids
         }
         return result
     }
@@ -134,10 +144,11 @@ private struct SaveWriter {
     /// Gives every insert its primary key: temporary IDs get keys reserved in blocks per root
     /// entity; permanent IDs keep theirs.
     private mutating func allocateKeys() throws {
-        insertKeys = inserts.map { $0.objectID.primaryKey }
+        // (By index: iterating the rows would copy each one.)
+        insertKeys = inserts.indices.map { inserts[$0].objectID.primaryKey }
         // The usual case, every insert new and of one root entity: one reservation.
         if let root = inserts.first?.objectID.entity.rootEntity,
-           inserts.allSatisfy({ $0.objectID.isTemporaryID && $0.objectID.entity.rootEntity === root }) {
+           inserts.indices.allSatisfy({ inserts[$0].objectID.isTemporaryID && inserts[$0].objectID.entity.rootEntity === root }) {
             let first = try store.allocateKeys(for: root, count: inserts.count)
             for n in insertKeys.indices { insertKeys[n] = first + Int64(n) }
             return
@@ -215,7 +226,8 @@ private struct SaveWriter {
         return values
     }
 
-    private mutating func insert(_ row: RowInsert, primaryKey: Int64, plan: InsertPlan) throws {
+    private mutating func insert(_ pointer: UnsafePointer<RowInsert>, primaryKey: Int64, plan: InsertPlan) throws {
+        let row = UnsafeRowInsert(pointer)
         let st = plan.statement
         st.bind(primaryKey, at: 1)
         st.bind(Int64(plan.entity.entityNumber), at: 2)
@@ -437,4 +449,13 @@ private struct UnsafeRowUpdate {
     var references: [RowReference] { row.pointee.references }
     var expectedVersion: Int64? { row.pointee.expectedVersion }
     var cachedValues: [StoredValue]? { row.pointee.cachedValues }
+}
+
+/// Field access to an insert of a change set through a pointer, without copying the row.
+private struct UnsafeRowInsert {
+    let row: UnsafePointer<RowInsert>
+    init(_ row: UnsafePointer<RowInsert>) { self.row = row }
+    var objectID: ObjectID { row.pointee.objectID }
+    var values: [StoredValue] { row.pointee.values }
+    var references: [RowReference] { row.pointee.references }
 }
