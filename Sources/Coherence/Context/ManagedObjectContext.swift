@@ -96,7 +96,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// up to date on insert; entries are checked on use, so removals need not update it.
     @exclusivity(unchecked) var insertedIndex: [ObjectID: ManagedObject]?
     @exclusivity(unchecked) var insertedList: [ManagedObject] = []
-    @exclusivity(unchecked) var updatedCandidates: [ObjectIdentifier: ManagedObject] = [:]
+    /// Objects changed since the last save, in the order they were first changed (keyed by
+    /// `ObjectIdentifier(object)`).
+    @exclusivity(unchecked) var updatedCandidates = OrderedObjects()
     @exclusivity(unchecked) var deletedList: [ManagedObject] = []
     @exclusivity(unchecked) var deletedSet: Set<ObjectIdentifier> = []
     @exclusivity(unchecked) var unfilledFaults: [ObjectIdentifier: [ManagedObject]] = [:]
