@@ -366,7 +366,9 @@ extension ManagedObjectContext {
         var event = ContextEvent(kind: .objectsDidChange, contextName: name)
         let inserted = p.inserted.filter { $0.isInserted && $0._context === self }
         event.inserted = ObjectID.set(of: inserted)
-        let updated = p.updated.filter { !$0.isInserted && !$0.isDeleted }
+        // Usually no listed object was inserted or deleted since: the list serves as it is.
+        let updated = p.updated.contains(where: { $0.isInserted || $0.isDeleted })
+            ? p.updated.filter { !$0.isInserted && !$0.isDeleted } : p.updated
         event.updated = ObjectID.set(of: updated)
         event.deleted = ObjectID.set(of: p.deleted.values)
         event.refreshed = ObjectID.set(of: p.refreshed.values)
@@ -379,9 +381,8 @@ extension ManagedObjectContext {
         let insertedSet = Set(inserted)
         if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
         let updatedSet = Set(updated)
-        // Reusable by the save only when every listed object is still changed (each is then
-        // one of the save's updated objects).
-        if p.mergedUpdated.isEmpty && updated.allSatisfy({ $0.isUpdated }) { postedUpdated = (event.updated, updatedSet) }
+        // The save reuses these sets when its updated objects are exactly this list (it checks).
+        if p.mergedUpdated.isEmpty { postedUpdated = (event.updated, updatedSet, updated) }
         var info = event.userInfo(objects: ObjectSets(inserted: insertedSet, updated: updatedSet, deleted: Set(p.deleted.values),
                                                       refreshed: Set(p.refreshed.values), invalidated: Set(p.invalidated.values)))
         if p.invalidatedAll { info[NotificationKey.invalidatedAllObjects] = true }

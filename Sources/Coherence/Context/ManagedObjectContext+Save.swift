@@ -41,9 +41,10 @@ extension ManagedObjectContext {
         } else {
             willSave.inserted = ObjectID.set(of: insertedList)
         }
-        // The updated objects ObjectsDidChange reported are all among `updated`: with as many,
-        // they are the same objects.
-        let sameUpdates = postedUpdates.map { $0.objects.count == updated.count } ?? false
+        // The sets ObjectsDidChange built serve the save when they list exactly its updated
+        // objects. Both lists are in the order the objects were first changed, so the usual
+        // case is one identity comparison per object.
+        let sameUpdates = postedUpdates.map { ManagedObject.identical($0.list, updated) } ?? false
         willSave.updated = sameUpdates ? postedUpdates?.ids ?? [] : ObjectID.set(of: updated)
         willSave.deleted = ObjectID.set(of: deletedList)
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self, userInfo: willSave.idUserInfo)

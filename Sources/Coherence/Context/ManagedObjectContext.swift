@@ -108,8 +108,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// The inserted objects (and their IDs) the last ObjectsDidChange reported, for the save
     /// that posted it to reuse.
     @exclusivity(unchecked) var postedInserted: (ids: Set<ObjectID>, objects: Set<ManagedObject>)?
-    /// Likewise the updated objects, when all of them are still changed.
-    @exclusivity(unchecked) var postedUpdated: (ids: Set<ObjectID>, objects: Set<ManagedObject>)?
+    /// Likewise the updated objects, with the list they were built from (in the order the
+    /// objects were changed): the save reuses them when its own updated objects are that list.
+    @exclusivity(unchecked) var postedUpdated: (ids: Set<ObjectID>, objects: Set<ManagedObject>, list: [ManagedObject])?
     /// Statistics for actions (counts and times of fetches and saves).
     @exclusivity(unchecked) package var statistics = ContextStatistics()
     let children = Mutex<[WeakContext]>([])

@@ -93,3 +93,17 @@ private enum OrderedObjectsHole {
     // compared by identity, from any thread.
     nonisolated(unsafe) static let object = ManagedObject(entity: ModelReflection.placeholderEntity)
 }
+
+extension ManagedObject {
+    /// Whether two lists hold the same objects in the same order.
+    /// - Complexity: O(*n*) pointer comparisons, no reference counting.
+    static func identical(_ a: [ManagedObject], _ b: [ManagedObject]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBufferPointer { x in
+            b.withUnsafeBufferPointer { y in
+                for i in 0..<x.count where x[i] !== y[i] { return false }
+                return true
+            }
+        }
+    }
+}
