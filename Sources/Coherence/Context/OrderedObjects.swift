@@ -10,7 +10,7 @@
 /// growth compacts. Without holes, ``values`` is the storage itself: no copy, no retain per
 /// object.
 struct OrderedObjects: ExpressibleByDictionaryLiteral {
-    private var positions: [ObjectIdentifier: Int] = [:]
+    private var positions: [IdentityKey: Int] = [:]
     private var slots: [ManagedObject] = []
     /// What a removed object's place holds.
     private static var hole: ManagedObject { OrderedObjectsHole.object }
@@ -31,9 +31,10 @@ struct OrderedObjects: ExpressibleByDictionaryLiteral {
     /// object already present keeps its place).
     /// - Complexity: O(1) amortized.
     subscript(key: ObjectIdentifier) -> ManagedObject? {  // key: `ObjectIdentifier(object)`
-        get { positions[key].map { slots[$0] } }
+        get { positions[IdentityKey(key)].map { slots[$0] } }
         set {
             if let object = newValue {
+                let key = IdentityKey(key)
                 if let i = positions[key] {
                     slots[i] = object
                 } else {
@@ -41,7 +42,7 @@ struct OrderedObjects: ExpressibleByDictionaryLiteral {
                     positions[key] = slots.count
                     slots.append(object)
                 }
-            } else if let i = positions.removeValue(forKey: key) {
+            } else if let i = positions.removeValue(forKey: IdentityKey(key)) {
                 slots[i] = Self.hole
                 if positions.isEmpty { slots.removeAll(keepingCapacity: true) }
             }
@@ -67,7 +68,7 @@ struct OrderedObjects: ExpressibleByDictionaryLiteral {
         packed.reserveCapacity(Swift.max(positions.count * 2, 16))
         let hole = Self.hole
         for object in slots where object !== hole {
-            positions[ObjectIdentifier(object)] = packed.count
+            positions[IdentityKey(ObjectIdentifier(object))] = packed.count
             packed.append(object)
         }
         slots = packed
@@ -79,7 +80,7 @@ struct OrderedObjects: ExpressibleByDictionaryLiteral {
         var live = 0
         for (i, object) in slots.enumerated() where object !== Self.hole {
             live += 1
-            assert(positions[ObjectIdentifier(object)] == i, "OrderedObjects: position of an object is wrong")
+            assert(positions[IdentityKey(ObjectIdentifier(object))] == i, "OrderedObjects: position of an object is wrong")
         }
         assert(live == positions.count, "OrderedObjects: \(live) objects for \(positions.count) keys")
     }
@@ -105,5 +106,16 @@ extension ManagedObject {
                 return true
             }
         }
+    }
+}
+
+/// An object identity as a dictionary key, hashed like ``ObjectID`` (a SplitMix64 finalizer of
+/// the address instead of a full `Hasher` round).
+struct IdentityKey: Hashable {
+    let id: ObjectIdentifier
+    @inline(__always) init(_ id: ObjectIdentifier) { self.id = id }
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    func _rawHashValue(seed: Int) -> Int {
+        ObjectID.mix(Int64(Int(bitPattern: UInt(bitPattern: id))), seed: seed)
     }
 }
