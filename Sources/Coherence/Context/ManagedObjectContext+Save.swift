@@ -209,10 +209,21 @@ extension ManagedObjectContext {
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
             scratch.removeAll(keepingCapacity: true)
             var references: [RowReference] = []
-            if let committed = o._committed {
+            if let originals = o._originals {
+                // A sparse snapshot lists the slots changed since the load or last save.
                 let values = o._values
-                if !values.sharesStorage(with: committed) {
-                    values.appendDifferences(from: committed, at: o.entity.storedAttributeSlots, to: &scratch)
+                let isStored = o.entity.isStoredAttributeSlot
+                for original in originals where isStored[original.slot] && values[original.slot] != original.value {
+                    scratch.append(original.slot)
+                }
+                if scratch.count > 1 { scratch.sort() }
+            }
+            if o._originals != nil || o._committedStorage != nil {
+                if let committed = o._committedStorage {
+                    let values = o._values
+                    if !values.sharesStorage(with: committed) {
+                        values.appendDifferences(from: committed, at: o.entity.storedAttributeSlots, to: &scratch)
+                    }
                 }
                 let foreignKeys = o.entity.foreignKeyRelationships
                 if !foreignKeys.isEmpty {
@@ -231,7 +242,7 @@ extension ManagedObjectContext {
             guard !scratch.isEmpty else { continue }
             if scratch != lastSlots { lastSlots = scratch }
             changes.updates.append(RowUpdate(objectID: o.objectID, values: o._values, changedSlots: lastSlots, references: references,
-                                             expectedVersion: o._version, cachedValues: o._committed))
+                                             expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
             updatedObjects.append(o)
         }
         for o in deletedList where !o.objectID.isTemporaryID {

@@ -717,7 +717,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     private func restoreCommitted(_ o: ManagedObject) {
-        if let committed = o._committed { o._values = committed }
+        if let committed = o._committed {
+            o._values = committed
+            o._committed = committed   // shared again: the object is unchanged
+        }
         o._relations = nil
     }
 

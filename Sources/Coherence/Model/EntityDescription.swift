@@ -131,6 +131,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) package internal(set) var storedProperties: [PropertyDescription] = []
     /// Slots of the stored (non-transient) attributes, ascending.
     @exclusivity(unchecked) package internal(set) var storedAttributeSlots: [Int] = []
+    /// Whether each slot is a stored attribute's (indexed by slot).
+    @exclusivity(unchecked) package internal(set) var isStoredAttributeSlot: [Bool] = []
     /// Slots of the stored attributes that must not be nil.
     @exclusivity(unchecked) package internal(set) var requiredAttributeSlots: [Int] = []
     /// Stored attributes with validation rules (range, length or pattern).

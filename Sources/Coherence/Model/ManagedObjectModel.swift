@@ -274,6 +274,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 return true
             }
             e.storedAttributeSlots = e.storedProperties.filter { $0 is AttributeDescription }.map(\.slot)
+            var mask = [Bool](repeating: false, count: e.properties.count)
+            for slot in e.storedAttributeSlots { mask[slot] = true }
+            e.isStoredAttributeSlot = mask
             let stored = e.attributes.filter { !$0.isTransient }
             e.requiredAttributeSlots = stored.filter { !$0.isOptional }.map(\.slot)
             e.ruledAttributes = stored.filter { !$0.validation.isEmpty }

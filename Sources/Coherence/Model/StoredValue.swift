@@ -136,3 +136,14 @@ extension Array where Element == StoredValue {
         }
     }
 }
+
+/// A slot and a value (a committed value kept by a sparse snapshot).
+@usableFromInline
+package struct SlotValue: Sendable {
+    @usableFromInline package var slot: Int
+    @usableFromInline package var value: StoredValue
+    @usableFromInline package init(slot: Int, value: StoredValue) {
+        self.slot = slot
+        self.value = value
+    }
+}

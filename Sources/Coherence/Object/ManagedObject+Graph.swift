@@ -90,7 +90,12 @@ extension ManagedObject {
 
     /// Whether a stored attribute differs from the committed snapshot (no allocation).
     var _hasAttributeChanges: Bool {
-        guard !_flags.contains(.fault), let committed = _committed else { return false }
+        guard !_flags.contains(.fault) else { return false }
+        if let originals = _originals {
+            let isStored = entity.isStoredAttributeSlot
+            return originals.contains { isStored[$0.slot] && _values[$0.slot] != $0.value }
+        }
+        guard let committed = _committedStorage else { return false }
         // Values share their storage with the snapshot until the first change (copy-on-write).
         if _values.sharesStorage(with: committed) { return false }
         return _values.differs(from: committed, at: entity.storedAttributeSlots)

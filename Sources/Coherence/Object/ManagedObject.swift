@@ -26,8 +26,43 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // builds); `@exclusivity(unchecked)` drops the run-time exclusivity bookkeeping Swift would
     // otherwise do on every access of a class property (13 % of an insert-heavy save).
     /// Current values, one per property slot (attributes in stored form; foreign keys of to-one
-    /// relationships as the destination's primary key).
-    @exclusivity(unchecked) @usableFromInline package final var _values: [StoredValue]
+    /// relationships as the destination's primary key). See ``_values``.
+    @exclusivity(unchecked) @usableFromInline package final var _valueStorage: [StoredValue]
+    /// Current values, one per property slot. Reads are plain loads; a write through this
+    /// property first gives a sparse committed snapshot its full form (``_densify()``), so only
+    /// ``_setStoredValue(_:at:)`` changes values while the snapshot is sparse.
+    @usableFromInline package final var _values: [StoredValue] {
+        @inlinable @inline(__always) get { _valueStorage }
+        @inline(__always) _modify {
+            if _originals != nil { _densify() }
+            yield &_valueStorage
+        }
+        @inline(__always) set {
+            if _originals != nil { _densify() }
+            _valueStorage = newValue
+        }
+    }
+    /// The committed snapshot in full, unless it is sparse (see ``_originals``).
+    @exclusivity(unchecked) package final var _committedStorage: [StoredValue]?
+    /// A sparse committed snapshot: the committed values of the slots changed since the last
+    /// load or save; every other slot's committed value is its current one. An object starts
+    /// one on its first change while its values still share their storage with the snapshot:
+    /// the values are then changed in place instead of copied, and the save that commits them
+    /// frees a few entries instead of a whole snapshot.
+    @exclusivity(unchecked) @usableFromInline package final var _originals: [SlotValue]?
+    /// Values at load or last save (nil for new objects), in full.
+    package final var _committed: [StoredValue]? {
+        get {
+            guard let originals = _originals else { return _committedStorage }
+            var c = _valueStorage
+            for o in originals { c[o.slot] = o.value }
+            return c
+        }
+        set {
+            _committedStorage = newValue
+            _originals = nil
+        }
+    }
     @exclusivity(unchecked) package final var _objectID: ObjectID?
     /// Non-nil only on probe objects used to resolve key paths.
     @exclusivity(unchecked) @usableFromInline package final var _probe: KeyPathProbe.Recorder?
@@ -45,8 +80,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) @usableFromInline package final var _flags: ObjectFlags = []
     /// The row version the object was loaded at (0: never saved).
     @exclusivity(unchecked) package final var _version: Int64 = 0
-    /// Values at load or last save (nil for new objects).
-    @exclusivity(unchecked) package final var _committed: [StoredValue]?
     /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`,
     /// when they were set explicitly (saves, merges, snapshots); nil when they are the ones the
     /// committed foreign-key slots name (objects read from a store row), which
@@ -75,8 +108,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         let ordinal = r.fkOrdinal
         guard ordinal >= 0 else { return nil }
         if let stored = _committedToOneStorage { return ordinal < stored.count ? stored[ordinal] : nil }
-        guard let committed = _committed, r.slot < committed.count, case .integer(let key) = committed[r.slot],
-              let destination = r.destinationEntity else { return nil }
+        // A sparse snapshot never lists foreign-key slots: their committed value is the current one.
+        let committedKey: StoredValue
+        if _originals != nil {
+            committedKey = r.slot < _valueStorage.count ? _valueStorage[r.slot] : .null
+        } else {
+            guard let committed = _committedStorage, r.slot < committed.count else { return nil }
+            committedKey = committed[r.slot]
+        }
+        guard case .integer(let key) = committedKey, let destination = r.destinationEntity else { return nil }
         return ObjectID(entity: destination, storeIdentifier: _objectID?.storeIdentifier, primaryKey: key)
     }
     /// The destination last resolved for the foreign-key relationship at `_toOneCacheSlot`,
@@ -100,7 +140,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// initializer it must also provide this one.
     public required init(entity: EntityDescription) {
         self.entity = entity
-        self._values = entity.initialValues
+        self._valueStorage = entity.initialValues
         entity._placeSlots(in: self)
     }
 
@@ -170,9 +210,35 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @inlinable @inline(__always)
     package final func _setStoredValue(_ value: StoredValue, at slot: Int) {
         _willAccess()
-        if _values[slot] == value { return }
-        _values[slot] = value
+        if _valueStorage[slot] == value { return }
+        _noteOriginal(at: slot)
+        _valueStorage[slot] = value
         _didChange()
+    }
+
+    /// Before a value changes: on the first change since the last load or save, while the values
+    /// share their storage with the committed snapshot, the snapshot becomes sparse (see
+    /// ``_originals``); later changes add the slots they touch first.
+    @usableFromInline
+    package final func _noteOriginal(at slot: Int) {
+        if _originals != nil {
+            if !_originals.unsafelyUnwrapped.contains(where: { $0.slot == slot }) {
+                _originals!.append(SlotValue(slot: slot, value: _valueStorage[slot]))
+            }
+        } else if let committed = _committedStorage, _valueStorage.sharesStorage(with: committed) {
+            _originals = [SlotValue(slot: slot, value: _valueStorage[slot])]
+            _committedStorage = nil   // the values are now the storage's only owner
+        }
+    }
+
+    /// Gives a sparse committed snapshot its full form.
+    @usableFromInline
+    package final func _densify() {
+        guard let originals = _originals else { return }
+        var c = _valueStorage
+        for o in originals { c[o.slot] = o.value }
+        _committedStorage = c
+        _originals = nil
     }
 
     /// Checks the executor (debug builds) and fires the fault.

@@ -76,8 +76,35 @@ package struct RowUpdate: Sendable {
     package var references: [RowReference]
     /// The version the object was loaded at; nil writes without a version check.
     package var expectedVersion: Int64?
-    /// The values the object was loaded with (reported in conflicts).
-    package var cachedValues: [StoredValue]?
+    /// The values the object was loaded with (reported in conflicts), in full.
+    package var cachedValues: [StoredValue]? {
+        get {
+            guard let originals else { return cachedStorage }
+            var c = values
+            for o in originals { c[o.slot] = o.value }
+            return c
+        }
+        set {
+            cachedStorage = newValue
+            originals = nil
+        }
+    }
+    /// The loaded values in full, or nil with `originals`.
+    private var cachedStorage: [StoredValue]?
+    /// The loaded values of the changed slots, when the object's snapshot is sparse: the loaded
+    /// values are `values` with these put back (built only for a conflict report).
+    private var originals: [SlotValue]?
+
+    package init(objectID: ObjectID, values: [StoredValue], changedSlots: [Int], references: [RowReference],
+                 expectedVersion: Int64?, cachedValues: [StoredValue]?, originals: [SlotValue]? = nil) {
+        self.objectID = objectID
+        self.values = values
+        self.changedSlots = changedSlots
+        self.references = references
+        self.expectedVersion = expectedVersion
+        self.cachedStorage = cachedValues
+        self.originals = originals
+    }
 }
 
 /// An object deleted by a save.
