@@ -343,6 +343,13 @@ final class EventBroadcaster: Sendable {
 /// The contexts of a coordinator, for merging saves into contexts that ask for it.
 final class ContextRegistry: Sendable {
     private let contexts = Mutex<[WeakContext]>([])
+    /// Whether any context of the coordinator ever turned on automatic merging: until one does,
+    /// a save has no peer to hand its changes to and skips the scan (which loads a weak
+    /// reference per context).
+    private let someContextMerges = Atomic<Bool>(false)
+
+    func noteAutomaticMerging() { someContextMerges.store(true, ordering: .releasing) }
+    var mayHaveMergingContexts: Bool { someContextMerges.load(ordering: .acquiring) }
 
     func add(_ context: ManagedObjectContext) {
         contexts.withLock { list in

@@ -179,7 +179,8 @@ extension ManagedObjectContext {
         if let parent {
             peers = parent.childContexts.filter { $0 !== self }
         } else {
-            peers = persistentStoreCoordinator.contextRegistry.all.filter { $0 !== self && $0.parent == nil }
+            let registry = persistentStoreCoordinator.contextRegistry
+            peers = registry.mayHaveMergingContexts ? registry.all.filter { $0 !== self && $0.parent == nil } : []
         }
         for c in peers where c.automaticallyMergesChangesFromParent {
             c.perform { c.merge(event) }

@@ -197,7 +197,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// merged into this context automatically.
     public var automaticallyMergesChangesFromParent: Bool {
         get { settings.withLock { $0.automaticallyMergesChangesFromParent } }
-        set { settings.withLock { $0.automaticallyMergesChangesFromParent = newValue } }
+        set {
+            if newValue { persistentStoreCoordinator.contextRegistry.noteAutomaticMerging() }
+            settings.withLock { $0.automaticallyMergesChangesFromParent = newValue }
+        }
     }
 
     /// The model.
