@@ -228,7 +228,11 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
             if !objects.refreshed.isEmpty { mask |= bit(.refreshedObjects) }
             if !objects.invalidated.isEmpty { mask |= bit(.invalidatedObjects) }
         }
-        let t = UserInfoTemplate.template(for: mask)
+        return UserInfoTemplate.withTemplate(for: mask) { t in fill(t, objects: objects, boxed: boxed) }
+    }
+
+    /// A copy of the template's dictionary with this event's values.
+    private func fill(_ t: UserInfoTemplate, objects: ObjectSets?, boxed: Any?) -> [AnyHashable: Any] {
         var info = t.dictionary
         t.set(&info, .event, boxed ?? self)
         if !inserted.isEmpty { t.set(&info, .insertedObjectIDs, inserted) }
@@ -307,14 +311,38 @@ struct UserInfoTemplate: @unchecked Sendable {
         info.values[position] = value
     }
 
-    private static let cache = Mutex<[Int: UserInfoTemplate]>([:])
+    /// A template kept for good in the table below.
+    private final class Box: Sendable {
+        let template: UserInfoTemplate
+        init(_ template: UserInfoTemplate) { self.template = template }
+    }
 
-    /// The template with the keys of `mask` (bit *n*: `Slot(rawValue: n)`).
-    static func template(for mask: Int) -> UserInfoTemplate {
-        if let t = cache.withLock({ $0[mask] }) { return t }
-        let t = UserInfoTemplate(mask: mask)
-        cache.withLock { $0[mask] = t }
+    /// One entry per mask (12 slots: 4,096 masks), each 0 or the address of a retained `Box`.
+    /// Read without a lock: an entry, once set, never changes (the first writer wins).
+    // nonisolated(unsafe): the pointer is set once (a lazy global) and every entry is an atomic.
+    nonisolated(unsafe) private static let table: UnsafeMutablePointer<Atomic<UInt>> = {
+        let t = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: 1 << Slot.allCases.count)
+        for i in 0..<(1 << Slot.allCases.count) { (t + i).initialize(to: Atomic(0)) }
         return t
+    }()
+
+    /// Runs `body` with the template for the keys of `mask` (bit *n*: `Slot(rawValue: n)`),
+    /// made on first use.
+    /// - Complexity: O(1): one atomic load, no lock, no reference counting of the template.
+    static func withTemplate<R>(for mask: Int, _ body: (UserInfoTemplate) -> R) -> R {
+        let entry = table + mask
+        var bits = entry.pointee.load(ordering: .acquiring)
+        if bits == 0 {
+            let made = Unmanaged.passRetained(Box(UserInfoTemplate(mask: mask)))
+            let mine = UInt(bitPattern: made.toOpaque())
+            let (exchanged, current) = entry.pointee.compareExchange(expected: 0, desired: mine, ordering: .acquiringAndReleasing)
+            if exchanged { bits = mine } else {
+                made.release()
+                bits = current
+            }
+        }
+        let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+        return box._withUnsafeGuaranteedRef { body($0.template) }
     }
 }
 
@@ -326,13 +354,21 @@ final class EventBroadcaster: Sendable {
         let id = UUID()
         let (stream, continuation) = AsyncStream<ContextEvent>.makeStream(bufferingPolicy: .unbounded)
         continuation.onTermination = { [weak self] _ in
-            _ = self?.continuations.withLock { $0.removeValue(forKey: id) }
+            guard let self else { return }
+            if self.continuations.withLock({ $0.removeValue(forKey: id) }) != nil {
+                self.count.subtract(1, ordering: .releasing)
+            }
         }
         continuations.withLock { $0[id] = continuation }
+        count.add(1, ordering: .releasing)
         return stream
     }
 
+    /// Subscribers (one relaxed load tells a context without any to skip the lock).
+    private let count = Atomic<Int>(0)
+
     func yield(_ event: ContextEvent) {
+        guard count.load(ordering: .acquiring) > 0 else { return }
         let targets = continuations.withLock { Array($0.values) }
         for c in targets { c.yield(event) }
     }
