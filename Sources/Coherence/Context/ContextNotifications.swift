@@ -76,17 +76,18 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
     /// fields took a heap box and a retain each.
     private final class Storage: @unchecked Sendable {
         // @unchecked Sendable: a storage is changed only while uniquely referenced (see
-        // `ContextEvent.makeUnique()`); once shared it is only read.
-        var kind: Kind
-        var contextName: String? = nil
-        var transactionAuthor: String? = nil
-        var inserted: Set<ObjectID> = []
-        var updated: Set<ObjectID> = []
-        var deleted: Set<ObjectID> = []
-        var refreshed: Set<ObjectID> = []
-        var invalidated: Set<ObjectID> = []
-        var invalidatedAll: Bool = false
-        var permanentIDs: [ObjectID: ObjectID] = [:]
+        // `ContextEvent.makeUnique()`); once shared it is only read. For the same reason no two
+        // accesses can conflict, so the fields skip run-time exclusivity checks.
+        @exclusivity(unchecked) var kind: Kind
+        @exclusivity(unchecked) var contextName: String? = nil
+        @exclusivity(unchecked) var transactionAuthor: String? = nil
+        @exclusivity(unchecked) var inserted: Set<ObjectID> = []
+        @exclusivity(unchecked) var updated: Set<ObjectID> = []
+        @exclusivity(unchecked) var deleted: Set<ObjectID> = []
+        @exclusivity(unchecked) var refreshed: Set<ObjectID> = []
+        @exclusivity(unchecked) var invalidated: Set<ObjectID> = []
+        @exclusivity(unchecked) var invalidatedAll: Bool = false
+        @exclusivity(unchecked) var permanentIDs: [ObjectID: ObjectID] = [:]
 
         init(kind: Kind, contextName: String?) {
             self.kind = kind
