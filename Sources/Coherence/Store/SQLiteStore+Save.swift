@@ -93,7 +93,11 @@ private struct SaveWriter {
         inserts = changes.inserts
         try allocateKeys()
 
-        for d in changes.deletes { try delete(d) }
+        // Read in place (iterating would copy each row and retain its values).
+        try changes.deletes.withUnsafeBufferPointer { rows in
+            guard let base = rows.baseAddress else { return }
+            for n in 0..<rows.count { try delete(base + n) }
+        }
         // In primary-key order: the rows' pages are then visited once each, in order (the
         // context lists updated objects in hash order). Results stay aligned with the change set.
         let updates = changes.updates
@@ -315,8 +319,8 @@ private struct SaveWriter {
         return try st.step() ? st.int64(0) : nil
     }
 
-    private mutating func delete(_ d: RowDelete) throws {
-        let entity = d.objectID.entity, check = d.expectedVersion != nil
+    private mutating func delete(_ row: UnsafePointer<RowDelete>) throws {
+        let entity = row.pointee.objectID.entity, check = row.pointee.expectedVersion != nil
         let entityKey = ObjectIdentifier(entity)
         let st: SQLiteStatement
         if let last = lastDelete, last.entity == entityKey, last.check == check {
@@ -327,10 +331,11 @@ private struct SaveWriter {
             })
             lastDelete = (entityKey, check, st)
         }
-        st.bind(d.objectID.primaryKey, at: 1)
-        if let v = d.expectedVersion { st.bind(v, at: 2) }
+        st.bind(row.pointee.objectID.primaryKey, at: 1)
+        if let v = row.pointee.expectedVersion { st.bind(v, at: 2) }
         try st.execute()
         if connection.changes == 0 {
+            let d = row.pointee
             try recordVersionConflict(id: d.objectID, values: d.values, cached: d.values, oldVersion: d.expectedVersion ?? 0)
         }
     }
