@@ -318,20 +318,28 @@ extension ManagedObjectContext {
             saved.permanentIDs[old] = id
             rekey(o, to: id)
         }
-        for (o, v) in zip(updatedObjects, result.updatedVersions) {
-            o._version = v
-            o._flags.insert(.written)
-        }
+        // One pass over the candidates (each object is visited once, while it is in the cache):
+        // `updatedObjects` lists, in the same order, the candidates whose rows were written,
+        // aligned with their new versions.
+        let versions = result.updatedVersions
+        var written = 0
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
-            if o._flags.contains(.written) || o._hasRelationshipChanges { saved.updated.append(o) }
-            o._flags.remove(.written)
+            var wasWritten = false
+            if written < updatedObjects.count && updatedObjects[written] === o {
+                if written < versions.count { o._version = versions[written] }
+                written += 1
+                wasWritten = true
+            }
+            if wasWritten || o._hasRelationshipChanges { saved.updated.append(o) }
+            commit(o)
+        }
+        // (Defensive: an object written but missed above still gets its version.)
+        if written < updatedObjects.count {
+            for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) { o._version = v }
         }
         for o in insertedList where !o.isDeleted {
             o._flags.remove(.inserted)
             o._version = 1
-            commit(o)
-        }
-        for o in updatedCandidates.values where !o.isDeleted && !o.isInserted {
             commit(o)
         }
         for o in deletedList {
@@ -356,7 +364,8 @@ extension ManagedObjectContext {
                 if id != nil { toOne[n] = id }
                 // Keep foreign-key slots equal to the stored keys (row snapshots carry them).
                 let stored: StoredValue = id.map { $0.isTemporaryID ? .null : .integer($0.primaryKey) } ?? .null
-                if o._values[r.slot] != stored { o._values[r.slot] = stored }
+                // (Straight to the storage: the snapshot is replaced just below anyway.)
+                if o._valueStorage[r.slot] != stored { o._valueStorage[r.slot] = stored }
             }
             // All nil: an empty array (no allocation); readers treat a missing entry as nil.
             o._committedToOne = toOne

@@ -15,8 +15,6 @@ package struct ObjectFlags: OptionSet, Sendable {
     @inlinable package static var prefilled: ObjectFlags { ObjectFlags(rawValue: 1 << 3) }
     /// Firing the fault found no row: the object's data is gone.
     @inlinable package static var inaccessible: ObjectFlags { ObjectFlags(rawValue: 1 << 4) }
-    /// Set only while a save maps store results back: the object's row was updated.
-    @inlinable package static var written: ObjectFlags { ObjectFlags(rawValue: 1 << 5) }
     /// Listed in the context's changes for the next ObjectsDidChange.
     @inlinable package static var pendingUpdate: ObjectFlags { ObjectFlags(rawValue: 1 << 6) }
 }
