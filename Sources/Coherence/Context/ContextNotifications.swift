@@ -408,7 +408,7 @@ extension ManagedObjectContext {
         let p = pendingChanges
         discardPendingChanges()
         var event = ContextEvent(kind: .objectsDidChange, contextName: name)
-        let inserted = p.inserted.filter { $0.isInserted && $0._context === self }
+        let inserted = p.inserted.filter { $0.isInserted && $0._belongs(to: self) }
         event.inserted = ObjectID.set(of: inserted)
         // Usually no listed object was inserted or deleted since: the list serves as it is.
         let updated = p.updated.contains(where: { $0.isInserted || $0.isDeleted })

@@ -792,7 +792,21 @@ package final class ContextHandle {
     /// it before it is freed; objects and the context are used on the context's executor only.
     /// (`@exclusivity(unchecked)`, as the fields below: executor-confined and read per access.)
     @exclusivity(unchecked) @usableFromInline package unowned(unsafe) var context: ManagedObjectContext? {
-        didSet { isAlive = context != nil }
+        didSet {
+            isAlive = context != nil
+            unmanagedContext = context.map { Unmanaged.passUnretained($0) }
+        }
+    }
+    /// The same reference, for calls that must not retain the context: contexts are weakly
+    /// referenced (the coordinator's registry), so each retain or release of one goes through its
+    /// side table, which costs several times a plain one.
+    @exclusivity(unchecked) @usableFromInline package var unmanagedContext: Unmanaged<ManagedObjectContext>?
+
+    /// Runs `body` with the context, without retaining it (nil when the context is gone).
+    @inlinable @inline(__always)
+    package func withContext<R>(_ body: (ManagedObjectContext) -> R) -> R? {
+        guard let c = unmanagedContext else { return nil }
+        return c._withUnsafeGuaranteedRef(body)
     }
     /// Whether `context` is set: testing it needs no retain of the context.
     @exclusivity(unchecked) package private(set) var isAlive = false

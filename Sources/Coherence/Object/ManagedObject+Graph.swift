@@ -83,7 +83,7 @@ extension ManagedObject {
     public var isFault: Bool { _flags.contains(.fault) }
     /// Whether the object has unsaved changes to its properties (an existing object).
     public var isUpdated: Bool {
-        !isInserted && !isDeleted && _context != nil && (_hasAttributeChanges || _hasRelationshipChanges)
+        !isInserted && !isDeleted && _hasLiveContext && (_hasAttributeChanges || _hasRelationshipChanges)
     }
 
     /// Whether a stored attribute differs from the committed snapshot (no allocation).

@@ -71,6 +71,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The context the object is registered in, through the context's shared handle (cleared
     /// when the context goes away): cheaper than a weak reference per object, and just as safe.
     @exclusivity(unchecked) @usableFromInline package final var _contextHandle: ContextHandle?
+    /// Whether the object is registered in a context that still exists (no reference counting
+    /// of the context).
+    @inline(__always) package final var _hasLiveContext: Bool { _contextHandle?.isAlive ?? false }
+    /// Whether the object is registered in `context` (no reference counting of the context).
+    @inline(__always) package final func _belongs(to context: ManagedObjectContext) -> Bool {
+        guard let handle = _contextHandle else { return false }
+        return handle === context.handle && handle.isAlive
+    }
     /// The context the object is registered in (nil once the context is gone).
     @usableFromInline package final var _context: ManagedObjectContext? {
         @inline(__always) get { _contextHandle?.context }
@@ -256,7 +264,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         // Inserted and deleted objects are tracked already; check the flags before loading the
         // (weak) context reference.
         if _flags.contains(.inserted) || _flags.contains(.deleted) { return }
-        _context?._noteUpdated(self)
+        _ = _contextHandle?.withContext { $0._noteUpdated(self) }
     }
 
     // MARK: Dynamic access
