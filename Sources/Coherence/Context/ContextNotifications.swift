@@ -377,22 +377,22 @@ final class EventBroadcaster: Sendable {
     var hasSubscribers: Bool { continuations.withLock { !$0.isEmpty } }
 }
 
-/// The contexts of a coordinator, for merging saves into contexts that ask for it.
+/// The root contexts of a coordinator that merge other contexts' saves automatically.
 final class ContextRegistry: Sendable {
     private let contexts = Mutex<[WeakContext]>([])
-    /// Whether any context of the coordinator ever turned on automatic merging: until one does,
-    /// a save has no peer to hand its changes to and skips the scan (which loads a weak
-    /// reference per context).
+    /// Whether any context was ever added: until one is, a save has no peer to hand its changes
+    /// to and skips the scan (which loads a weak reference per context).
     private let someContextMerges = Atomic<Bool>(false)
 
-    func noteAutomaticMerging() { someContextMerges.store(true, ordering: .releasing) }
     var mayHaveMergingContexts: Bool { someContextMerges.load(ordering: .acquiring) }
 
+    /// Adds a root context that merges automatically (once, however often it is added).
     func add(_ context: ManagedObjectContext) {
         contexts.withLock { list in
             list.removeAll { $0.context == nil }
-            list.append(WeakContext(context))
+            if !list.contains(where: { $0.context === context }) { list.append(WeakContext(context)) }
         }
+        someContextMerges.store(true, ordering: .releasing)
     }
 
     var all: [ManagedObjectContext] { contexts.withLock { $0.compactMap(\.context) } }

@@ -146,7 +146,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         self.token = ContextToken()
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "private")")
         if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueKey }
-        coordinator.contextRegistry.add(self)
+        // Not in the coordinator's registry until it merges automatically (see
+        // `automaticallyMergesChangesFromParent`): a weak reference gives an object a side table,
+        // and every later retain of the context would go through it.
         handle.context = self
     }
 
@@ -198,8 +200,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     public var automaticallyMergesChangesFromParent: Bool {
         get { settings.withLock { $0.automaticallyMergesChangesFromParent } }
         set {
-            if newValue { persistentStoreCoordinator.contextRegistry.noteAutomaticMerging() }
             settings.withLock { $0.automaticallyMergesChangesFromParent = newValue }
+            // A root context that merges other contexts' saves joins the coordinator's registry,
+            // where those saves look for it (children are found through their parent).
+            if newValue && parent == nil { persistentStoreCoordinator.contextRegistry.add(self) }
         }
     }
 
