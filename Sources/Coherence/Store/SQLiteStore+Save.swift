@@ -266,7 +266,6 @@ private struct SaveWriter {
     private mutating func update(_ row: UnsafePointer<RowUpdate>) throws -> Int64? {
         let u = UnsafeRowUpdate(row)
         let entity = u.objectID.entity
-        let values = try resolved(u.values, u.references, source: u.objectID)
         let slots = u.changedSlots   // ascending: built in property order
         let check = u.expectedVersion != nil
         let entityKey = ObjectIdentifier(entity)
@@ -286,9 +285,18 @@ private struct SaveWriter {
             lastUpdate = (entityKey, slots, check, properties, st)
         }
         var index: Int32 = 1
-        for p in properties {
-            st.bind(values[p.slot], at: index)
-            index += 1
+        if row.pointee.references.isEmpty {
+            // Bound from the change set's own array (read in place, no retain of it).
+            for p in properties {
+                st.bind(row.pointee.values[p.slot], at: index)
+                index += 1
+            }
+        } else {
+            let values = try resolved(u.values, u.references, source: u.objectID)
+            for p in properties {
+                st.bind(values[p.slot], at: index)
+                index += 1
+            }
         }
         st.bind(u.objectID.primaryKey, at: index)
         if let v = u.expectedVersion { st.bind(v, at: index + 1) }
@@ -297,6 +305,7 @@ private struct SaveWriter {
         } catch {
             // `error` is a SQLiteError here (typed throws).
             guard error.isUniqueConstraintViolation else { throw error }
+            let values = try resolved(u.values, u.references, source: u.objectID)
             try recordUniquenessConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
             return nil
         }
@@ -307,6 +316,7 @@ private struct SaveWriter {
             if let expected = u.expectedVersion { return expected + 1 }
             return try currentVersion(of: u.objectID)
         }
+        let values = try resolved(u.values, u.references, source: u.objectID)
         try recordVersionConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
         return nil
     }
