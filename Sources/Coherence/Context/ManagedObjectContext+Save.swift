@@ -208,15 +208,25 @@ extension ManagedObjectContext {
         let candidates = updatedCandidates.values
         // Rows are built in place in the array's storage: `append` would build each row, copy
         // it in (retaining its arrays again) and destroy the original.
+        // The entity's lists, taken once per run of objects of one entity (not per object).
+        var entity: EntityDescription?
+        var isStored: [Bool] = []
+        var storedSlots: [Int] = []
+        var foreignKeys: [RelationshipDescription] = []
         changes.updates = [RowUpdate](unsafeUninitializedCapacity: candidates.count) { rows, built in
             built = 0
             for o in candidates where !o.isInserted && !o.isDeleted {
+                if o.entity !== entity {
+                    entity = o.entity
+                    isStored = o.entity.isStoredAttributeSlot
+                    storedSlots = o.entity.storedAttributeSlots
+                    foreignKeys = o.entity.foreignKeyRelationships
+                }
                 scratch.removeAll(keepingCapacity: true)
                 var references: [RowReference] = []
                 if let originals = o._originals {
                     // A sparse snapshot lists the slots changed since the load or last save.
                     let values = o._values
-                    let isStored = o.entity.isStoredAttributeSlot
                     for original in originals where isStored[original.slot] && values[original.slot] != original.value {
                         scratch.append(original.slot)
                     }
@@ -226,10 +236,9 @@ extension ManagedObjectContext {
                     if let committed = o._committedStorage {
                         let values = o._values
                         if !values.sharesStorage(with: committed) {
-                            values.appendDifferences(from: committed, at: o.entity.storedAttributeSlots, to: &scratch)
+                            values.appendDifferences(from: committed, at: storedSlots, to: &scratch)
                         }
                     }
-                    let foreignKeys = o.entity.foreignKeyRelationships
                     if !foreignKeys.isEmpty {
                         for r in foreignKeys {
                             let current = o._currentToOneID(r)
