@@ -147,3 +147,13 @@ package struct SlotValue: Sendable {
         self.value = value
     }
 }
+
+extension Array where Element == StoredValue {
+    /// These values with the committed values of a sparse snapshot put back.
+    /// - Complexity: O(*n*) for the copy, plus one store per original.
+    func restoring(_ originals: [SlotValue]) -> [StoredValue] {
+        var values = self
+        for o in originals { values[o.slot] = o.value }
+        return values
+    }
+}

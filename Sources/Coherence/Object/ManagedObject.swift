@@ -54,9 +54,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     package final var _committed: [StoredValue]? {
         get {
             guard let originals = _originals else { return _committedStorage }
-            var c = _valueStorage
-            for o in originals { c[o.slot] = o.value }
-            return c
+            return _valueStorage.restoring(originals)
         }
         set {
             _committedStorage = newValue
@@ -249,9 +247,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @usableFromInline
     package final func _densify() {
         guard let originals = _originals else { return }
-        var c = _valueStorage
-        for o in originals { c[o.slot] = o.value }
-        _committedStorage = c
+        _committedStorage = _valueStorage.restoring(originals)
         _originals = nil
     }
 

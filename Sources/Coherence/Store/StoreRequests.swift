@@ -80,9 +80,7 @@ package struct RowUpdate: Sendable {
     package var cachedValues: [StoredValue]? {
         get {
             guard let originals else { return cachedStorage }
-            var c = values
-            for o in originals { c[o.slot] = o.value }
-            return c
+            return values.restoring(originals)
         }
         set {
             cachedStorage = newValue
