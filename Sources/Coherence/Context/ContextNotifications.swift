@@ -406,14 +406,27 @@ extension ManagedObjectContext {
         postedUpdated = nil
         guard !pendingChanges.isEmpty else { return }
         let p = pendingChanges
-        discardPendingChanges()
+        pendingChanges = PendingChanges()
         var event = ContextEvent(kind: .objectsDidChange, contextName: name)
         let inserted = p.inserted.filter { $0.isInserted && $0._belongs(to: self) }
         event.inserted = ObjectID.set(of: inserted)
-        // Usually no listed object was inserted or deleted since: the list serves as it is.
-        let updated = p.updated.contains(where: { $0.isInserted || $0.isDeleted })
-            ? p.updated.filter { !$0.isInserted && !$0.isDeleted } : p.updated
-        event.updated = ObjectID.set(of: updated)
+        // One pass over the updated objects (there can be thousands): clear their pending flag
+        // (as `discardPendingChanges` does) and build both sets. Usually no listed object was
+        // inserted or deleted since, and the list serves as it is.
+        var updatedIDs = Set<ObjectID>(minimumCapacity: p.updated.count)
+        var updatedSet = Set<ManagedObject>(minimumCapacity: p.updated.count)
+        var someLeft = false
+        for o in p.updated {
+            o._flags.remove(.pendingUpdate)
+            if o.isInserted || o.isDeleted {
+                someLeft = true
+                continue
+            }
+            updatedIDs.insert(o.objectID)
+            updatedSet.insert(o)
+        }
+        let updated = someLeft ? p.updated.filter { !$0.isInserted && !$0.isDeleted } : p.updated
+        event.updated = updatedIDs
         event.deleted = ObjectID.set(of: p.deleted.values)
         event.refreshed = ObjectID.set(of: p.refreshed.values)
         event.invalidated = ObjectID.set(of: p.invalidated.values)
@@ -424,7 +437,6 @@ extension ManagedObjectContext {
         if event.deleted.isEmpty { event.deleted = p.mergedDeleted } else { event.deleted.formUnion(p.mergedDeleted) }
         let insertedSet = Set(inserted)
         if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
-        let updatedSet = Set(updated)
         // The save reuses these sets when its updated objects are exactly this list (it checks).
         if p.mergedUpdated.isEmpty { postedUpdated = (event.updated, updatedSet, updated) }
         var info = event.userInfo(objects: ObjectSets(inserted: insertedSet, updated: updatedSet, deleted: Set(p.deleted.values),
