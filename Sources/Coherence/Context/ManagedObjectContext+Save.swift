@@ -29,9 +29,9 @@ extension ManagedObjectContext {
         let start = DispatchTime.now().uptimeNanoseconds
         defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 
-        // Which existing objects really changed, worked out once for the whole save.
-        let updated = updatedCandidates.values.filter { $0.isUpdated }
-        try validateChanges(updated: updated)
+        // Which existing objects really changed, worked out once for the whole save (in the
+        // same pass as their validation).
+        let updated = try validateChanges(candidates: updatedCandidates.values)
         for o in insertedList { o.willSave() }
         for o in updated { o.willSave() }
         for o in deletedList { o.willSave() }
@@ -88,14 +88,18 @@ extension ManagedObjectContext {
 
     // MARK: Validation
 
-    /// Validates every changed object; throws one error listing every failure.
-    func validateChanges(updated: [ManagedObject]) throws(CoherenceError) {
+    /// Validates every changed object; throws one error listing every failure. Returns the
+    /// candidates that are really updated (each is validated as it is found).
+    func validateChanges(candidates: [ManagedObject]) throws(CoherenceError) -> [ManagedObject] {
         var failures: [CoherenceError] = []
         for o in insertedList {
             failures += validateProperties(o)
             do { try o.validateForInsert() } catch { failures.append(Self.wrap(error, o)) }
         }
-        for o in updated {
+        var updated: [ManagedObject] = []
+        updated.reserveCapacity(candidates.count)
+        for o in candidates where o.isUpdated {
+            updated.append(o)
             failures += validateProperties(o)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
         }
@@ -110,7 +114,7 @@ extension ManagedObjectContext {
             }
             do { try o.validateForDelete() } catch { failures.append(Self.wrap(error, o)) }
         }
-        guard !failures.isEmpty else { return }
+        guard !failures.isEmpty else { return updated }
         let summary = failures.prefix(3).map(\.message).joined(separator: "; ")
         var error = CoherenceError(.validation, "The save failed validation with \(failures.count) error(s): \(summary)\(failures.count > 3 ? "; …" : "")")
         error.underlyingErrors = failures
