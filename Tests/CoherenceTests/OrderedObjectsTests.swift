@@ -13,30 +13,39 @@ import Testing
     @Test func keepsTheOrderObjectsWereAddedIn() throws {
         let objects = try Self.objects(5)
         var c = OrderedObjects()
-        for o in objects.reversed() { c[ObjectIdentifier(o)] = o }
-        c[ObjectIdentifier(objects[4])] = objects[4]    // already present: keeps its place
+        for o in objects.reversed() { c.insert(o) }
+        c.insert(objects[4])    // already present: keeps its place
         #expect(c.values.map(ObjectIdentifier.init) == objects.reversed().map(ObjectIdentifier.init))
         #expect(c.count == 5)
-        #expect(c[ObjectIdentifier(objects[2])] === objects[2])
+        #expect(c.contains(objects[2]))
         c._checkInvariants()
     }
 
     @Test func removalsLeaveNoTraceAndReAddingGoesLast() throws {
         let objects = try Self.objects(6)
         var c: OrderedObjects = [:]
-        for o in objects { c[ObjectIdentifier(o)] = o }
-        c[ObjectIdentifier(objects[1])] = nil
-        c[ObjectIdentifier(objects[3])] = nil
-        c[ObjectIdentifier(objects[3])] = nil            // removing twice is harmless
+        for o in objects { c.insert(o) }
+        c.remove(objects[1])
+        c.remove(objects[3])
+        c.remove(objects[3])            // removing twice is harmless
         #expect(c.count == 4)
-        #expect(c[ObjectIdentifier(objects[1])] == nil)
+        #expect(!c.contains(objects[1]))
         #expect(c.values.map(ObjectIdentifier.init) == [0, 2, 4, 5].map { ObjectIdentifier(objects[$0]) })
-        c[ObjectIdentifier(objects[1])] = objects[1]
+        c.insert(objects[1])
         #expect(c.values.last === objects[1])
         c._checkInvariants()
-        for o in objects { c[ObjectIdentifier(o)] = nil }
+        for o in objects { c.remove(o) }
         #expect(c.isEmpty && c.values.isEmpty)
         c._checkInvariants()
+        // Membership is per collection: another collection does not see this one's objects.
+        var other = OrderedObjects()
+        c.insert(objects[0])
+        #expect(!other.contains(objects[0]))
+        other.insert(objects[1])
+        #expect(other.contains(objects[1]) && !c.contains(objects[1]))
+        // Emptied and refilled, a collection does not mistake old records for membership.
+        c = [:]
+        #expect(!c.contains(objects[0]) && c.isEmpty)
     }
 
     @Test func manyRemovalsCompactWithoutLosingObjects() throws {
@@ -44,8 +53,8 @@ import Testing
         var c = OrderedObjects()
         // Add and remove in waves, so the storage fills with holes and compacts several times.
         for wave in 0..<5 {
-            for (i, o) in objects.enumerated() where i % 5 == wave { c[ObjectIdentifier(o)] = o }
-            for (i, o) in objects.enumerated() where i % 5 == wave && i % 2 == 0 { c[ObjectIdentifier(o)] = nil }
+            for (i, o) in objects.enumerated() where i % 5 == wave { c.insert(o) }
+            for (i, o) in objects.enumerated() where i % 5 == wave && i % 2 == 0 { c.remove(o) }
             c._checkInvariants()
         }
         let expected = objects.enumerated().filter { $0.offset % 2 == 1 }.map { ObjectIdentifier($0.element) }

@@ -102,7 +102,7 @@ extension ManagedObjectContext {
             guard let o = registered[id] else { continue }
             let key = ObjectIdentifier(o)
             registered[id] = nil
-            updatedCandidates[key] = nil
+            updatedCandidates.remove(o)
             if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === o } }
             o._flags.insert(.deleted)
             pendingChanges.deleted[key] = o

@@ -576,7 +576,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         object._flags.insert(.deleted)
         deletedList.append(object)
         deletedSet.insert(key)
-        if !updatedCandidates.isEmpty { updatedCandidates[key] = nil }
+        if !updatedCandidates.isEmpty { updatedCandidates.remove(object) }
         pendingChanges.deleted[key] = object
         applyDeleteRules(object)
     }
@@ -631,7 +631,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     package func _noteUpdated(_ object: ManagedObject) {
-        updatedCandidates[ObjectIdentifier(object)] = object
+        updatedCandidates.insert(object)
         // The flag says the object is already listed for the next ObjectsDidChange.
         if !object._flags.contains(.pendingUpdate) {
             object._flags.insert(.pendingUpdate)
@@ -753,7 +753,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             object._relations = nil
             object._flags.insert(.fault)
             object._flags.remove(.prefilled)
-            updatedCandidates[key] = nil
+            updatedCandidates.remove(object)
             if deletedSet.contains(key) {
                 deletedSet.remove(key)
                 deletedList.removeAll { $0 === object }

@@ -76,7 +76,7 @@ extension ManagedObjectContext {
         case .rollback:
             object._values = persisted
             object._relations = nil
-            updatedCandidates[ObjectIdentifier(object)] = nil
+            updatedCandidates.remove(object)
             deletedSet.remove(ObjectIdentifier(object))
             deletedList.removeAll { $0 === object }
             object._flags.remove(.deleted)
@@ -144,11 +144,11 @@ extension ManagedObjectContext {
         switch policy {
         case .objectTrump, .overwrite:
             object._values = mine        // upsert: the stored row takes the in-memory values
-            updatedCandidates[key] = object
+            updatedCandidates.insert(object)
         default:
             object._values = persisted   // keep the stored values
             object._relations = nil
-            updatedCandidates[key] = nil
+            updatedCandidates.remove(object)
         }
         pendingChanges.refreshed[key] = object
     }
@@ -157,7 +157,7 @@ extension ManagedObjectContext {
     func forget(_ object: ManagedObject) {
         let key = ObjectIdentifier(object)
         if !(object.isInserted && object.objectID.isTemporaryID) { registered[object.objectID] = nil }
-        updatedCandidates[key] = nil
+        updatedCandidates.remove(object)
         if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === object } }
         if object._flags.contains(.inserted) { insertedList.removeAll { $0 === object } }
         object._flags = [.inaccessible]

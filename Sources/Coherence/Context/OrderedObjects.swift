@@ -1,88 +1,112 @@
-/// Objects keyed by identity that remember the order they were added in: the context's
-/// candidates for "updated".
+import Synchronization
+
+/// Objects that remember the order they were added in: the context's candidates for
+/// "updated".
 ///
 /// A save walks its updated objects several times (validation, change set, results, commit).
 /// In the order the objects were changed, which is usually the order they were fetched in, those
 /// walks go through memory in allocation order and the store's updates arrive sorted by key; in
 /// a dictionary's hash order each walk jumps around memory, and the store must sort.
 ///
-/// Removal leaves a hole (a shared placeholder object) that ``values`` skips and the next
-/// growth compacts. Without holes, ``values`` is the storage itself: no copy, no retain per
-/// object.
+/// Each object records its own place (`_candidatePosition`) under this collection's *epoch*, a
+/// number no other collection (and no earlier state of this one once emptied) uses: membership
+/// is two loads and a comparison, with no hashing. An object whose epoch is stale is simply not
+/// a member. Removal leaves a hole (a shared placeholder object) that ``values`` skips and the
+/// next growth compacts. Without holes, ``values`` is the storage itself.
+///
+/// One collection per context, confined to its executor; a copy must not be kept and changed
+/// apart from the original (the objects' records would describe only one of them).
 struct OrderedObjects: ExpressibleByDictionaryLiteral {
-    private var positions: [IdentityKey: Int] = [:]
+    private static let epochs = Atomic<UInt32>(0)
+    private static func nextEpoch() -> UInt32 {
+        var e = epochs.add(1, ordering: .relaxed).newValue
+        if e == 0 { e = epochs.add(1, ordering: .relaxed).newValue }   // 0 means "never a member"
+        return e
+    }
+
+    private var epoch: UInt32 = OrderedObjects.nextEpoch()
     private var slots: [ManagedObject] = []
+    /// The number of objects.
+    private(set) var count = 0
     /// What a removed object's place holds.
     private static var hole: ManagedObject { OrderedObjectsHole.object }
 
     init() {}
 
-    /// An empty collection (the only literal there is: `[:]`).
+    /// A collection with these objects (keys are ignored: an object is its own key).
     init(dictionaryLiteral elements: (ObjectIdentifier, ManagedObject)...) {
-        for (key, object) in elements { self[key] = object }
+        for (_, object) in elements { insert(object) }
     }
 
-    /// The number of objects.
-    /// - Complexity: O(1).
-    var count: Int { positions.count }
-    var isEmpty: Bool { positions.isEmpty }
+    var isEmpty: Bool { count == 0 }
 
-    /// The object with `key`; setting nil removes it, setting an object adds it at the end (an
-    /// object already present keeps its place).
+    /// Whether `object` is in the collection.
+    /// - Complexity: O(1), no hashing.
+    @inline(__always)
+    func contains(_ object: ManagedObject) -> Bool {
+        guard object._candidateEpoch == epoch else { return false }
+        let i = Int(object._candidatePosition)
+        return i < slots.count && slots[i] === object
+    }
+
+    /// Adds `object` at the end (an object already present keeps its place).
     /// - Complexity: O(1) amortized.
-    subscript(key: ObjectIdentifier) -> ManagedObject? {  // key: `ObjectIdentifier(object)`
-        get { positions[IdentityKey(key)].map { slots[$0] } }
-        set {
-            if let object = newValue {
-                let key = IdentityKey(key)
-                if let i = positions[key] {
-                    slots[i] = object
-                } else {
-                    if slots.count == slots.capacity && slots.count > 2 * positions.count { compact() }
-                    positions[key] = slots.count
-                    slots.append(object)
-                }
-            } else if let i = positions.removeValue(forKey: IdentityKey(key)) {
-                slots[i] = Self.hole
-                if positions.isEmpty { slots.removeAll(keepingCapacity: true) }
-            }
+    mutating func insert(_ object: ManagedObject) {
+        if contains(object) { return }
+        if slots.count == slots.capacity && slots.count > 2 * count { compact() }
+        object._candidateEpoch = epoch
+        object._candidatePosition = UInt32(truncatingIfNeeded: slots.count)
+        slots.append(object)
+        count += 1
+    }
+
+    /// Removes `object` if present.
+    /// - Complexity: O(1).
+    mutating func remove(_ object: ManagedObject) {
+        guard contains(object) else { return }
+        slots[Int(object._candidatePosition)] = Self.hole
+        object._candidateEpoch = 0
+        count -= 1
+        if count == 0 {
+            slots.removeAll(keepingCapacity: true)
+            epoch = Self.nextEpoch()
         }
     }
 
     /// The objects in the order they were added.
-    /// - Complexity: O(*n*) where *n* counts holes left by removals too.
+    /// - Complexity: O(1) without holes; otherwise O(*n*) where *n* counts the holes too.
     var values: [ManagedObject] {
-        if slots.count == positions.count { return slots }
+        if slots.count == count { return slots }
         let hole = Self.hole
         return slots.filter { $0 !== hole }
     }
 
     mutating func reserveCapacity(_ n: Int) {
-        positions.reserveCapacity(n)
         slots.reserveCapacity(n)
     }
 
     /// Drops the holes (positions are renumbered).
     private mutating func compact() {
         var packed: [ManagedObject] = []
-        packed.reserveCapacity(Swift.max(positions.count * 2, 16))
+        packed.reserveCapacity(Swift.max(count * 2, 16))
         let hole = Self.hole
         for object in slots where object !== hole {
-            positions[IdentityKey(ObjectIdentifier(object))] = packed.count
+            object._candidatePosition = UInt32(truncatingIfNeeded: packed.count)
             packed.append(object)
         }
         slots = packed
     }
 
     #if DEBUG
-    /// Every position names a slot holding the object with that key, and every object is named.
+    /// Every object in the storage records its place under this epoch, and the count is right.
     func _checkInvariants() {
         var live = 0
         for (i, object) in slots.enumerated() where object !== Self.hole {
             live += 1
-            assert(positions[IdentityKey(ObjectIdentifier(object))] == i, "OrderedObjects: position of an object is wrong")
+            assert(object._candidateEpoch == epoch && Int(object._candidatePosition) == i,
+                   "OrderedObjects: an object does not record its place")
         }
-        assert(live == positions.count, "OrderedObjects: \(live) objects for \(positions.count) keys")
+        assert(live == count, "OrderedObjects: \(live) objects for a count of \(count)")
     }
     #endif
 }
@@ -106,16 +130,5 @@ extension ManagedObject {
                 return true
             }
         }
-    }
-}
-
-/// An object identity as a dictionary key, hashed like ``ObjectID`` (a SplitMix64 finalizer of
-/// the address instead of a full `Hasher` round).
-struct IdentityKey: Hashable {
-    let id: ObjectIdentifier
-    @inline(__always) init(_ id: ObjectIdentifier) { self.id = id }
-    func hash(into hasher: inout Hasher) { hasher.combine(id) }
-    func _rawHashValue(seed: Int) -> Int {
-        ObjectID.mix(Int64(Int(bitPattern: UInt(bitPattern: id))), seed: seed)
     }
 }

@@ -136,6 +136,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) package final unowned(unsafe) var _toOneCache: ManagedObject?
     @exclusivity(unchecked) package final var _toOneCacheSlot: Int = -1
     @exclusivity(unchecked) package final var _toOneCacheGeneration: UInt64 = 0
+    /// The object's place among its context's updated candidates, valid while
+    /// `_candidateEpoch` is the candidates' epoch (see `OrderedObjects`).
+    @exclusivity(unchecked) package final var _candidatePosition: UInt32 = 0
+    @exclusivity(unchecked) package final var _candidateEpoch: UInt32 = 0
     /// The fetch result this object came with (for batched relationship loading).
     @exclusivity(unchecked) package final var _group: FetchGroup?
 
