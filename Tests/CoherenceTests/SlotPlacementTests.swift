@@ -174,3 +174,27 @@ final class SpecialLabelled: Labelled {
         #expect(p.second == 7)
     }
 }
+
+/// Object IDs keep their store identifier as plain integers (see `ObjectID.storeIdentifier`).
+@Suite struct ObjectIDStorageTests {
+    @Test func storeIdentifiersRoundTripAndDecideEquality() throws {
+        let model = try makeTestModel()
+        let town = try #require(model.entitiesByName["Town"])
+        let a = UUID(), b = UUID()
+        let id = ObjectID(entity: town, storeIdentifier: a, primaryKey: 7)
+        #expect(id.storeIdentifier == a)
+        #expect(!id.isTemporaryID)
+        #expect(id == ObjectID(entity: town, storeIdentifier: a, primaryKey: 7))
+        #expect(id != ObjectID(entity: town, storeIdentifier: b, primaryKey: 7))
+        #expect(id != ObjectID(entity: town, storeIdentifier: a, primaryKey: 8))
+        let temporary = ObjectID.temporary(for: town)
+        #expect(temporary.storeIdentifier == nil && temporary.isTemporaryID)
+        #expect(temporary != ObjectID(entity: town, storeIdentifier: a, primaryKey: temporary.primaryKey))
+        // An all-zero identifier is still a store, not a temporary ID.
+        let zero = try #require(UUID(uuidString: "00000000-0000-0000-0000-000000000000"))
+        let zeroID = ObjectID(entity: town, storeIdentifier: zero, primaryKey: 1)
+        #expect(!zeroID.isTemporaryID && zeroID.storeIdentifier == zero)
+        #expect(zeroID != ObjectID(entity: town, storeIdentifier: nil, primaryKey: 1))
+        #expect(id.uriRepresentation().absoluteString.contains(a.uuidString))
+    }
+}

@@ -19,14 +19,48 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     /// ID is copied often (identity map, change sets, notifications) — without a retain.
     public unowned(unsafe) let entity: EntityDescription
     /// The identifier of the store holding the object; nil for temporary IDs.
-    public let storeIdentifier: UUID?
+    public var storeIdentifier: UUID? {
+        guard hasStore else { return nil }
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            raw.storeBytes(of: storeHigh, toByteOffset: 0, as: UInt64.self)
+            raw.storeBytes(of: storeLow, toByteOffset: 8, as: UInt64.self)
+        }
+        return UUID(uuid: bytes)
+    }
+    /// The store identifier's 16 bytes, kept as plain integers rather than as a `UUID`:
+    /// Foundation's `UUID` comes from a library built for evolution, so a struct holding one has
+    /// no layout known to this module, and every copy of an ID — and of every change-set row,
+    /// snapshot or key holding one — went through run-time value witnesses instead of plain
+    /// moves.
+    private let storeHigh: UInt64
+    private let storeLow: UInt64
+    private let hasStore: Bool
     /// The primary key in the store, or the temporary number.
     package let primaryKey: Int64
 
     package init(entity: EntityDescription, storeIdentifier: UUID?, primaryKey: Int64) {
         self.entity = entity
-        self.storeIdentifier = storeIdentifier
+        if let storeIdentifier {
+            let words = withUnsafeBytes(of: storeIdentifier.uuid) { raw in
+                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            }
+            self.storeHigh = words.0
+            self.storeLow = words.1
+            self.hasStore = true
+        } else {
+            self.storeHigh = 0
+            self.storeLow = 0
+            self.hasStore = false
+        }
         self.primaryKey = primaryKey
+    }
+
+    /// Whether two IDs name the same store (both temporary counts as the same), without
+    /// making `UUID`s.
+    @inline(__always)
+    package func sameStore(as other: ObjectID) -> Bool {
+        hasStore == other.hasStore && storeHigh == other.storeHigh && storeLow == other.storeLow
     }
 
     private static let temporaryCounter = Atomic<Int64>(0)
@@ -40,7 +74,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the ID is temporary (the object has not been saved yet).
-    public var isTemporaryID: Bool { storeIdentifier == nil }
+    public var isTemporaryID: Bool { !hasStore }
 
     /// A URI for the object: `x-coredata://<store UUID>/<Entity>/p<key>`; temporary IDs use
     /// `x-coredata:///<Entity>/t<process token>-<n>`.
@@ -61,7 +95,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
 
     /// Two IDs are equal when they name the same row: same entity hierarchy, store and key.
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.primaryKey == rhs.primaryKey && lhs.storeIdentifier == rhs.storeIdentifier
+        lhs.primaryKey == rhs.primaryKey && lhs.sameStore(as: rhs)
             && (lhs.entity === rhs.entity || lhs.entity.rootEntity === rhs.entity.rootEntity)
     }
 
