@@ -175,9 +175,8 @@ extension ManagedObjectContext {
                 if match?.range != range { fail(a, "does not match the pattern \(rules.regularExpression ?? "")") }
             }
         }
-        for r in o.entity.relationships where !r.isTransient {
+        for r in entity.constrainedRelationships {
             if r.isToMany {
-                guard r.minCount > 0 || r.maxCount > 0 else { continue }
                 let n = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }.count
                 if r.minCount > 0 && n < r.minCount { fail(r, "has \(n) object(s), fewer than the minimum \(r.minCount)") }
                 if r.maxCount > 0 && n > r.maxCount { fail(r, "has \(n) object(s), more than the maximum \(r.maxCount)") }

@@ -135,6 +135,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) package internal(set) var isStoredAttributeSlot: [Bool] = []
     /// Slots of the stored attributes that must not be nil.
     @exclusivity(unchecked) package internal(set) var requiredAttributeSlots: [Int] = []
+    /// Relationships a save must check: to-many ones with count bounds, required to-one ones.
+    @exclusivity(unchecked) package internal(set) var constrainedRelationships: [RelationshipDescription] = []
     /// Stored attributes with validation rules (range, length or pattern).
     @exclusivity(unchecked) package internal(set) var ruledAttributes: [AttributeDescription] = []
     /// Stored to-one relationships (foreign keys) in property order; inherited ones keep their

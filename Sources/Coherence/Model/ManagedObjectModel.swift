@@ -280,6 +280,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             let stored = e.attributes.filter { !$0.isTransient }
             e.requiredAttributeSlots = stored.filter { !$0.isOptional }.map(\.slot)
             e.ruledAttributes = stored.filter { !$0.validation.isEmpty }
+            e.constrainedRelationships = e.relationships.filter { r in
+                !r.isTransient && (r.isToMany ? (r.minCount > 0 || r.maxCount > 0) : !r.isOptional)
+            }
         }
     }
 
