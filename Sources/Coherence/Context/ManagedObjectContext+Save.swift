@@ -204,65 +204,53 @@ extension ManagedObjectContext {
             changes.inserts.append(RowInsert(objectID: o.objectID, values: o._values, references: references))
             if o._relations != nil { appendJoinChanges(o, into: &changes) }
         }
+        changes.updates.reserveCapacity(updatedCandidates.count)
         updatedObjects.reserveCapacity(updatedCandidates.count)
         // Objects changed the same way share one slots array (no allocation per object).
         var scratch: [Int] = []
         var lastSlots: [Int] = []
-        let candidates = updatedCandidates.values
-        // Rows are built in place in the array's storage: `append` would build each row, copy
-        // it in (retaining its arrays again) and destroy the original.
         // The entity's lists, taken once per run of objects of one entity (not per object).
         var entity: EntityDescription?
         var isStored: [Bool] = []
         var storedSlots: [Int] = []
         var foreignKeys: [RelationshipDescription] = []
-        changes.updates = [RowUpdate](unsafeUninitializedCapacity: candidates.count) { rows, built in
-            built = 0
-            for o in candidates where !o.isInserted && !o.isDeleted {
-                if o.entity !== entity {
-                    entity = o.entity
-                    isStored = o.entity.isStoredAttributeSlot
-                    storedSlots = o.entity.storedAttributeSlots
-                    foreignKeys = o.entity.foreignKeyRelationships
-                }
-                scratch.removeAll(keepingCapacity: true)
-                var references: [RowReference] = []
-                if let originals = o._originals {
-                    // A sparse snapshot lists the slots changed since the load or last save.
-                    let values = o._values
-                    for original in originals where isStored[original.slot] && values[original.slot] != original.value {
-                        scratch.append(original.slot)
-                    }
-                    if scratch.count > 1 { scratch.sort() }
-                }
-                if o._originals != nil || o._committedStorage != nil {
-                    if let committed = o._committedStorage {
-                        let values = o._values
-                        if !values.sharesStorage(with: committed) {
-                            values.appendDifferences(from: committed, at: storedSlots, to: &scratch)
-                        }
-                    }
-                    if !foreignKeys.isEmpty {
-                        for r in foreignKeys {
-                            let current = o._currentToOneID(r)
-                            let old = o._committedToOneID(r)
-                            if current != old {
-                                scratch.append(r.slot)
-                                references.append(RowReference(slot: r.slot, target: current))
-                            }
-                        }
-                        if !references.isEmpty { scratch.sort() }   // slots in property order
-                    }
-                }
-                if o._relations != nil { appendJoinChanges(o, into: &changes) }
-                guard !scratch.isEmpty else { continue }
-                if scratch != lastSlots { lastSlots = scratch }
-                (rows.baseAddress.unsafelyUnwrapped + built).initialize(to: RowUpdate(
-                    objectID: o.objectID, values: o._values, changedSlots: lastSlots, references: references,
-                    expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
-                built += 1
-                updatedObjects.append(o)
+        for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
+            if o.entity !== entity {
+                entity = o.entity
+                isStored = o.entity.isStoredAttributeSlot
+                storedSlots = o.entity.storedAttributeSlots
+                foreignKeys = o.entity.foreignKeyRelationships
             }
+            scratch.removeAll(keepingCapacity: true)
+            var references: [RowReference] = []
+            let values = o._values
+            if let originals = o._originals {
+                // A sparse snapshot lists the slots changed since the load or last save.
+                for original in originals where isStored[original.slot] && values[original.slot] != original.value {
+                    scratch.append(original.slot)
+                }
+                if scratch.count > 1 { scratch.sort() }
+            } else if let committed = o._committedStorage, !values.sharesStorage(with: committed) {
+                values.appendDifferences(from: committed, at: storedSlots, to: &scratch)
+            }
+            // Objects with a snapshot (loaded or saved before) compare their to-one destinations.
+            if (o._originals != nil || o._committedStorage != nil) && !foreignKeys.isEmpty {
+                for r in foreignKeys {
+                    let current = o._currentToOneID(r)
+                    let old = o._committedToOneID(r)
+                    if current != old {
+                        scratch.append(r.slot)
+                        references.append(RowReference(slot: r.slot, target: current))
+                    }
+                }
+                if !references.isEmpty { scratch.sort() }   // slots in property order
+            }
+            if o._relations != nil { appendJoinChanges(o, into: &changes) }
+            guard !scratch.isEmpty else { continue }
+            if scratch != lastSlots { lastSlots = scratch }
+            changes.updates.append(RowUpdate(objectID: o.objectID, values: values, changedSlots: lastSlots, references: references,
+                                             expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
+            updatedObjects.append(o)
         }
         for o in deletedList where !o.objectID.isTemporaryID {
             changes.deletes.append(RowDelete(objectID: o.objectID, expectedVersion: o._version, values: o._values))
