@@ -25,13 +25,4 @@ static inline int coherence_sqlite3_config_log(void (*callback)(void *, int, con
     return sqlite3_config(SQLITE_CONFIG_LOG, callback, context);
 }
 
-/// A hint that `address` will be written soon (no effect on results). Swift has no prefetch
-/// intrinsic; the identity map's batch registration uses it to overlap the cache misses of
-/// touching 100,000 freshly made objects (see `RowRegistration.finish`).
-static inline void coherence_prefetch_for_write(const void *address) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(address, 1, 3);
-#endif
-}
-
 #endif

@@ -1,5 +1,4 @@
 import Dispatch
-import CCoherenceSQLite
 import Foundation
 
 extension ManagedObjectContext {
@@ -334,26 +333,8 @@ struct RowRegistration {
         // Into an empty identity map every result is new.
         let added = mayBeRegistered ? newObjects : results
         context.registered.reserveCapacity(context.registered.count + added.count)
-        // The objects were made a while ago and are no longer in the cache: registering one
-        // (retaining it, reading its ID) would wait on memory twice. Asking for the object a few
-        // places ahead overlaps those waits with the work on the current one.
-        let ahead = 8
-        added.withUnsafeBufferPointer { objects in
-            guard let base = objects.baseAddress else { return }
-            // A class reference is the object's address: read as such for the hint only.
-            let addresses = UnsafeRawPointer(base).assumingMemoryBound(to: UnsafeRawPointer.self)
-            for i in 0..<objects.count {
-                if i + ahead < objects.count {
-                    let next = addresses[i + ahead]
-                    coherence_prefetch_for_write(next)
-                    coherence_prefetch_for_write(next + 64)
-                }
-                // One retain, for the map's reference (a plain `let` of the element would take
-                // one more and give it back).
-                let object = Unmanaged<ManagedObject>.fromOpaque(addresses[i])
-                guard let id = object._withUnsafeGuaranteedRef({ $0._objectID }) else { continue }
-                context.registered[id] = object.retain().takeRetainedValue()
-            }
+        for o in added {
+            if let id = o._objectID { context.registered[id] = o }
         }
         if mayBeRegistered {
             for (o, fire) in awaken {
