@@ -111,7 +111,7 @@ extension ActionContext {
             // Objects only for the stored rows that change or go, in one fetch group (so delete
             // rules and conditions that walk relationships load them for all in one query).
             var objects = [ManagedObject?](repeating: nil, count: stored.count)
-            let group = FetchGroup(objects: [])
+            let group = FetchGroup()
             // Room in the change tracking for what follows (no rehashing while it grows).
             registered.reserveCapacity(registered.count + plan.operations.count)
             insertedList.reserveCapacity(insertedList.count + plan.inserts)
@@ -128,7 +128,6 @@ extension ActionContext {
                         objects[s] = o
                     } else if let snapshot = stored.snapshot(s) {
                         let o = materialize(snapshot, asFault: false, group: group)
-                        group.objects.append(o)
                         objects[s] = o
                     }
                 case .insert: break

@@ -1,12 +1,62 @@
 /// The objects of one fetch result. When a relationship fault fires on one of them, the
 /// relationship is loaded for all of them in one query (so walking 100,000 fetched objects
 /// issues one query per relationship, not 100,000).
+///
+/// Members hold their group (`_group`); the group does not hold its members. A member clears
+/// its entry when it leaves the group (``ManagedObject/_leaveGroup()``) or is deallocated, so
+/// every entry left names a live object. (A group that owned its members made a cycle with
+/// them: every fetched object stayed alive after its context was gone.)
 package final class FetchGroup {
     // `@exclusivity(unchecked)`: used on the objects' context executor only.
-    /// The objects, in fetch order.
-    @exclusivity(unchecked) package var objects: [ManagedObject]
+    /// The members in fetch order; nil where a member left or was deallocated.
+    @exclusivity(unchecked) private var members: [Unmanaged<ManagedObject>?] = []
     /// Relationship slots already loaded for the whole group.
     @exclusivity(unchecked) package var loadedSlots: Set<Int> = []
 
-    init(objects: [ManagedObject]) { self.objects = objects }
+    init() {}
+
+    /// Makes `object`, which is in no group, a member.
+    /// - Complexity: O(1) amortized.
+    @inline(__always)
+    package func add(_ object: ManagedObject) {
+        assert(object._group == nil, "An object is in one fetch group at most.")
+        object._group = self
+        object._groupIndex = UInt32(truncatingIfNeeded: members.count)
+        members.append(.passUnretained(object))
+    }
+
+    /// Forgets the member at `index` (it is leaving the group or being deallocated).
+    @inline(__always)
+    package func removeMember(at index: UInt32) {
+        let i = Int(index)
+        if i < members.count { members[i] = nil }
+    }
+
+    /// Room for `n` more members.
+    package func reserveCapacity(_ n: Int) { members.reserveCapacity(members.count + n) }
+
+    /// The live members, in fetch order. Members added or removed while iterating are seen or
+    /// skipped as they come (the iteration reads the group as it goes).
+    package var objects: Members { Members(group: self) }
+
+    package struct Members: Sequence {
+        let group: FetchGroup
+
+        package struct Iterator: IteratorProtocol {
+            let group: FetchGroup
+            var index = 0
+            package mutating func next() -> ManagedObject? {
+                while index < group.members.count {
+                    defer { index += 1 }
+                    if let m = group.members[index] { return m.takeUnretainedValue() }
+                }
+                return nil
+            }
+        }
+
+        package func makeIterator() -> Iterator { Iterator(group: group) }
+        package var underestimatedCount: Int { 0 }
+        /// An upper bound of the number of live members.
+        package var capacityHint: Int { group.members.count }
+    }
 }

@@ -79,23 +79,39 @@ extension ManagedObjectContext {
             storeFetch.offset = 0
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let group = FetchGroup(objects: [])
+        let group = FetchGroup()
+        var fetched: [ManagedObject]?
+        if parent == nil {
+            // One store: rows become objects as the store reads them.
+            var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
+            let read: Bool
+            do throws(CoherenceError) {
+                read = try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch) { row, sid in
+                    registration.add(row, storeIdentifier: sid)
+                }
+            } catch {
+                registration.abandon()
+                throw error
+            }
+            if read {
+                if pending.isEmpty && prefetching.isEmpty { commonClass = registration.commonClass }
+                let objects = registration.finish()
+                statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                statistics.fetchedRows += objects.count
+                fetched = objects
+            } else {
+                registration.abandon()
+            }
+        }
         let results: [ManagedObject]
-        var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
-        if parent == nil, try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch, { row, sid in
-            registration.add(row, storeIdentifier: sid)
-        }) {
-            if pending.isEmpty && prefetching.isEmpty { commonClass = registration.commonClass }
-            results = registration.finish()
-            statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            statistics.fetchedRows += results.count
+        if let fetched {
+            results = fetched
         } else {
             let snapshots = try source.sourceFetch(storeFetch)
             statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             statistics.fetchedRows += snapshots.count
             results = register(snapshots, asFaults: asFaults, group: group)
         }
-        group.objects = results
 
         if !pending.isEmpty {
             return try finishFetch(mergePending(results, pending: pending, fetch: fetch), group: group, fetch: fetch, prefetching: prefetching)
@@ -122,7 +138,7 @@ extension ManagedObjectContext {
                 let o = s.id.entity.managedObjectClass.init(entity: s.id.entity)
                 o._objectID = s.id
                 o._contextHandle = handle
-                o._group = group
+                group.add(o)
                 registered[s.id] = o
                 o._install(s, asFault: asFaults)
                 if !asFaults { awaken.append((o, false)) }
@@ -135,7 +151,7 @@ extension ManagedObjectContext {
             } else if o._flags.contains(.fault) && !asFaults {
                 awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
             }
-            if o._group == nil { o._group = group }
+            if o._group == nil { group.add(o) }
             results.append(o)
         }
         results.reverse()
@@ -254,18 +270,22 @@ final class ParentSource: ContextSource, @unchecked Sendable {
     }
 }
 
-/// Registers a fetch's rows as the store reads them: new objects take each row's values while
-/// they are still in the processor's cache. Existing objects are reused (and filled when they
-/// are unfilled faults). `finish()` adds the new objects to the identity map in one batch (its
-/// size known, the table is allocated once: growing it row by row reallocates and rehashes a
-/// table of megabytes several times, which costs more than the batch's pass over the objects),
-/// runs `awakeFromFetch` in fetch order and returns the objects in fetch order.
+/// Registers a fetch's rows as the store reads them: each new object takes its row's values
+/// and joins the identity map while it is still in the processor's cache. Existing objects
+/// are reused (and filled when they are unfilled faults). `finish()` runs `awakeFromFetch` in
+/// fetch order and returns the objects in fetch order.
+///
+/// The identity map is taken out of the context for the duration (so each insertion skips the
+/// context's property observer) and must be given back: by `finish()`, or by `abandon()` when
+/// the fetch fails or reads no rows here.
 struct RowRegistration {
     let context: ManagedObjectContext
     let asFaults: Bool
     let group: FetchGroup
     let handle: ContextHandle
     let newFlags: ObjectFlags
+    /// The context's identity map, while rows are registered.
+    var map: IdentityMap
     /// A store's rows have distinct keys: into an empty identity map, every row is new (and
     /// every result is awoken, so no separate list is kept).
     let mayBeRegistered: Bool
@@ -286,34 +306,38 @@ struct RowRegistration {
         self.group = group
         self.handle = context.handle
         self.newFlags = asFaults ? [.fault, .prefilled] : []
-        self.mayBeRegistered = !context.registered.isEmpty
+        self.map = context.registered
+        context.registered = IdentityMap()   // `map` is now the table's only owner
+        self.mayBeRegistered = !map.isEmpty
     }
 
     mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
         let entity = row.entity
         let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
-        if mayBeRegistered, let o = context.registered[id] {
+        if mayBeRegistered, let o = map[id] {
             if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
                 o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
                 if !asFaults { awaken.append((o, false)) }
             } else if o._flags.contains(.fault) && !asFaults {
                 awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
             }
-            if o._group == nil { o._group = group }
+            if o._group == nil { group.add(o) }
             noteClass(ObjectIdentifier(type(of: o)))
             results.append(o)
             return
         }
         let o = entity.managedObjectClass.init(entity: entity)
         o._contextHandle = handle
-        o._group = group
+        group.add(o)
         o._version = row.version
         // `_committedToOneStorage` stays nil: the committed foreign keys name the destinations.
         let values = row.values
         o._committed = values
         o._values = values
         o._flags = newFlags
-        o._objectID = consume id
+        o._objectID = id
+        // Not registered (checked above, or the map was empty and a store's keys are distinct).
+        map.insertNew(retained: Unmanaged.passRetained(o), for: id)
         if mayBeRegistered {
             newObjects.append(o)
             if !asFaults { awaken.append((o, false)) }
@@ -329,13 +353,21 @@ struct RowRegistration {
         }
     }
 
-    consuming func finish() -> [ManagedObject] {
-        // Into an empty identity map every result is new.
-        let added = mayBeRegistered ? newObjects : results
-        context.registered.reserveCapacity(context.registered.count + added.count)
-        for o in added {
-            if let id = o._objectID { context.registered[id] = o }
+    /// Gives the identity map back when the fetch fails or reads no rows here: objects made for
+    /// the rows read so far are unregistered again (they were never returned or awoken).
+    consuming func abandon() {
+        for o in mayBeRegistered ? newObjects : results {
+            if let id = o._objectID { map.remove(id) }
+            o._contextHandle = nil
         }
+        context.registered = map
+    }
+
+    consuming func finish() -> [ManagedObject] {
+        context.registered = map
+        #if DEBUG
+        context.registered._checkInvariants()
+        #endif
         if mayBeRegistered {
             for (o, fire) in awaken {
                 if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }

@@ -352,7 +352,7 @@ extension ManagedObjectContext {
         for o in deletedList {
             registered[o.objectID] = nil
             o._context = nil
-            o._group = nil
+            o._leaveGroup()
         }
         statistics.inserts += changes.inserts.count
         statistics.updates += changes.updates.count

@@ -88,7 +88,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     // hot paths.
     /// The identity map: every registered object except inserted objects that still have
     /// temporary IDs, which are found through `insertedList` (so inserting hashes nothing).
-    @exclusivity(unchecked) var registered: [ObjectID: ManagedObject] = [:] {
+    @exclusivity(unchecked) var registered = IdentityMap() {
         // Any change may make an object's cached to-one destination stale (see `_toOneCache`).
         didSet { handle.generation &+= 1 }
     }
@@ -399,7 +399,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         o._objectID = snapshot.id
         o._context = self
         o._install(snapshot, asFault: asFault)
-        o._group = group
+        group?.add(o)
         registered[snapshot.id] = o
         return o
     }
@@ -440,10 +440,11 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         guard let group = object._group, !group.loadedSlots.contains(r.slot), r.fkOrdinal >= 0,
               r.destinationEntity?.subentities.isEmpty == true else { return }
         group.loadedSlots.insert(r.slot)
-        // Unmanaged: the group keeps the sources alive and the identity map the destinations
-        // (nothing is unregistered here), so the pairs need no retain and release each.
+        // Unmanaged: the group lists only live sources and the identity map keeps the
+        // destinations alive, and nothing is released or unregistered here, so the pairs need
+        // no retain and release each.
         var destinations: [(source: Unmanaged<ManagedObject>, destination: Unmanaged<ManagedObject>)] = []
-        destinations.reserveCapacity(group.objects.count)
+        destinations.reserveCapacity(group.objects.capacityHint)
         // The group's distinct destinations: usually few, so this small map stays in cache
         // where lookups in the whole identity map would not.
         var distinct: [ObjectID: ManagedObject] = [:]
@@ -676,16 +677,16 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         assertOnExecutor()
         for o in registered.values {
             o._context = nil
-            o._group = nil
+            o._leaveGroup()
             o._relations = nil
             o._toOneCacheSlot = -1
         }
         for o in insertedList where o._context === self {
             o._context = nil
-            o._group = nil
+            o._leaveGroup()
             o._relations = nil
         }
-        registered = [:]
+        registered = IdentityMap()
         insertedIndex = nil
         insertedList = []
         updatedCandidates = [:]

@@ -63,6 +63,10 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         hasStore == other.hasStore && storeHigh == other.storeHigh && storeLow == other.storeLow
     }
 
+    /// The store identifier folded into one word (for hashing; 0 for temporary IDs).
+    @inline(__always)
+    package var storeWord: UInt64 { hasStore ? storeHigh ^ storeLow ^ 1 : 0 }
+
     private static let temporaryCounter = Atomic<Int64>(0)
     /// Distinguishes this process's temporary IDs in URIs.
     package static let processToken = UUID().uuidString

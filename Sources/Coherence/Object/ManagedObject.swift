@@ -84,6 +84,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
     /// Lifecycle flags.
     @exclusivity(unchecked) @usableFromInline package final var _flags: ObjectFlags = []
+    /// The object's place in `_group` (next to `_flags`, in what would be padding).
+    @exclusivity(unchecked) package final var _groupIndex: UInt32 = 0
     /// The row version the object was loaded at (0: never saved).
     @exclusivity(unchecked) package final var _version: Int64 = 0
     /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`,
@@ -140,7 +142,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// `_candidateEpoch` is the candidates' epoch (see `OrderedObjects`).
     @exclusivity(unchecked) package final var _candidatePosition: UInt32 = 0
     @exclusivity(unchecked) package final var _candidateEpoch: UInt32 = 0
-    /// The fetch result this object came with (for batched relationship loading).
+    /// The fetch result this object came with (for batched relationship loading). Set through
+    /// `FetchGroup.add(_:)`, cleared through ``_leaveGroup()``: the group's entry for the object
+    /// must go when the object leaves or is deallocated.
     @exclusivity(unchecked) package final var _group: FetchGroup?
 
     /// Creates an object of `entity` with the entity's default values, not yet in any context.
@@ -152,6 +156,18 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         self.entity = entity
         self._valueStorage = entity.initialValues
         entity._placeSlots(in: self)
+    }
+
+    deinit {
+        _group?.removeMember(at: _groupIndex)
+    }
+
+    /// Leaves the object's fetch group, if any.
+    @inline(__always)
+    package final func _leaveGroup() {
+        guard let group = _group else { return }
+        group.removeMember(at: _groupIndex)
+        _group = nil
     }
 
     // MARK: Overridable entity information for typed subclasses

@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+@testable import Coherence
+
+/// The identity map (an open-addressing table keyed by object ID) and the lifetime of fetched
+/// objects: the map owns its objects, a fetch group does not.
+@Suite struct IdentityMapTests {
+    /// Unregistered objects of two entities whose keys overlap, in two stores: equal keys land
+    /// in the same buckets' neighbourhood only by chance, so removals exercise the shifts.
+    static func objects(count: Int) throws -> [ManagedObject] {
+        let model = try makeTestModel()
+        let person = try #require(model.entitiesByName["Person"]), town = try #require(model.entitiesByName["Town"])
+        let stores = [UUID(), UUID()]
+        var result: [ManagedObject] = []
+        for i in 0..<count {
+            let entity = i % 2 == 0 ? person : town
+            let o = entity.managedObjectClass.init(entity: entity)
+            o._objectID = ObjectID(entity: entity, storeIdentifier: stores[(i / 2) % 2], primaryKey: Int64(i / 4))
+            result.append(o)
+        }
+        return result
+    }
+
+    @Test func findsEveryObjectUnderItsIDAndNothingElse() throws {
+        let objects = try Self.objects(count: 2_000)
+        var map = IdentityMap()
+        for o in objects { map[try #require(o._objectID)] = o }
+        #expect(map.count == objects.count)
+        map._checkInvariants()
+        for o in objects { #expect(map[try #require(o._objectID)] === o) }
+        let town = try #require(objects[1]._objectID?.entity)
+        #expect(map[ObjectID(entity: town, storeIdentifier: UUID(), primaryKey: 0)] == nil)
+        #expect(map[ObjectID(entity: town, storeIdentifier: nil, primaryKey: 0)] == nil)
+        #expect(Set(map.values.map(ObjectIdentifier.init)) == Set(objects.map(ObjectIdentifier.init)))
+    }
+
+    @Test func removalsKeepTheOthersFindable() throws {
+        let objects = try Self.objects(count: 3_000)
+        var map = IdentityMap()
+        map.reserveCapacity(10)
+        for o in objects { map.insert(o, for: try #require(o._objectID)) }
+        // Remove every third object, in a scattered order.
+        let removed = Set(stride(from: 0, to: objects.count, by: 3).map { ($0 * 7919) % objects.count })
+        for i in removed.sorted(by: { ($0 * 31) % 97 < ($1 * 31) % 97 }) {
+            #expect(map.remove(try #require(objects[i]._objectID)) === objects[i])
+        }
+        map._checkInvariants()
+        #expect(map.count == objects.count - removed.count)
+        for (i, o) in objects.enumerated() {
+            let found = map[try #require(o._objectID)]
+            #expect(removed.contains(i) ? found == nil : found === o)
+        }
+        #expect(map.remove(try #require(objects[removed.first ?? 0]._objectID)) == nil)
+    }
+
+    @Test func replacingAnObjectKeepsOneEntry() throws {
+        let objects = try Self.objects(count: 1)
+        let o = try #require(objects.first), id = try #require(o._objectID)
+        let twin = o.entity.managedObjectClass.init(entity: o.entity)
+        twin._objectID = id
+        var map = IdentityMap()
+        map[id] = o
+        map[id] = twin
+        #expect(map.count == 1 && map[id] === twin)
+        map[id] = nil
+        #expect(map.isEmpty && map[id] == nil)
+    }
+
+    @Test func copiesAreIndependent() throws {
+        let objects = try Self.objects(count: 100)
+        var map = IdentityMap()
+        for o in objects { map[try #require(o._objectID)] = o }
+        var copy = map
+        for o in objects.prefix(50) { copy[try #require(o._objectID)] = nil }
+        #expect(map.count == 100 && copy.count == 50)
+        for o in objects { #expect(map[try #require(o._objectID)] === o) }
+        // Iterating while removing iterates the map as it was.
+        var seen = 0
+        for o in map.values {
+            map[try #require(o._objectID)] = nil
+            seen += 1
+        }
+        #expect(seen == 100 && map.isEmpty && copy.count == 50)
+        map._checkInvariants()
+        copy._checkInvariants()
+    }
+
+    @Test func theMapOwnsItsObjects() throws {
+        weak var weakObject: ManagedObject?
+        var map = IdentityMap()
+        do {
+            let objects = try Self.objects(count: 10)
+            weakObject = objects[3]
+            for o in objects { map[try #require(o._objectID)] = o }
+        }
+        #expect(weakObject != nil)
+        map = IdentityMap()
+        #expect(weakObject == nil)
+    }
+
+    // MARK: Lifetimes through contexts
+
+    /// Ten people in two towns.
+    static func store(_ dir: TemporaryDirectory) throws -> PersistentStoreCoordinator {
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let towns = ["Rome", "Oslo"].map { name in
+                let t = Town(context: context)
+                t.name = name
+                return t
+            }
+            for i in 0..<10 {
+                let p = Person(context: context)
+                p.name = "p\(i)"
+                p.age = i
+                p.town = towns[i % 2]
+            }
+            try context.save()
+        }
+        return coordinator
+    }
+
+    @Test func fetchedObjectsGoAwayWithTheirContext() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try Self.store(dir)
+        weak var weakPerson: Person?
+        weak var weakTown: Town?
+        do {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
+                #expect(people.count == 10)
+                weakPerson = people[4]
+                weakTown = people[4].town               // a to-one read loads the group's towns
+                #expect(weakTown?.name == "Rome")
+            }
+            #expect(weakPerson != nil && weakTown != nil)
+        }
+        #expect(weakPerson == nil)
+        #expect(weakTown == nil)
+    }
+
+    @Test func anObjectOutlivingItsContextKeepsItsValuesAndLeavesItsGroup() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try Self.store(dir)
+        var kept: Person?
+        weak var weakOther: Person?
+        do {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
+                _ = people[2].name                       // filled
+                kept = people[2]
+                weakOther = people[3]
+            }
+        }
+        #expect(weakOther == nil)
+        let person = try #require(kept)
+        #expect(person.managedObjectContext == nil)
+        #expect(person._group != nil)                    // its group lives on with it alone
+        #expect(Array(try #require(person._group).objects).count == 1)
+        #expect(person.name == "p2" && person.age == 2)
+    }
+
+    @Test func aFailedFetchLeavesTheIdentityMapAsItWas() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for i in 0..<5 {
+                let c = Circle(context: context)
+                c.label = "c\(i)"
+                c.radius = Double(i)
+            }
+            try context.save()
+            context.reset()
+            let town = Town(context: context)
+            town.name = "Rome"
+            try context.save()
+        }
+        // The last circle's row names an entity outside the hierarchy.
+        let raw = try SQLiteConnection(location: .file(dir.file("store.sqlite").path))
+        try raw.execute("UPDATE \"Shape\" SET Z_ENT = 999 WHERE Z_PK = (SELECT max(Z_PK) FROM \"Shape\")")
+        try context.performAndWait {
+            let before = context.registeredObjects
+            #expect(before.count == 1)
+            #expect(throws: CoherenceError.self) { try context.fetch(FetchRequest<Shape>(sortBy: [SortDescriptor(\.label)])) }
+            #expect(context.registeredObjects == before)
+            context.registered._checkInvariants()
+            // The map still works: the town is found, and good rows still fetch.
+            let towns = try context.fetch(FetchRequest<Town>())
+            let circles = try context.fetch(FetchRequest<Circle>(predicate: #Predicate { $0.radius < 2 }))
+            #expect(towns.first === before.first)
+            #expect(circles.count == 2)
+        }
+    }
+}
