@@ -74,7 +74,9 @@ struct IdentityMap {
     /// store and entity hierarchy) have equal hashes.
     @inline(__always)
     static func hash(_ id: ObjectID) -> UInt64 {
-        let root = UInt64(UInt(bitPattern: Unmanaged.passUnretained(id.entity.rootEntity).toOpaque()))
+        var rootIdentity = id.entity.rootIdentity
+        if rootIdentity == 0 { rootIdentity = UInt(bitPattern: ObjectIdentifier(id.entity.rootEntity)) }   // not loaded
+        let root = UInt64(rootIdentity)
         return UInt64(bitPattern: Int64(ObjectID.mix(id.primaryKey, seed: Int(truncatingIfNeeded: root ^ id.storeWord))))
     }
 

@@ -312,7 +312,7 @@ struct RowRegistration {
     }
 
     mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
-        let entity = row.entity
+        unowned(unsafe) let entity = row.entity
         let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
         if mayBeRegistered, let o = map[id] {
             if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
@@ -330,20 +330,23 @@ struct RowRegistration {
         o._contextHandle = handle
         group.add(o)
         o._version = row.version
-        // `_committedToOneStorage` stays nil: the committed foreign keys name the destinations.
-        let values = row.values
-        o._committed = values
-        o._values = values
+        // A new object has no snapshot yet, sparse or full: set the storage directly (the
+        // `_values` and `_committed` setters check for a sparse one first). The row's values
+        // move in; `_committedToOneStorage` stays nil: the committed foreign keys name the
+        // destinations.
+        let values = exchange(&row.values, with: [])
+        o._committedStorage = values
+        o._valueStorage = values
         o._flags = newFlags
         o._objectID = id
         // Not registered (checked above, or the map was empty and a store's keys are distinct).
         map.insertNew(retained: Unmanaged.passRetained(o), for: id)
+        noteClass(ObjectIdentifier(entity.managedObjectClass))
         if mayBeRegistered {
             newObjects.append(o)
             if !asFaults { awaken.append((o, false)) }
         }
-        noteClass(ObjectIdentifier(entity.managedObjectClass))
-        results.append(o)
+        results.append(consume o)
     }
 
     @inline(__always)

@@ -63,6 +63,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) package internal(set) var entityNumber: Int = 0
     /// This entity and all its descendants' numbers.
     @exclusivity(unchecked) package internal(set) var descendantNumbers: [Int] = []
+    /// The root entity's address, set when the model loads (0 before): identity-map hashing
+    /// reads it per row without walking (and reference counting) the chain.
+    @exclusivity(unchecked) package internal(set) var rootIdentity: UInt = 0
     /// The top of the inheritance chain (self when there is no superentity).
     public var rootEntity: EntityDescription {
         var e = self
@@ -95,7 +98,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         // entities alive (its back-references are strong), and this extra retain extends that to
         // every entity, loaded or not. Object IDs and objects can then refer to their entity
         // without reference counting (`unowned(unsafe)`): copying an ID costs no atomic operation.
+        // Immortal in the runtime's sense too, so the references that remain strong (passing the
+        // entity to `init(entity:)`, for one) update no reference count.
         _ = Unmanaged.passRetained(self)
+        Immortal.make(self)
     }
 
     /// Whether `other` is this entity or one of its descendants.

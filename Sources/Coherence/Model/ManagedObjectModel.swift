@@ -52,7 +52,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         try Self.resolveProperties(sorted)
         try Self.resolveRelationships(sorted, byName: byName)
         for e in sorted {
-            e._initialValues = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
+            let initial = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
+            Immortal.make(storageOf: initial)   // shared by every new object of the entity
+            e._initialValues = initial
         }
         for e in sorted { try e.prepareSlotPlacements() }
         try Self.checkConstraintsAndIndexes(sorted)
@@ -99,6 +101,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         for (i, e) in sorted.enumerated() {
             e.managedObjectModel = self
             e.entityNumber = i + 1
+            e.rootIdentity = UInt(bitPattern: ObjectIdentifier(e.rootEntity))
         }
         for e in sorted {
             var numbers: [Int] = []
