@@ -416,11 +416,11 @@ extension ManagedObjectContext {
         var updatedIDs = Set<ObjectID>(minimumCapacity: p.updated.count)
         var updatedSet = Set<ManagedObject>(minimumCapacity: p.updated.count)
         var someLeft = false
-        for o in p.updated {
+        p.updated.forEachBorrowed { o in
             o._flags.remove(.pendingUpdate)
             if o.isInserted || o.isDeleted {
                 someLeft = true
-                continue
+                return
             }
             updatedIDs.insert(o.objectID)
             updatedSet.insert(o)

@@ -32,9 +32,9 @@ extension ManagedObjectContext {
         // Which existing objects really changed, worked out once for the whole save (in the
         // same pass as their validation).
         let updated = try validateChanges(candidates: updatedCandidates.values)
-        for o in insertedList { o.willSave() }
-        for o in updated { o.willSave() }
-        for o in deletedList { o.willSave() }
+        insertedList.forEachBorrowed { $0.willSave() }
+        updated.forEachBorrowed { $0.willSave() }
+        deletedList.forEachBorrowed { $0.willSave() }
         var willSave = ContextEvent(kind: .willSave, contextName: name)
         if let posted, posted.ids.count == insertedList.count {
             willSave.inserted = posted.ids
@@ -92,13 +92,14 @@ extension ManagedObjectContext {
     /// candidates that are really updated (each is validated as it is found).
     func validateChanges(candidates: [ManagedObject]) throws(CoherenceError) -> [ManagedObject] {
         var failures: [CoherenceError] = []
-        for o in insertedList {
+        insertedList.forEachBorrowed { o in
             failures += validateProperties(o)
             do { try o.validateForInsert() } catch { failures.append(Self.wrap(error, o)) }
         }
         var updated: [ManagedObject] = []
         updated.reserveCapacity(candidates.count)
-        for o in candidates where o.isUpdated {
+        candidates.forEachBorrowed { o in
+            guard o.isUpdated else { return }
             updated.append(o)
             failures += validateProperties(o)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
@@ -214,7 +215,8 @@ extension ManagedObjectContext {
         var isStored: [Bool] = []
         var storedSlots: [Int] = []
         var foreignKeys: [RelationshipDescription] = []
-        for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
+        updatedCandidates.values.forEachBorrowed { o in
+            guard !o.isInserted && !o.isDeleted else { return }
             if o.entity !== entity {
                 entity = o.entity
                 isStored = o.entity.isStoredAttributeSlot
@@ -246,7 +248,7 @@ extension ManagedObjectContext {
                 if !references.isEmpty { scratch.sort() }   // slots in property order
             }
             if o._relations != nil { appendJoinChanges(o, into: &changes) }
-            guard !scratch.isEmpty else { continue }
+            guard !scratch.isEmpty else { return }
             if scratch != lastSlots { lastSlots = scratch }
             changes.updates.append(RowUpdate(objectID: o.objectID, values: values, changedSlots: lastSlots, references: references,
                                              expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
@@ -330,7 +332,8 @@ extension ManagedObjectContext {
         // aligned with their new versions.
         let versions = result.updatedVersions
         var written = 0
-        for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
+        updatedCandidates.values.forEachBorrowed { o in
+            guard !o.isInserted && !o.isDeleted else { return }
             var wasWritten = false
             if written < updatedObjects.count && updatedObjects[written] === o {
                 if written < versions.count { o._version = versions[written] }
@@ -405,9 +408,9 @@ extension ManagedObjectContext {
         deletedList = []
         deletedSet = []
         discardPendingChanges()
-        for o in saved.inserted { o.didSave() }
-        for o in saved.updated { o.didSave() }
-        for o in saved.deleted { o.didSave() }
+        saved.inserted.forEachBorrowed { $0.didSave() }
+        saved.updated.forEachBorrowed { $0.didSave() }
+        saved.deleted.forEachBorrowed { $0.didSave() }
         for o in saved.deleted { o._flags = [] }
 
         var event = ContextEvent(kind: .didSave, contextName: name)
