@@ -196,7 +196,7 @@ extension ManagedObjectContext {
         var changes = StoreChangeSet()
         var updatedObjects: [ManagedObject] = []
         changes.inserts.reserveCapacity(insertedList.count)
-        for o in insertedList {
+        insertedList.forEachBorrowed { o in
             // Only set to-one relationships are listed: foreign keys are NULL otherwise.
             var references: [RowReference] = []
             for r in o.entity.foreignKeyRelationships {
@@ -254,7 +254,8 @@ extension ManagedObjectContext {
                                              expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
             updatedObjects.append(o)
         }
-        for o in deletedList where !o.objectID.isTemporaryID {
+        deletedList.forEachBorrowed { o in
+            guard !o.objectID.isTemporaryID else { return }
             changes.deletes.append(RowDelete(objectID: o.objectID, expectedVersion: o._version, values: o._values))
         }
         return (changes, updatedObjects)
@@ -347,12 +348,13 @@ extension ManagedObjectContext {
         if written < updatedObjects.count {
             for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) { o._version = v }
         }
-        for o in insertedList where !o.isDeleted {
+        insertedList.forEachBorrowed { o in
+            guard !o.isDeleted else { return }
             o._flags.remove(.inserted)
             o._version = 1
             commit(o)
         }
-        for o in deletedList {
+        deletedList.forEachBorrowed { o in
             registered[o.objectID] = nil
             o._context = nil
             o._leaveGroup()
@@ -411,7 +413,7 @@ extension ManagedObjectContext {
         saved.inserted.forEachBorrowed { $0.didSave() }
         saved.updated.forEachBorrowed { $0.didSave() }
         saved.deleted.forEachBorrowed { $0.didSave() }
-        for o in saved.deleted { o._flags = [] }
+        saved.deleted.forEachBorrowed { $0._flags = [] }
 
         var event = ContextEvent(kind: .didSave, contextName: name)
         event.transactionAuthor = transactionAuthor

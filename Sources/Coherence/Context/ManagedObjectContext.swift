@@ -642,7 +642,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// Drops the changes not yet posted (clearing the objects' pending-update flags).
     func discardPendingChanges() {
-        for o in pendingChanges.updated { o._flags.remove(.pendingUpdate) }
+        pendingChanges.updated.forEachBorrowed { $0._flags.remove(.pendingUpdate) }
         pendingChanges = PendingChanges()
     }
 

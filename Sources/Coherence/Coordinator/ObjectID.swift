@@ -146,4 +146,12 @@ extension ObjectID {
         for o in objects { ids.insert(o.objectID) }
         return ids
     }
+
+    /// The IDs of the objects of an array as a set (each object read without retaining it).
+    @inline(__always)
+    static func set(of objects: [ManagedObject]) -> Set<ObjectID> {
+        var ids = Set<ObjectID>(minimumCapacity: objects.count)
+        objects.forEachBorrowed { ids.insert($0.objectID) }
+        return ids
+    }
 }
