@@ -63,6 +63,17 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         hasStore == other.hasStore && storeHigh == other.storeHigh && storeLow == other.storeLow
     }
 
+    /// Whether the ID names an object of the store `identifier` (compared as words, without
+    /// making a `UUID`).
+    @inline(__always)
+    package func isStored(in identifier: UUID) -> Bool {
+        guard hasStore else { return false }
+        return withUnsafeBytes(of: identifier.uuid) { raw in
+            raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self) == storeHigh
+                && raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == storeLow
+        }
+    }
+
     /// The store identifier folded into one word (for hashing; 0 for temporary IDs).
     @inline(__always)
     package var storeWord: UInt64 { hasStore ? storeHigh ^ storeLow ^ 1 : 0 }

@@ -441,13 +441,14 @@ public final class PersistentStoreCoordinator: Sendable {
         // One store holding every entity involved, and every existing object in it: no split.
         let attached = stores.withLock { $0 }
         if attached.count == 1, let only = attached.first,
-           // By index: iterating the rows would copy each one (and retain its arrays).
-           changes.inserts.indices.allSatisfy({ n in
-               let id = changes.inserts[n].objectID
-               return only.holds(id.entity) && (id.isTemporaryID || id.storeIdentifier == only.identifier)
-           }),
-           changes.updates.indices.allSatisfy({ changes.updates[$0].objectID.storeIdentifier == only.identifier }),
-           changes.deletes.indices.allSatisfy({ changes.deletes[$0].objectID.storeIdentifier == only.identifier }) {
+           // Through pointers: reading a row of the array would copy it (and retain its arrays);
+           // and by the identifier's words, without making a `UUID` per row.
+           changes.inserts.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { n in
+               let id = rows[n].objectID
+               return only.holds(id.entity) && (id.isTemporaryID || id.isStored(in: only.identifier))
+           } }),
+           changes.updates.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } }),
+           changes.deletes.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } }) {
             return [SavePart(store: only, changes: changes)]
         }
         var parts: [UUID: SavePart] = [:]

@@ -26,4 +26,38 @@ enum Immortal {
         make(unsafeBitCast(array, to: AnyObject.self))
         #endif
     }
+
+    /// Makes a dictionary's storage immortal (where a dictionary is one reference to its
+    /// native storage; empty dictionaries share static storage already).
+    static func make<Key, Value>(storageOf dictionary: [Key: Value]) {
+        #if !canImport(ObjectiveC)
+        guard !dictionary.isEmpty, MemoryLayout<[Key: Value]>.size == MemoryLayout<AnyObject>.size else { return }
+        make(unsafeBitCast(dictionary, to: AnyObject.self))
+        #endif
+    }
+}
+
+extension EntityDescription {
+    /// Makes the entity's lists and property descriptions immortal, once the model that loads
+    /// it has set them: they live as long as the entity (for ever), and hot paths read them per
+    /// object (a save's passes, validation, fetched rows), each read a retain and a release on
+    /// a buffer every thread shares. A list changed later is copied first, as any shared buffer.
+    func makeStorageImmortal() {
+        Immortal.make(storageOf: subentities)
+        Immortal.make(storageOf: properties)
+        Immortal.make(storageOf: propertiesByName)
+        Immortal.make(storageOf: attributes)
+        Immortal.make(storageOf: attributesByName)
+        Immortal.make(storageOf: relationships)
+        Immortal.make(storageOf: relationshipsByName)
+        Immortal.make(storageOf: descendantNumbers)
+        Immortal.make(storageOf: storedProperties)
+        Immortal.make(storageOf: storedAttributeSlots)
+        Immortal.make(storageOf: isStoredAttributeSlot)
+        Immortal.make(storageOf: requiredAttributeSlots)
+        Immortal.make(storageOf: constrainedRelationships)
+        Immortal.make(storageOf: ruledAttributes)
+        Immortal.make(storageOf: foreignKeyRelationships)
+        for p in properties { Immortal.make(p) }
+    }
 }

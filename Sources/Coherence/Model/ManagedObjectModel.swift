@@ -108,6 +108,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             Self.collectDescendants(e, into: &numbers)
             e.descendantNumbers = numbers.sorted()
         }
+        for e in sorted { e.makeStorageImmortal() }
     }
 
     /// A model with no entities (what a container holds when its model could not be loaded).
