@@ -192,9 +192,11 @@ extension ManagedObjectContext {
 
     /// Builds the change set for the current changes, with the object of each update (aligned
     /// with `changes.updates`; inserts are aligned with `insertedList`).
-    func buildChangeSet() -> (changes: StoreChangeSet, updatedObjects: [ManagedObject]) {
+    func buildChangeSet() -> (changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>]) {
         var changes = StoreChangeSet()
-        var updatedObjects: [ManagedObject] = []
+        // Unretained: the updated candidates keep these objects alive until the save has applied
+        // its result (no code outside the save runs in between).
+        var updatedObjects: [Unmanaged<ManagedObject>] = []
         changes.inserts.reserveCapacity(insertedList.count)
         insertedList.forEachBorrowed { o in
             // Only set to-one relationships are listed: foreign keys are NULL otherwise.
@@ -252,7 +254,7 @@ extension ManagedObjectContext {
             if scratch != lastSlots { lastSlots = scratch }
             changes.updates.append(RowUpdate(objectID: o.objectID, values: values, changedSlots: lastSlots, references: references,
                                              expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
-            updatedObjects.append(o)
+            updatedObjects.append(.passUnretained(o))
         }
         deletedList.forEachBorrowed { o in
             guard !o.objectID.isTemporaryID else { return }
@@ -315,7 +317,7 @@ extension ManagedObjectContext {
     }
 
     /// Updates objects after a successful store save.
-    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet, updatedObjects: [ManagedObject]) -> SavedObjects {
+    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>]) -> SavedObjects {
         var saved = SavedObjects()
         saved.inserted = insertedList
         saved.deleted = deletedList
@@ -336,7 +338,7 @@ extension ManagedObjectContext {
         updatedCandidates.values.forEachBorrowed { o in
             guard !o.isInserted && !o.isDeleted else { return }
             var wasWritten = false
-            if written < updatedObjects.count && updatedObjects[written] === o {
+            if written < updatedObjects.count && updatedObjects[written].toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
                 if written < versions.count { o._version = versions[written] }
                 written += 1
                 wasWritten = true
@@ -346,7 +348,7 @@ extension ManagedObjectContext {
         }
         // (Defensive: an object written but missed above still gets its version.)
         if written < updatedObjects.count {
-            for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) { o._version = v }
+            for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) { o.takeUnretainedValue()._version = v }
         }
         insertedList.forEachBorrowed { o in
             guard !o.isDeleted else { return }
