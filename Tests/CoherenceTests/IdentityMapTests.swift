@@ -2,6 +2,16 @@ import Foundation
 import Testing
 @testable import Coherence
 
+final class MapOwner: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "owner") var passport: MapPassport?
+}
+
+final class MapPassport: ManagedObject {
+    @Attribute var number: String = ""
+    @Relationship(inverse: "passport") var owner: MapOwner?
+}
+
 /// The identity map (an open-addressing table keyed by object ID) and the lifetime of fetched
 /// objects: the map owns its objects, a fetch group does not.
 @Suite struct IdentityMapTests {
@@ -161,6 +171,33 @@ import Testing
         #expect(person._group != nil)                    // its group lives on with it alone
         #expect(Array(try #require(person._group).objects).count == 1)
         #expect(person.name == "p2" && person.age == 2)
+    }
+
+    /// A predicate through a one-to-one relationship, from the side without the foreign key, is a
+    /// join; when two rows point at one destination (nothing in the store forbids it), the
+    /// destination's row comes twice. It must still be one object, registered once.
+    @Test(arguments: [false, true])
+    func aRepeatedRowIsOneObjectRegisteredOnce(asFaults: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [MapOwner.self, MapPassport.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let owner = try #require(model.entitiesByName["MapOwner"]), passport = try #require(model.entitiesByName["MapPassport"])
+        let p = try #require(try insertObjects(coordinator, [rowInsert(passport, ["number": .text("P1")])]).first)
+        try insertObjects(coordinator, [rowInsert(owner, ["name": .text("a")], references: ["passport": p]),
+                                        rowInsert(owner, ["name": .text("b")], references: ["passport": p])])
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            var request = FetchRequest<MapPassport>(predicate: #Predicate { $0.owner?.name != "zzz" })
+            request.returnsObjectsAsFaults = asFaults
+            let found = try context.fetch(request)
+            #expect(!found.isEmpty)
+            #expect(Set(found.map(ObjectIdentifier.init)).count == 1)
+            #expect(context.registered.count == 1)
+            context.registered._checkInvariants()
+            #expect(found.first?.number == "P1")
+            context.registered[p] = nil
+            #expect(context.registered.isEmpty && context.registeredObject(for: p) == nil)
+        }
     }
 
     @Test func aFailedFetchLeavesTheIdentityMapAsItWas() throws {

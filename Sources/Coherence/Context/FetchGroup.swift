@@ -32,9 +32,6 @@ package final class FetchGroup {
         if i < members.count { members[i] = nil }
     }
 
-    /// Room for `n` more members.
-    package func reserveCapacity(_ n: Int) { members.reserveCapacity(members.count + n) }
-
     /// The live members, in fetch order. Members added or removed while iterating are seen or
     /// skipped as they come (the iteration reads the group as it goes).
     package var objects: Members { Members(group: self) }

@@ -160,20 +160,44 @@ struct IdentityMap {
         s.count += 1
     }
 
-    /// Registers an object that is not registered yet under an ID no other object has (the
-    /// rows of one fetch): no comparison of IDs. The object must have been retained once for
-    /// the map (the map takes that reference).
+    /// Where an ID is, or would go: a fetch looks its row's ID up and, when it is not
+    /// registered, fills the bucket it found (``fill(_:hash:with:)``) without probing again.
+    struct Place {
+        let hash: UInt64
+        let index: Int
+        /// The object registered under the ID, if any.
+        let existing: ManagedObject?
+    }
+
+    /// Finds `id`, making room for one more object first (so the place stays valid for
+    /// ``fill(_:with:)`` as long as the map is not changed in between).
     @inline(__always)
-    mutating func insertNew(retained object: Unmanaged<ManagedObject>, for id: ObjectID) {
+    mutating func place(for id: ObjectID) -> Place {
         let h = IdentityMap.hash(id)
         prepareForInsertion(1)
-        guard let s = storage else {
-            object.release()
+        guard let s = storage else { return Place(hash: h, index: -1, existing: nil) }
+        var i = Int(truncatingIfNeeded: h) & s.mask
+        while let o = s.entries[i].object {
+            if s.entries[i].hash == h && o._withUnsafeGuaranteedRef({ $0._objectID == id }) {
+                return Place(hash: h, index: i, existing: o.takeUnretainedValue())
+            }
+            i = (i &+ 1) & s.mask
+        }
+        return Place(hash: h, index: i, existing: nil)
+    }
+
+    /// Registers an object in the empty bucket `place` found for its ID. The object must have
+    /// been retained once for the map (the map takes that reference).
+    @inline(__always)
+    mutating func fill(_ place: Place, with object: Unmanaged<ManagedObject>) {
+        guard place.existing == nil, let s = storage, place.index >= 0, place.index <= s.mask,
+              s.entries[place.index].object == nil else {
+            // Not a place `place(for:)` just made: fall back to a full insertion.
+            let o = object.takeRetainedValue()
+            if let id = o._objectID { insert(o, for: id) }
             return
         }
-        var i = Int(truncatingIfNeeded: h) & s.mask
-        while s.entries[i].object != nil { i = (i &+ 1) & s.mask }
-        s.entries[i] = Entry(hash: h, object: object)
+        s.entries[place.index] = Entry(hash: place.hash, object: object)
         s.count += 1
     }
 

@@ -286,9 +286,11 @@ struct RowRegistration {
     let newFlags: ObjectFlags
     /// The context's identity map, while rows are registered.
     var map: IdentityMap
-    /// A store's rows have distinct keys: into an empty identity map, every row is new (and
-    /// every result is awoken, so no separate list is kept).
+    /// Whether the identity map held objects before this fetch (otherwise every object is new,
+    /// and every result is awoken, so no separate list is kept).
     let mayBeRegistered: Bool
+    /// A row came twice (a join can repeat a row): the results list its object twice.
+    var sawRepeatedRow = false
     var results: [ManagedObject] = []
     /// The new objects, when some rows may be registered already (otherwise: `results`).
     var newObjects: [ManagedObject] = []
@@ -314,7 +316,12 @@ struct RowRegistration {
     mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
         unowned(unsafe) let entity = row.entity
         let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
-        if mayBeRegistered, let o = map[id] {
+        // One probe finds the registered object or the bucket for a new one. (Even into an
+        // empty map a row's ID may come twice: a join through a one-to-one relationship can
+        // repeat a row.)
+        let place = map.place(for: id)
+        if let o = place.existing {
+            if !mayBeRegistered { sawRepeatedRow = true }   // into an empty map: a repeated row
             if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
                 o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
                 if !asFaults { awaken.append((o, false)) }
@@ -339,8 +346,7 @@ struct RowRegistration {
         o._valueStorage = values
         o._flags = newFlags
         o._objectID = id
-        // Not registered (checked above, or the map was empty and a store's keys are distinct).
-        map.insertNew(retained: Unmanaged.passRetained(o), for: id)
+        map.fill(place, with: Unmanaged.passRetained(o))   // not registered: checked above
         noteClass(ObjectIdentifier(entity.managedObjectClass))
         if mayBeRegistered {
             newObjects.append(o)
@@ -363,11 +369,11 @@ struct RowRegistration {
             if let id = o._objectID { map.remove(id) }
             o._contextHandle = nil
         }
-        context.registered = map
+        giveMapBack()
     }
 
     consuming func finish() -> [ManagedObject] {
-        context.registered = map
+        giveMapBack()
         #if DEBUG
         context.registered._checkInvariants()
         #endif
@@ -376,8 +382,26 @@ struct RowRegistration {
                 if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
             }
         } else if !asFaults {
-            for o in results { o.awakeFromFetch() }
+            if sawRepeatedRow {
+                var awoken = Set<ObjectIdentifier>()
+                for o in results where awoken.insert(ObjectIdentifier(o)).inserted { o.awakeFromFetch() }
+            } else {
+                results.forEachBorrowed { $0.awakeFromFetch() }
+            }
         }
         return results
+    }
+
+    /// Puts the map back in the context, keeping anything registered there meanwhile (only
+    /// code run by a subclass's `init(entity:)` could have), and drops this copy so that the
+    /// context's next change does not copy the table.
+    private mutating func giveMapBack() {
+        if !context.registered.isEmpty {
+            for o in context.registered.values {
+                if let id = o._objectID, map[id] == nil { map[id] = o }
+            }
+        }
+        context.registered = map
+        map = IdentityMap()
     }
 }

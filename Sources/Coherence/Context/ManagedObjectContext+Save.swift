@@ -346,7 +346,8 @@ extension ManagedObjectContext {
             if wasWritten || o._hasRelationshipChanges { saved.updated.append(o) }
             commit(o)
         }
-        // (Defensive: an object written but missed above still gets its version.)
+        // (Defensive, against a misaligned list: an object written but missed above still gets
+        // its version. The objects are alive: nothing has run since the change set was built.)
         if written < updatedObjects.count {
             for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) { o.takeUnretainedValue()._version = v }
         }
