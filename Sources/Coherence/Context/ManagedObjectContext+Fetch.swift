@@ -301,6 +301,8 @@ struct RowRegistration {
     /// the typed fetch needs no pass over the objects to check it.
     var commonClass: ObjectIdentifier?
     var mixedClasses = false
+    /// The first row's ID: later rows' IDs copy its store identifier (one store per fetch here).
+    var firstID: ObjectID?
 
     init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
         self.context = context
@@ -315,7 +317,14 @@ struct RowRegistration {
 
     mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
         unowned(unsafe) let entity = row.entity
-        let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
+        let id: ObjectID
+        if let first = firstID {
+            assert(first.isStored(in: storeIdentifier), "A registration reads one store's rows.")
+            id = first.inSameStore(entity: entity, primaryKey: row.primaryKey)
+        } else {
+            id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
+            firstID = id
+        }
         // One probe finds the registered object or the bucket for a new one. (Even into an
         // empty map a row's ID may come twice: a join through a one-to-one relationship can
         // repeat a row.)

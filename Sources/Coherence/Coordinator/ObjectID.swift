@@ -17,7 +17,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     ///
     /// Unowned: entity descriptions are never deallocated (see `EntityDescription.init`), and an
     /// ID is copied often (identity map, change sets, notifications) — without a retain.
-    public unowned(unsafe) let entity: EntityDescription
+    public private(set) unowned(unsafe) var entity: EntityDescription
     /// The identifier of the store holding the object; nil for temporary IDs.
     public var storeIdentifier: UUID? {
         guard hasStore else { return nil }
@@ -37,7 +37,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     private let storeLow: UInt64
     private let hasStore: Bool
     /// The primary key in the store, or the temporary number.
-    package let primaryKey: Int64
+    package private(set) var primaryKey: Int64
 
     package init(entity: EntityDescription, storeIdentifier: UUID?, primaryKey: Int64) {
         self.entity = entity
@@ -54,6 +54,16 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
             self.hasStore = false
         }
         self.primaryKey = primaryKey
+    }
+
+    /// An ID of another object in this ID's store (the store identifier copied as it is, not
+    /// converted from a `UUID` again: a fetch makes one per row).
+    @inline(__always)
+    package func inSameStore(entity: EntityDescription, primaryKey: Int64) -> ObjectID {
+        var id = self
+        id.entity = entity
+        id.primaryKey = primaryKey
+        return id
     }
 
     /// Whether two IDs name the same store (both temporary counts as the same), without

@@ -33,6 +33,9 @@ package struct SelectPlan: Sendable {
     package var mapping: [Int: [(column: Int32, slot: Int)]]
     /// Concrete entities by number.
     package var entities: [Int: EntityDescription]
+    /// The entity number of every row, when the hierarchy has one entity (the SQL selects it as
+    /// a constant, which a row reader need not read).
+    package var singleEntityNumber: Int? = nil
 }
 
 /// Generates every SQL statement a store runs: schema, reads and writes. Keeping all SQL text
@@ -173,7 +176,8 @@ package struct SQLGenerator: Sendable {
         let entityColumn = hierarchy.count == 1 ? "\(entity.entityNumber)" : alias + ".Z_ENT"
         let sql = ([alias + ".Z_PK", entityColumn, alias + ".Z_OPT"] + columns.map { alias + "." + column($0) })
             .joined(separator: ", ")
-        return SelectPlan(columnsSQL: sql, mapping: mapping, entities: entities)
+        return SelectPlan(columnsSQL: sql, mapping: mapping, entities: entities,
+                          singleEntityNumber: hierarchy.count == 1 ? entity.entityNumber : nil)
     }
 
     /// A SELECT for a fetch: rows, object IDs (`idsOnly`) or a count.

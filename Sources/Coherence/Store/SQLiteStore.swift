@@ -279,7 +279,7 @@ package final class SQLiteStore: StoreEngine {
     @inline(__always)
     private func readRow(_ st: SQLiteStatement, plan: SelectPlan, layout: inout RowLayout) throws(CoherenceError) -> StoreRow {
         let pk = st.int64(0)
-        let number = Int(st.int64(1))
+        let number = plan.singleEntityNumber ?? Int(st.int64(1))
         if layout.number != number {
             guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
                 throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
