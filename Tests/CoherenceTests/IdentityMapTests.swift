@@ -12,6 +12,20 @@ final class MapPassport: ManagedObject {
     @Relationship(inverse: "passport") var owner: MapOwner?
 }
 
+/// An entity whose initializer runs a hook: code that runs while a fetch reads rows.
+final class HookedRow: ManagedObject {
+    @Attribute var n: Int = 0
+    nonisolated(unsafe) static var onInit: (() -> Void)?
+    required init(entity: EntityDescription) {
+        super.init(entity: entity)
+        HookedRow.onInit?()
+    }
+}
+
+final class HookedTown: ManagedObject {
+    @Attribute var name: String = ""
+}
+
 /// The identity map (an open-addressing table keyed by object ID) and the lifetime of fetched
 /// objects: the map owns its objects, a fetch group does not.
 @Suite struct IdentityMapTests {
@@ -197,6 +211,35 @@ final class MapPassport: ManagedObject {
             #expect(found.first?.number == "P1")
             context.registered[p] = nil
             #expect(context.registered.isEmpty && context.registeredObject(for: p) == nil)
+        }
+    }
+
+    /// Code that runs while a fetch reads its rows (here a subclass's initializer) sees every
+    /// registered object: a lookup or a fetch of its own finds the registered one, not a copy.
+    @Test func codeRunWhileRowsAreReadSeesTheIdentityMap() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [HookedRow.self, HookedTown.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let townEntity = try #require(model.entitiesByName["HookedTown"]), rowEntity = try #require(model.entitiesByName["HookedRow"])
+        let townID = try #require(try insertObjects(coordinator, [rowInsert(townEntity, ["name": .text("T")])]).first)
+        try insertObjects(coordinator, [rowInsert(rowEntity, ["n": .integer(1)]), rowInsert(rowEntity, ["n": .integer(2)])])
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let town = try #require(try context.fetch(FetchRequest<HookedTown>()).first)
+            let request = FetchRequest<HookedRow>(sortBy: [SortDescriptor(\.n)])
+            nonisolated(unsafe) var seen: [ManagedObject] = []
+            HookedRow.onInit = {
+                seen.append(context.object(with: townID))
+                if let fetched = try? context.fetch(FetchRequest<HookedTown>()).first { seen.append(fetched) }
+            }
+            defer { HookedRow.onInit = nil }
+            let rows = try context.fetch(request)
+            HookedRow.onInit = nil
+            #expect(rows.map(\.n) == [1, 2])
+            // Two per row at least (probe objects made to resolve the sort key run the hook too).
+            #expect(seen.count >= 4 && seen.allSatisfy { $0 === town })
+            #expect(context.registered.count == 3)
+            context.registered._checkInvariants()
         }
     }
 

@@ -160,45 +160,32 @@ struct IdentityMap {
         s.count += 1
     }
 
-    /// Where an ID is, or would go: a fetch looks its row's ID up and, when it is not
-    /// registered, fills the bucket it found (``fill(_:hash:with:)``) without probing again.
-    struct Place {
-        let hash: UInt64
-        let index: Int
-        /// The object registered under the ID, if any.
-        let existing: ManagedObject?
+    /// The object registered under `id`, whose ``hash(_:)`` is `hash` (computed once for a
+    /// lookup and the insertion that may follow).
+    @inline(__always)
+    func object(for id: ObjectID, hash: UInt64) -> ManagedObject? {
+        guard let i = find(id, hash: hash), let s = storage else { return nil }
+        return s.entries[i].object?.takeUnretainedValue()
     }
 
-    /// Finds `id`, making room for one more object first (so the place stays valid for
-    /// ``fill(_:with:)`` as long as the map is not changed in between).
+    /// Registers `object` under `id` (its `_objectID`, whose hash is `hash`) unless an object is
+    /// registered there already, in one probe; returns the object registered under `id`
+    /// afterwards.
     @inline(__always)
-    mutating func place(for id: ObjectID) -> Place {
-        let h = IdentityMap.hash(id)
+    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64) -> ManagedObject {
+        checkKey(object, id)
         prepareForInsertion(1)
-        guard let s = storage else { return Place(hash: h, index: -1, existing: nil) }
-        var i = Int(truncatingIfNeeded: h) & s.mask
+        guard let s = storage else { return object }
+        var i = Int(truncatingIfNeeded: hash) & s.mask
         while let o = s.entries[i].object {
-            if s.entries[i].hash == h && o._withUnsafeGuaranteedRef({ $0._objectID == id }) {
-                return Place(hash: h, index: i, existing: o.takeUnretainedValue())
+            if s.entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) {
+                return o.takeUnretainedValue()
             }
             i = (i &+ 1) & s.mask
         }
-        return Place(hash: h, index: i, existing: nil)
-    }
-
-    /// Registers an object in the empty bucket `place` found for its ID. The object must have
-    /// been retained once for the map (the map takes that reference).
-    @inline(__always)
-    mutating func fill(_ place: Place, with object: Unmanaged<ManagedObject>) {
-        guard place.existing == nil, let s = storage, place.index >= 0, place.index <= s.mask,
-              s.entries[place.index].object == nil else {
-            // Not a place `place(for:)` just made: fall back to a full insertion.
-            let o = object.takeRetainedValue()
-            if let id = o._objectID { insert(o, for: id) }
-            return
-        }
-        s.entries[place.index] = Entry(hash: place.hash, object: object)
+        s.entries[i] = Entry(hash: hash, object: Unmanaged.passRetained(object))
         s.count += 1
+        return object
     }
 
     /// Removes the object registered under `id`, if any (backward-shift deletion: no tombstones).

@@ -273,19 +273,17 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 /// Registers a fetch's rows as the store reads them: each new object takes its row's values
 /// and joins the identity map while it is still in the processor's cache. Existing objects
 /// are reused (and filled when they are unfilled faults). `finish()` runs `awakeFromFetch` in
-/// fetch order and returns the objects in fetch order.
+/// fetch order and returns the objects in fetch order; `abandon()`, when the fetch fails
+/// part-way, takes the objects it made out of the identity map again.
 ///
-/// The identity map is taken out of the context for the duration (so each insertion skips the
-/// context's property observer) and must be given back: by `finish()`, or by `abandon()` when
-/// the fetch fails or reads no rows here.
+/// The identity map stays in the context throughout: code that runs while rows are read (a
+/// subclass's `init(entity:)`) sees every registered object.
 struct RowRegistration {
     let context: ManagedObjectContext
     let asFaults: Bool
     let group: FetchGroup
     let handle: ContextHandle
     let newFlags: ObjectFlags
-    /// The context's identity map, while rows are registered.
-    var map: IdentityMap
     /// Whether the identity map held objects before this fetch (otherwise every object is new,
     /// and every result is awoken, so no separate list is kept).
     let mayBeRegistered: Bool
@@ -310,9 +308,8 @@ struct RowRegistration {
         self.group = group
         self.handle = context.handle
         self.newFlags = asFaults ? [.fault, .prefilled] : []
-        self.map = context.registered
-        context.registered = IdentityMap()   // `map` is now the table's only owner
-        self.mayBeRegistered = !map.isEmpty
+        self.mayBeRegistered = !context.registered.isEmpty
+        context.handle.generation &+= 1   // for the insertions below, made through `_registered`
     }
 
     mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
@@ -325,21 +322,9 @@ struct RowRegistration {
             id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
             firstID = id
         }
-        // One probe finds the registered object or the bucket for a new one. (Even into an
-        // empty map a row's ID may come twice: a join through a one-to-one relationship can
-        // repeat a row.)
-        let place = map.place(for: id)
-        if let o = place.existing {
-            if !mayBeRegistered { sawRepeatedRow = true }   // into an empty map: a repeated row
-            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
-                o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
-                if !asFaults { awaken.append((o, false)) }
-            } else if o._flags.contains(.fault) && !asFaults {
-                awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
-            }
-            if o._group == nil { group.add(o) }
-            noteClass(ObjectIdentifier(type(of: o)))
-            results.append(o)
+        let hash = IdentityMap.hash(id)
+        if mayBeRegistered, let o = context._registered.object(for: id, hash: hash) {
+            reuse(o, row: row, id: id)
             return
         }
         let o = entity.managedObjectClass.init(entity: entity)
@@ -355,13 +340,37 @@ struct RowRegistration {
         o._valueStorage = values
         o._flags = newFlags
         o._objectID = id
-        map.fill(place, with: Unmanaged.passRetained(o))   // not registered: checked above
+        // Registered, unless an object is registered under this ID by now: the row came before
+        // (a join through a one-to-one relationship can repeat a row), or the initializer that
+        // just ran registered it (through a lookup or a fetch of its own). That one is the
+        // row's object then.
+        let registered = context._registered.insertIfAbsent(o, for: id, hash: hash)
+        guard registered === o else {
+            o._leaveGroup()
+            o._contextHandle = nil
+            reuse(registered, row: row, id: id)
+            return
+        }
         noteClass(ObjectIdentifier(entity.managedObjectClass))
         if mayBeRegistered {
             newObjects.append(o)
             if !asFaults { awaken.append((o, false)) }
         }
         results.append(consume o)
+    }
+
+    /// A row whose object is registered already.
+    private mutating func reuse(_ o: ManagedObject, row: consuming StoreRow, id: ObjectID) {
+        if !mayBeRegistered { sawRepeatedRow = true }   // into an empty map: a repeated row
+        if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+            o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
+            if !asFaults { awaken.append((o, false)) }
+        } else if o._flags.contains(.fault) && !asFaults {
+            awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
+        }
+        if o._group == nil { group.add(o) }
+        noteClass(ObjectIdentifier(type(of: o)))
+        results.append(o)
     }
 
     @inline(__always)
@@ -371,18 +380,16 @@ struct RowRegistration {
         }
     }
 
-    /// Gives the identity map back when the fetch fails or reads no rows here: objects made for
-    /// the rows read so far are unregistered again (they were never returned or awoken).
+    /// Takes the objects made for the rows read so far out of the identity map again, when
+    /// the fetch fails part-way (they were never returned or awoken).
     consuming func abandon() {
-        for o in mayBeRegistered ? newObjects : results {
-            if let id = o._objectID { map.remove(id) }
+        for o in mayBeRegistered ? newObjects : results where o._group === group && o._contextHandle === handle {
+            if let id = o._objectID, context.registered[id] === o { context.registered[id] = nil }
             o._contextHandle = nil
         }
-        giveMapBack()
     }
 
     consuming func finish() -> [ManagedObject] {
-        giveMapBack()
         #if DEBUG
         context.registered._checkInvariants()
         #endif
@@ -399,18 +406,5 @@ struct RowRegistration {
             }
         }
         return results
-    }
-
-    /// Puts the map back in the context, keeping anything registered there meanwhile (only
-    /// code run by a subclass's `init(entity:)` could have), and drops this copy so that the
-    /// context's next change does not copy the table.
-    private mutating func giveMapBack() {
-        if !context.registered.isEmpty {
-            for o in context.registered.values {
-                if let id = o._objectID, map[id] == nil { map[id] = o }
-            }
-        }
-        context.registered = map
-        map = IdentityMap()
     }
 }

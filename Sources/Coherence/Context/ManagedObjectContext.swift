@@ -88,10 +88,21 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     // hot paths.
     /// The identity map: every registered object except inserted objects that still have
     /// temporary IDs, which are found through `insertedList` (so inserting hashes nothing).
-    @exclusivity(unchecked) var registered = IdentityMap() {
+    var registered: IdentityMap {
+        @inline(__always) get { _registered }
         // Any change may make an object's cached to-one destination stale (see `_toOneCache`).
-        didSet { handle.generation &+= 1 }
+        @inline(__always) _modify {
+            yield &_registered
+            handle.generation &+= 1
+        }
+        @inline(__always) set {
+            _registered = newValue
+            handle.generation &+= 1
+        }
     }
+    /// The identity map's storage: changes through it must bump `handle.generation` (as
+    /// ``registered`` does), once per batch of changes at least.
+    @exclusivity(unchecked) var _registered = IdentityMap()
     /// Inserted objects by temporary ID, built on the first lookup of a temporary ID and kept
     /// up to date on insert; entries are checked on use, so removals need not update it.
     @exclusivity(unchecked) var insertedIndex: [ObjectID: ManagedObject]?
