@@ -84,16 +84,23 @@ struct IdentityMap {
     var count: Int { storage?.count ?? 0 }
     var isEmpty: Bool { count == 0 }
 
+    /// The bucket of `s` holding `id` (`found`), or the empty bucket where it would go.
+    @inline(__always)
+    private static func probe(_ s: Storage, for id: ObjectID, hash: UInt64) -> (index: Int, found: Bool) {
+        var i = Int(truncatingIfNeeded: hash) & s.mask
+        while let o = s.entries[i].object {
+            if s.entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) { return (i, true) }
+            i = (i &+ 1) & s.mask
+        }
+        return (i, false)
+    }
+
     /// The bucket holding `id`, or nil.
     @inline(__always)
     private func find(_ id: ObjectID, hash: UInt64) -> Int? {
         guard let s = storage else { return nil }
-        var i = Int(truncatingIfNeeded: hash) & s.mask
-        while let o = s.entries[i].object {
-            if s.entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) { return i }
-            i = (i &+ 1) & s.mask
-        }
-        return nil
+        let p = IdentityMap.probe(s, for: id, hash: hash)
+        return p.found ? p.index : nil
     }
 
     /// Makes the storage unique and able to take `extra` more objects.
@@ -130,11 +137,7 @@ struct IdentityMap {
 
     /// The object registered under `id`; setting nil removes it.
     subscript(id: ObjectID) -> ManagedObject? {
-        get {
-            let h = IdentityMap.hash(id)
-            guard let i = find(id, hash: h), let s = storage else { return nil }
-            return s.entries[i].object?.takeUnretainedValue()
-        }
+        get { object(for: id, hash: IdentityMap.hash(id)) }
         set {
             if let object = newValue { insert(object, for: id) } else { remove(id) }
         }
@@ -146,17 +149,13 @@ struct IdentityMap {
         let h = IdentityMap.hash(id)
         prepareForInsertion(1)
         guard let s = storage else { return }
-        var i = Int(truncatingIfNeeded: h) & s.mask
-        while let o = s.entries[i].object {
-            if s.entries[i].hash == h && o._withUnsafeGuaranteedRef({ $0._objectID == id }) {
-                let old = o
-                s.entries[i].object = Unmanaged.passRetained(object)
-                old.release()
-                return
-            }
-            i = (i &+ 1) & s.mask
+        let p = IdentityMap.probe(s, for: id, hash: h)
+        if p.found, let old = s.entries[p.index].object {
+            s.entries[p.index].object = Unmanaged.passRetained(object)
+            old.release()
+            return
         }
-        s.entries[i] = Entry(hash: h, object: Unmanaged.passRetained(object))
+        s.entries[p.index] = Entry(hash: h, object: Unmanaged.passRetained(object))
         s.count += 1
     }
 
@@ -176,14 +175,9 @@ struct IdentityMap {
         checkKey(object, id)
         prepareForInsertion(1)
         guard let s = storage else { return object }
-        var i = Int(truncatingIfNeeded: hash) & s.mask
-        while let o = s.entries[i].object {
-            if s.entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) {
-                return o.takeUnretainedValue()
-            }
-            i = (i &+ 1) & s.mask
-        }
-        s.entries[i] = Entry(hash: hash, object: Unmanaged.passRetained(object))
+        let p = IdentityMap.probe(s, for: id, hash: hash)
+        if p.found, let existing = s.entries[p.index].object { return existing.takeUnretainedValue() }
+        s.entries[p.index] = Entry(hash: hash, object: Unmanaged.passRetained(object))
         s.count += 1
         return object
     }

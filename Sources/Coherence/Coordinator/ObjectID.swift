@@ -42,9 +42,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     package init(entity: EntityDescription, storeIdentifier: UUID?, primaryKey: Int64) {
         self.entity = entity
         if let storeIdentifier {
-            let words = withUnsafeBytes(of: storeIdentifier.uuid) { raw in
-                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-            }
+            let words = ObjectID.words(of: storeIdentifier)
             self.storeHigh = words.0
             self.storeLow = words.1
             self.hasStore = true
@@ -78,9 +76,15 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     @inline(__always)
     package func isStored(in identifier: UUID) -> Bool {
         guard hasStore else { return false }
-        return withUnsafeBytes(of: identifier.uuid) { raw in
-            raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self) == storeHigh
-                && raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == storeLow
+        let words = ObjectID.words(of: identifier)
+        return words.0 == storeHigh && words.1 == storeLow
+    }
+
+    /// A store identifier's 16 bytes as two words, as IDs keep them.
+    @inline(__always)
+    private static func words(of identifier: UUID) -> (UInt64, UInt64) {
+        withUnsafeBytes(of: identifier.uuid) { raw in
+            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         }
     }
 
