@@ -99,8 +99,6 @@ extension ManagedObjectContext {
                 statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 statistics.fetchedRows += objects.count
                 fetched = objects
-            } else {
-                registration.abandon()
             }
         }
         let results: [ManagedObject]
