@@ -243,6 +243,40 @@ final class HookedTown: ManagedObject {
         }
     }
 
+    /// An initializer that registers a fault for the very row being read (before the fetch
+    /// registers that row's new object): the fault is the row's object, filled from the row.
+    @Test func aFaultRegisteredWhileItsRowIsReadIsFilledFromTheRow() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [HookedRow.self, HookedTown.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let rowEntity = try #require(model.entitiesByName["HookedRow"])
+        let ids = try insertObjects(coordinator, [rowInsert(rowEntity, ["n": .integer(1)]), rowInsert(rowEntity, ["n": .integer(2)])])
+        for asFaults in [true, false] {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                nonisolated(unsafe) var faults: [ManagedObject] = []
+                nonisolated(unsafe) var inHook = false
+                HookedRow.onInit = {
+                    guard !inHook, faults.isEmpty else { return }
+                    inHook = true
+                    faults = ids.map { context.object(with: $0) }   // unfilled faults, registered
+                    inHook = false
+                }
+                defer { HookedRow.onInit = nil }
+                var request = FetchRequest<HookedRow>()
+                request.returnsObjectsAsFaults = asFaults
+                let rows = try context.fetch(request).sorted { $0.n < $1.n }
+                HookedRow.onInit = nil
+                #expect(faults.count == 2)
+                #expect(rows.map(\.n) == [1, 2])
+                #expect(Set(rows.map(ObjectIdentifier.init)) == Set(faults.map(ObjectIdentifier.init)))
+                #expect(context.registered.count == 2)
+                #expect(rows.allSatisfy { !$0.hasChanges })
+                context.registered._checkInvariants()
+            }
+        }
+    }
+
     @Test func aFailedFetchLeavesTheIdentityMapAsItWas() throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(.sqlite, in: dir)

@@ -19,8 +19,17 @@ package final class FetchGroup {
     /// - Complexity: O(1) amortized.
     @inline(__always)
     package func add(_ object: ManagedObject) {
-        assert(object._group == nil, "An object is in one fetch group at most.")
-        object._group = self
+        add(object, reference: .passRetained(self))
+    }
+
+    /// Makes `object`, which is in no group, a member holding `reference`, a +1 reference to
+    /// this group (from a ``ReferenceCredit``).
+    /// - Complexity: O(1) amortized.
+    @inline(__always)
+    package func add(_ object: ManagedObject, reference: Unmanaged<FetchGroup>) {
+        assert(object._groupReference == nil, "An object is in one fetch group at most.")
+        assert(reference.toOpaque() == Unmanaged.passUnretained(self).toOpaque(), "A reference to another group.")
+        object._groupReference = reference
         object._groupIndex = UInt32(truncatingIfNeeded: members.count)
         members.append(.passUnretained(object))
     }

@@ -22,9 +22,10 @@ struct IdentityMap {
         var object: Unmanaged<ManagedObject>?
     }
 
-    /// The table: `mask + 1` (a power of two) entries, at most three quarters used.
+    /// The table: `mask + 1` (a power of two) entries, at most three quarters used. It owns the
+    /// entries and their objects; the map reads and writes them through the pointer it keeps
+    /// next to it (see ``IdentityMap/entries``).
     final class Storage {
-        var count = 0
         let mask: Int
         let entries: UnsafeMutablePointer<Entry>
 
@@ -37,7 +38,6 @@ struct IdentityMap {
         /// A copy: the same entries, each object retained once more.
         init(copying other: Storage) {
             mask = other.mask
-            count = other.count
             entries = .allocate(capacity: other.mask + 1)
             entries.initialize(from: other.entries, count: other.mask + 1)
             for i in 0...mask { _ = entries[i].object?.retain() }
@@ -49,8 +49,6 @@ struct IdentityMap {
             entries.deallocate()
         }
 
-        var maximumCount: Int { (mask + 1) / 4 * 3 }
-
         /// Moves every entry of `other` (emptied) into this larger table, by their stored hashes.
         func moveEntries(from other: Storage) {
             for i in 0...other.mask {
@@ -61,12 +59,19 @@ struct IdentityMap {
                 entries[j] = e
                 other.entries[i].object = nil
             }
-            count += other.count
-            other.count = 0
         }
     }
 
+    /// The owner of the table (nil until the first insertion).
     private var storage: Storage?
+    /// `storage`'s entries and mask, kept here so that a lookup or an insertion reads the table
+    /// without loading (and reference counting) the storage object: two atomic operations per
+    /// call saved, which a fetch pays per row. Valid while `storage` is; when `storage` is
+    /// shared, only read through them.
+    private var entries: UnsafeMutablePointer<Entry>?
+    private var mask = 0
+    /// The number of registered objects.
+    private(set) var count = 0
 
     init() {}
 
@@ -80,17 +85,18 @@ struct IdentityMap {
         return UInt64(bitPattern: Int64(ObjectID.mix(id.primaryKey, seed: Int(truncatingIfNeeded: root ^ id.storeWord))))
     }
 
-    /// The number of registered objects.
-    var count: Int { storage?.count ?? 0 }
     var isEmpty: Bool { count == 0 }
+    /// The most objects the table takes before it grows.
+    private var maximumCount: Int { entries == nil ? 0 : (mask + 1) / 4 * 3 }
 
-    /// The bucket of `s` holding `id` (`found`), or the empty bucket where it would go.
+    /// The bucket of the table holding `id` (`found`), or the empty bucket where it would go.
     @inline(__always)
-    private static func probe(_ s: Storage, for id: ObjectID, hash: UInt64) -> (index: Int, found: Bool) {
-        var i = Int(truncatingIfNeeded: hash) & s.mask
-        while let o = s.entries[i].object {
-            if s.entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) { return (i, true) }
-            i = (i &+ 1) & s.mask
+    private static func probe(_ entries: UnsafeMutablePointer<Entry>, mask: Int, for id: ObjectID,
+                              hash: UInt64) -> (index: Int, found: Bool) {
+        var i = Int(truncatingIfNeeded: hash) & mask
+        while let o = entries[i].object {
+            if entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) { return (i, true) }
+            i = (i &+ 1) & mask
         }
         return (i, false)
     }
@@ -98,16 +104,15 @@ struct IdentityMap {
     /// The bucket holding `id`, or nil.
     @inline(__always)
     private func find(_ id: ObjectID, hash: UInt64) -> Int? {
-        guard let s = storage else { return nil }
-        let p = IdentityMap.probe(s, for: id, hash: hash)
+        guard let entries else { return nil }
+        let p = IdentityMap.probe(entries, mask: mask, for: id, hash: hash)
         return p.found ? p.index : nil
     }
 
     /// Makes the storage unique and able to take `extra` more objects.
     @inline(__always)
     private mutating func prepareForInsertion(_ extra: Int) {
-        // Uniqueness first: a binding of `storage` would be a second reference.
-        if isKnownUniquelyReferenced(&storage), let s = storage, s.count + extra <= s.maximumCount { return }
+        if count + extra <= maximumCount && isKnownUniquelyReferenced(&storage) { return }
         grow(to: count + extra)
     }
 
@@ -115,23 +120,27 @@ struct IdentityMap {
         var capacity = 16
         while capacity / 4 * 3 < minimumCount { capacity <<= 1 }
         let unique = isKnownUniquelyReferenced(&storage)
-        guard let old = storage else {
-            storage = Storage(capacity: capacity)
-            return
+        let new: Storage
+        if let old = storage {
+            if capacity <= old.mask + 1 {
+                // Large enough already: only shared.
+                if unique { return }
+                new = Storage(copying: old)
+            } else {
+                new = Storage(capacity: capacity)
+                new.moveEntries(from: unique ? old : Storage(copying: old))
+            }
+        } else {
+            new = Storage(capacity: capacity)
         }
-        if capacity <= old.mask + 1 {
-            // Large enough already: only shared.
-            if !unique { storage = Storage(copying: old) }
-            return
-        }
-        let new = Storage(capacity: capacity)
-        new.moveEntries(from: unique ? old : Storage(copying: old))
+        entries = new.entries
+        mask = new.mask
         storage = new
     }
 
     /// Makes room for `minimumCapacity` objects in all.
     mutating func reserveCapacity(_ minimumCapacity: Int) {
-        if let s = storage, minimumCapacity <= s.maximumCount { return }
+        if minimumCapacity <= maximumCount { return }
         grow(to: minimumCapacity)
     }
 
@@ -148,38 +157,38 @@ struct IdentityMap {
         checkKey(object, id)
         let h = IdentityMap.hash(id)
         prepareForInsertion(1)
-        guard let s = storage else { return }
-        let p = IdentityMap.probe(s, for: id, hash: h)
-        if p.found, let old = s.entries[p.index].object {
-            s.entries[p.index].object = Unmanaged.passRetained(object)
+        guard let entries else { return }
+        let p = IdentityMap.probe(entries, mask: mask, for: id, hash: h)
+        if p.found, let old = entries[p.index].object {
+            entries[p.index].object = Unmanaged.passRetained(object)
             old.release()
             return
         }
-        s.entries[p.index] = Entry(hash: h, object: Unmanaged.passRetained(object))
-        s.count += 1
+        entries[p.index] = Entry(hash: h, object: Unmanaged.passRetained(object))
+        count += 1
     }
 
     /// The object registered under `id`, whose ``hash(_:)`` is `hash` (computed once for a
     /// lookup and the insertion that may follow).
     @inline(__always)
     func object(for id: ObjectID, hash: UInt64) -> ManagedObject? {
-        guard let i = find(id, hash: hash), let s = storage else { return nil }
-        return s.entries[i].object?.takeUnretainedValue()
+        guard let entries, let i = find(id, hash: hash) else { return nil }
+        return entries[i].object?.takeUnretainedValue()
     }
 
     /// Registers `object` under `id` (its `_objectID`, whose hash is `hash`) unless an object is
-    /// registered there already, in one probe; returns the object registered under `id`
-    /// afterwards.
+    /// registered there already, in one probe. Returns nil when `object` was registered, else
+    /// the object registered under `id` (unretained: the map keeps it alive).
     @inline(__always)
-    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64) -> ManagedObject {
+    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64) -> Unmanaged<ManagedObject>? {
         checkKey(object, id)
         prepareForInsertion(1)
-        guard let s = storage else { return object }
-        let p = IdentityMap.probe(s, for: id, hash: hash)
-        if p.found, let existing = s.entries[p.index].object { return existing.takeUnretainedValue() }
-        s.entries[p.index] = Entry(hash: hash, object: Unmanaged.passRetained(object))
-        s.count += 1
-        return object
+        guard let entries else { return nil }
+        let p = IdentityMap.probe(entries, mask: mask, for: id, hash: hash)
+        if p.found, let existing = entries[p.index].object { return existing }
+        entries[p.index] = Entry(hash: hash, object: Unmanaged.passRetained(object))
+        count += 1
+        return nil
     }
 
     /// Removes the object registered under `id`, if any (backward-shift deletion: no tombstones).
@@ -188,31 +197,32 @@ struct IdentityMap {
         let h = IdentityMap.hash(id)
         guard find(id, hash: h) != nil else { return nil }
         prepareForInsertion(0)
-        guard let s = storage, var hole = find(id, hash: h), let removed = s.entries[hole].object else { return nil }
-        s.entries[hole].object = nil
-        s.count -= 1
-        var i = (hole &+ 1) & s.mask
-        while s.entries[i].object != nil {
-            let home = Int(truncatingIfNeeded: s.entries[i].hash) & s.mask
+        guard let entries, var hole = find(id, hash: h), let removed = entries[hole].object else { return nil }
+        entries[hole].object = nil
+        count -= 1
+        var i = (hole &+ 1) & mask
+        while entries[i].object != nil {
+            let home = Int(truncatingIfNeeded: entries[i].hash) & mask
             // The entry may move into the hole unless its home lies cyclically in (hole, i].
-            let distanceToHome = (i &- home) & s.mask
-            let distanceToHole = (i &- hole) & s.mask
+            let distanceToHome = (i &- home) & mask
+            let distanceToHole = (i &- hole) & mask
             if distanceToHome >= distanceToHole {
-                s.entries[hole] = s.entries[i]
-                s.entries[i].object = nil
+                entries[hole] = entries[i]
+                entries[i].object = nil
                 hole = i
             }
-            i = (i &+ 1) & s.mask
+            i = (i &+ 1) & mask
         }
         return removed.takeRetainedValue()
     }
 
     /// Every registered object, in no particular order.
-    var values: Values { Values(storage: storage) }
+    var values: Values { Values(storage: storage, count: count) }
 
     /// The registered objects: a snapshot of the map (later changes copy the map instead).
     struct Values: Sequence {
         fileprivate let storage: Storage?
+        fileprivate let count: Int
 
         struct Iterator: IteratorProtocol {
             fileprivate let storage: Storage?
@@ -228,7 +238,7 @@ struct IdentityMap {
         }
 
         func makeIterator() -> Iterator { Iterator(storage: storage) }
-        var underestimatedCount: Int { storage?.count ?? 0 }
+        var underestimatedCount: Int { count }
     }
 
     @inline(__always)
@@ -239,16 +249,20 @@ struct IdentityMap {
     #if DEBUG
     /// Checks the table: the count, every object under its own ID and found from its hash.
     func _checkInvariants() {
-        guard let s = storage else { return }
+        guard let s = storage else {
+            precondition(entries == nil && count == 0, "A map without storage has entries.")
+            return
+        }
+        precondition(entries == s.entries && mask == s.mask, "The map's view of its table is stale.")
         var n = 0
-        for i in 0...s.mask {
+        for i in 0...mask {
             guard let o = s.entries[i].object?.takeUnretainedValue() else { continue }
             n += 1
             guard let id = o._objectID else { preconditionFailure("A registered object has no ID.") }
             precondition(IdentityMap.hash(id) == s.entries[i].hash, "An entry's hash is not its object's.")
             precondition(find(id, hash: s.entries[i].hash) == i, "An entry cannot be found from its hash.")
         }
-        precondition(n == s.count, "The count is wrong.")
+        precondition(n == count, "The count is wrong.")
     }
     #endif
 }

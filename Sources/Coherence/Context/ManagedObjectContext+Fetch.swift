@@ -149,7 +149,7 @@ extension ManagedObjectContext {
             } else if o._flags.contains(.fault) && !asFaults {
                 awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
             }
-            if o._group == nil { group.add(o) }
+            if o._groupReference == nil { group.add(o) }
             results.append(o)
         }
         results.reverse()
@@ -276,11 +276,15 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 ///
 /// The identity map stays in the context throughout: code that runs while rows are read (a
 /// subclass's `init(entity:)`) sees every registered object.
-struct RowRegistration {
+struct RowRegistration: ~Copyable {
     let context: ManagedObjectContext
     let asFaults: Bool
     let group: FetchGroup
     let handle: ContextHandle
+    /// The new objects' references to the handle and the group, paid in bulk (two atomic
+    /// operations per row saved).
+    var handleCredit: ReferenceCredit<ContextHandle>
+    var groupCredit: ReferenceCredit<FetchGroup>
     let newFlags: ObjectFlags
     /// Whether the identity map held objects before this fetch (otherwise every object is new,
     /// and every result is awoken, so no separate list is kept).
@@ -305,6 +309,8 @@ struct RowRegistration {
         self.asFaults = asFaults
         self.group = group
         self.handle = context.handle
+        self.handleCredit = ReferenceCredit(context.handle)
+        self.groupCredit = ReferenceCredit(group)
         self.newFlags = asFaults ? [.fault, .prefilled] : []
         self.mayBeRegistered = !context.registered.isEmpty
         context.handle.generation &+= 1   // for the insertions below, made through `_registered`
@@ -326,27 +332,29 @@ struct RowRegistration {
             return
         }
         let o = entity.managedObjectClass.init(entity: entity)
-        o._contextHandle = handle
-        group.add(o)
+        // A new object is in no context or group (unless its initializer did something odd).
+        if o._handleReference == nil { o._handleReference = handleCredit.take() } else { o._contextHandle = handle }
+        if o._groupReference == nil { group.add(o, reference: groupCredit.take()) }
         o._version = row.version
-        // A new object has no snapshot yet, sparse or full: set the storage directly (the
-        // `_values` and `_committed` setters check for a sparse one first). The row's values
-        // move in; `_committedToOneStorage` stays nil: the committed foreign keys name the
-        // destinations.
-        let values = exchange(&row.values, with: [])
-        o._committedStorage = values
-        o._valueStorage = values
+        // A new object has no snapshot yet: set the storage directly (the `_values` and
+        // `_committed` setters check for a sparse one first). The row's values move in. The
+        // committed snapshot is an empty sparse one: "every slot's committed value is its
+        // current one", which needs no second reference to the values (an atomic retain per
+        // row) and lets the first change edit them in place. `_committedToOneStorage` stays
+        // nil: the committed foreign keys name the destinations.
+        o._valueStorage = exchange(&row.values, with: [])
+        o._originals = []
         o._flags = newFlags
         o._objectID = id
         // Registered, unless an object is registered under this ID by now: the row came before
         // (a join through a one-to-one relationship can repeat a row), or the initializer that
         // just ran registered it (through a lookup or a fetch of its own). That one is the
         // row's object then.
-        let registered = context._registered.insertIfAbsent(o, for: id, hash: hash)
-        guard registered === o else {
+        if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash) {
             o._leaveGroup()
             o._contextHandle = nil
-            reuse(registered, row: row, id: id)
+            row.values = exchange(&o._valueStorage, with: [])   // back: they may fill that object
+            reuse(registered.takeUnretainedValue(), row: row, id: id)
             return
         }
         noteClass(ObjectIdentifier(entity.managedObjectClass))
@@ -366,7 +374,7 @@ struct RowRegistration {
         } else if o._flags.contains(.fault) && !asFaults {
             awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
         }
-        if o._group == nil { group.add(o) }
+        if o._groupReference == nil { group.add(o) }
         noteClass(ObjectIdentifier(type(of: o)))
         results.append(o)
     }

@@ -68,14 +68,30 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) package final var _relations: [Int: RelationState]?
     /// The context the object is registered in, through the context's shared handle (cleared
     /// when the context goes away): cheaper than a weak reference per object, and just as safe.
-    @exclusivity(unchecked) @usableFromInline package final var _contextHandle: ContextHandle?
+    /// A strong reference kept unmanaged and released in `deinit`, so that a fetch can hand
+    /// its objects references it paid for in bulk (see `ReferenceCredit`). Set it through
+    /// ``_contextHandle``, which counts.
+    @exclusivity(unchecked) @usableFromInline package final var _handleReference: Unmanaged<ContextHandle>?
+    /// The context's handle (see ``_handleReference``).
+    @usableFromInline package final var _contextHandle: ContextHandle? {
+        @inline(__always) get { _handleReference?.takeUnretainedValue() }
+        set {
+            let old = _handleReference
+            _handleReference = newValue.map { Unmanaged.passRetained($0) }
+            old?.release()
+        }
+    }
     /// Whether the object is registered in a context that still exists (no reference counting
-    /// of the context).
-    @inline(__always) package final var _hasLiveContext: Bool { _contextHandle?.isAlive ?? false }
+    /// of the context or its handle).
+    @inline(__always) package final var _hasLiveContext: Bool {
+        _handleReference?._withUnsafeGuaranteedRef { $0.isAlive } ?? false
+    }
     /// Whether the object is registered in `context` (no reference counting of the context).
     @inline(__always) package final func _belongs(to context: ManagedObjectContext) -> Bool {
-        guard let handle = _contextHandle else { return false }
-        return handle === context.handle && handle.isAlive
+        guard let handle = _handleReference, handle.toOpaque() == Unmanaged.passUnretained(context.handle).toOpaque() else {
+            return false
+        }
+        return handle._withUnsafeGuaranteedRef { $0.isAlive }
     }
     /// The context the object is registered in (nil once the context is gone).
     @usableFromInline package final var _context: ManagedObjectContext? {
@@ -144,8 +160,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) package final var _candidateEpoch: UInt32 = 0
     /// The fetch result this object came with (for batched relationship loading). Set through
     /// `FetchGroup.add(_:)`, cleared through ``_leaveGroup()``: the group's entry for the object
-    /// must go when the object leaves or is deallocated.
-    @exclusivity(unchecked) package final var _group: FetchGroup?
+    /// must go when the object leaves or is deallocated. A strong reference kept unmanaged, as
+    /// ``_handleReference``, and released in `deinit` or ``_leaveGroup()``.
+    @exclusivity(unchecked) package final var _groupReference: Unmanaged<FetchGroup>?
+    /// The object's fetch group (see ``_groupReference``).
+    package final var _group: FetchGroup? { _groupReference?.takeUnretainedValue() }
 
     /// Creates an object of `entity` with the entity's default values, not yet in any context.
     /// Insert it with ``ManagedObjectContext/insert(_:)``, or use ``init(context:)``.
@@ -159,15 +178,18 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     deinit {
-        _group?.removeMember(at: _groupIndex)
+        _leaveGroup()
+        _handleReference?.release()
     }
 
     /// Leaves the object's fetch group, if any.
     @inline(__always)
     package final func _leaveGroup() {
-        guard let group = _group else { return }
-        group.removeMember(at: _groupIndex)
-        _group = nil
+        guard let group = _groupReference else { return }
+        let index = _groupIndex
+        group._withUnsafeGuaranteedRef { $0.removeMember(at: index) }
+        _groupReference = nil
+        group.release()
     }
 
     // MARK: Overridable entity information for typed subclasses
@@ -286,7 +308,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         // Inserted and deleted objects are tracked already; check the flags before loading the
         // (weak) context reference.
         if _flags.contains(.inserted) || _flags.contains(.deleted) { return }
-        _ = _contextHandle?.withContext { $0._noteUpdated(self) }
+        _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUpdated(self) } }
     }
 
     // MARK: Dynamic access
