@@ -42,6 +42,10 @@ extension EntityDescription {
             let label = String(cString: cName)
             var slot = -1
             if label.hasPrefix("_"), let property = propertiesByName[String(label.dropFirst())] { slot = property.slot }
+            guard Int16(exactly: slot) != nil else {   // a wrapper keeps its slot in two bytes
+                readable = false
+                return false
+            }
             placements.append(SlotPlacement(offset: offset + inner, slot: slot))
             return true
         }
@@ -88,7 +92,7 @@ extension EntityDescription {
         if ObjectIdentifier(type(of: object)) == ObjectIdentifier(managedObjectClass) {
             guard let placements = slotPlacementBuffer else { return }
             let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
-            for p in placements { base.storeBytes(of: p.slot, toByteOffset: p.offset, as: Int.self) }
+            for p in placements { base.storeBytes(of: Int16(truncatingIfNeeded: p.slot), toByteOffset: p.offset, as: Int16.self) }
         } else if !properties.isEmpty {
             _placeSlotsForOtherClass(in: object)
         }
@@ -107,23 +111,23 @@ extension EntityDescription {
             otherClassPlacements.withLock { $0[key] = placements }
         }
         let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
-        for p in placements { base.storeBytes(of: p.slot, toByteOffset: p.offset, as: Int.self) }
+        for p in placements { base.storeBytes(of: Int16(truncatingIfNeeded: p.slot), toByteOffset: p.offset, as: Int16.self) }
     }
 }
 
 extension Attribute: SlottedPropertyWrapper {
     static var slotOffset: Int? { MemoryLayout<Self>.offset(of: \Self._slot) }
-    var slot: Int { _slot }
+    var slot: Int { Int(_slot) }
 }
 
 extension Relationship: SlottedPropertyWrapper {
     static var slotOffset: Int? { MemoryLayout<Self>.offset(of: \Self._slot) }
-    var slot: Int { _slot }
+    var slot: Int { Int(_slot) }
 }
 
 extension Transformed: SlottedPropertyWrapper {
     static var slotOffset: Int? { MemoryLayout<Self>.offset(of: \Self._slot) }
-    var slot: Int { _slot }
+    var slot: Int { Int(_slot) }
 }
 
 extension ManagedObject {

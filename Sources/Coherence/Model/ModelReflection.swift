@@ -81,12 +81,13 @@ package enum WrapperRecording {
     @inlinable static var isActive: Bool { active.load(ordering: .relaxed) != 0 }
 
     /// Records a wrapper's declaration when this thread is reflecting; returns what the wrapper
-    /// keeps in its slot field: a token (-2, -3, …) for the declaration, or -1.
+    /// keeps in its slot field: a token (-2, -3, …) for the declaration, or -1 (also past the
+    /// 32,767th wrapper of a class, which reflection then reports as a property it cannot read).
     @usableFromInline
-    static func record(_ declaration: some ReflectedProperty) -> Int {
+    static func record(_ declaration: some ReflectedProperty) -> Int16 {
         guard let session else { return -1 }
         session.declarations.append(declaration)
-        return -1 - session.declarations.count
+        return Int16(exactly: -1 - session.declarations.count) ?? -1
     }
 
     /// Runs `body` (which makes a probe object) with this thread recording declarations.

@@ -31,8 +31,8 @@ public struct Attribute<Value: PersistentValue> {
     /// The property's slot in this object, written when the object is made (see
     /// `SlottedPropertyWrapper`); -1 until then. This is all a wrapper keeps in each object:
     /// options, default and rules are read once, when the class is reflected (see
-    /// `WrapperRecording`), and live in the model.
-    @usableFromInline var _slot: Int = -1
+    /// `WrapperRecording`), and live in the model. Two bytes: one per wrapper in every object.
+    @usableFromInline var _slot: Int16 = -1
 
     /// An attribute with no default value (optional types default to nil).
     @inlinable
@@ -85,7 +85,7 @@ public struct Attribute<Value: PersistentValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Attribute<Value>>
     ) -> Value {
         @inline(__always) get {
-            let slot = object[keyPath: storageKeyPath]._slot
+            let slot = Int(object[keyPath: storageKeyPath]._slot)
             if let probe = object._probe {
                 probe.record(slot)
                 return Value.placeholder
@@ -94,7 +94,7 @@ public struct Attribute<Value: PersistentValue> {
             return Value(storedValue: object._storedValue(at: slot)) ?? object._attributeDefault(at: slot, as: Value.self) ?? Value.placeholder
         }
         @inline(__always) set {
-            let slot = object[keyPath: storageKeyPath]._slot
+            let slot = Int(object[keyPath: storageKeyPath]._slot)
             if slot < 0 { object._unplacedProperty() }
             object._setStoredValue(newValue.storedValue, at: slot)
         }

@@ -66,7 +66,7 @@ public struct Relationship<Value: RelationshipValue> {
     /// The property's slot in this object, written when the object is made (see
     /// `SlottedPropertyWrapper`); -1 until then. The declaration's settings are read once, when
     /// the class is reflected, and live in the model.
-    @usableFromInline var _slot: Int = -1
+    @usableFromInline var _slot: Int16 = -1
 
     /// Declares a relationship.
     /// - Parameters:
@@ -96,7 +96,7 @@ public struct Relationship<Value: RelationshipValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Relationship<Value>>
     ) -> Value {
         @inline(__always) get {
-            let slot = object[keyPath: storageKeyPath]._slot
+            let slot = Int(object[keyPath: storageKeyPath]._slot)
             if let probe = object._probe {
                 probe.record(slot)
                 return Value(relatedObjects: [])
@@ -106,7 +106,7 @@ public struct Relationship<Value: RelationshipValue> {
             return Value(relatedObjects: object._relatedObjects(at: slot))
         }
         @inline(__always) set {
-            let slot = object[keyPath: storageKeyPath]._slot
+            let slot = Int(object[keyPath: storageKeyPath]._slot)
             if slot < 0 { object._unplacedProperty() }
             object._setRelatedObjects(newValue.relatedObjects, at: slot)
         }

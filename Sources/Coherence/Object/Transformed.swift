@@ -97,7 +97,7 @@ extension ManagedObject {
 public struct Transformed<Value: Codable> {
     /// The property's slot in this object, written when the object is made (see
     /// `SlottedPropertyWrapper`); -1 until then. First, so its offset is known.
-    @usableFromInline var _slot: Int = -1
+    @usableFromInline var _slot: Int16 = -1
     @usableFromInline let defaultValue: Value?
     @usableFromInline let isTransient: Bool
 
@@ -123,7 +123,7 @@ public struct Transformed<Value: Codable> {
     ) -> Value {
         get {
             let fallback = object[keyPath: storageKeyPath].defaultValue
-            let slot = object[keyPath: storageKeyPath]._slot
+            let slot = Int(object[keyPath: storageKeyPath]._slot)
             if let probe = object._probe {
                 probe.record(slot)
                 if let fallback { return fallback }
@@ -138,7 +138,7 @@ public struct Transformed<Value: Codable> {
             preconditionFailure("Property '\(object.entity.properties[slot].name)' of entity '\(object.entity.name)' holds no decodable value and has no default")
         }
         set {
-            let slot = object[keyPath: storageKeyPath]._slot
+            let slot = Int(object[keyPath: storageKeyPath]._slot)
             if slot < 0 { object._unplacedProperty() }
             let stored: StoredValue = (try? JSONEncoder().encode(newValue)).map { .blob($0) } ?? .null
             object._setStoredValue(stored, at: slot)
