@@ -150,19 +150,45 @@ final class HookedTown: ManagedObject {
         let coordinator = try Self.store(dir)
         weak var weakPerson: Person?
         weak var weakTown: Town?
+        weak var weakHandle: ContextHandle?
+        weak var weakGroup: FetchGroup?
         do {
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            weakHandle = context.handle
             try context.performAndWait {
                 let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
                 #expect(people.count == 10)
                 weakPerson = people[4]
+                weakGroup = people[4]._group
                 weakTown = people[4].town               // a to-one read loads the group's towns
                 #expect(weakTown?.name == "Rome")
             }
-            #expect(weakPerson != nil && weakTown != nil)
+            #expect(weakPerson != nil && weakTown != nil && weakGroup != nil)
         }
         #expect(weakPerson == nil)
         #expect(weakTown == nil)
+        // The references the fetch handed its objects in bulk (`ReferenceCredit`) balance out.
+        #expect(weakGroup == nil)
+        #expect(weakHandle == nil)
+    }
+
+    /// A credit's references are real: the object lives until the last one handed out is
+    /// released, and the ones not handed out go back when the credit ends.
+    @Test func aReferenceCreditHandsOutCountedReferences() {
+        final class Box {}
+        weak var weakBox: Box?
+        var references: [Unmanaged<Box>] = []
+        do {
+            let box = Box()
+            weakBox = box
+            var credit = ReferenceCredit(box)
+            for _ in 0..<1500 { references.append(credit.take()) }   // more than one batch of 1,024
+        }
+        #expect(weakBox != nil)
+        for r in references.dropLast() { r.release() }
+        #expect(weakBox != nil)
+        references.last?.release()
+        #expect(weakBox == nil)
     }
 
     @Test func anObjectOutlivingItsContextKeepsItsValuesAndLeavesItsGroup() throws {
