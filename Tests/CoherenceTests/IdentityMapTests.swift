@@ -26,6 +26,61 @@ final class HookedTown: ManagedObject {
     @Attribute var name: String = ""
 }
 
+// Each test below that runs code from an initializer has classes of its own: tests run in
+// parallel, and a hook is a global.
+
+/// An entity whose initializer runs a hook (for `aFaultRegisteredWhileItsRowIsReadIsFilledFromTheRow`).
+final class RegisteringRow: ManagedObject {
+    @Attribute var n: Int = 0
+    nonisolated(unsafe) static var onInit: (() -> Void)?
+    required init(entity: EntityDescription) {
+        super.init(entity: entity)
+        RegisteringRow.onInit?()
+    }
+}
+
+/// A two-entity hierarchy whose initializer runs a hook (for `aFailedFetchLeavesObjectsOthersRegistered`).
+class AbandonShape: ManagedObject {
+    @Attribute var n: Int = 0
+    nonisolated(unsafe) static var onInit: (() -> Void)?
+    required init(entity: EntityDescription) {
+        super.init(entity: entity)
+        AbandonShape.onInit?()
+    }
+}
+
+final class AbandonCircle: AbandonShape {
+    @Attribute var radius: Double = 0
+}
+
+/// Counts its awakenings and runs a hook from its initializer (for `eachObjectAwakesOnce`).
+final class AwakeRow: ManagedObject {
+    @Attribute var n: Int = 0
+    nonisolated(unsafe) static var onInit: (() -> Void)?
+    var awakenings = 0
+    required init(entity: EntityDescription) {
+        super.init(entity: entity)
+        AwakeRow.onInit?()
+    }
+    override func awakeFromFetch() { awakenings += 1 }
+}
+
+/// A one-to-one pair whose destination reads a value when it goes away (for
+/// `aDiscardedDuplicateKeepsReadableValues`).
+final class KeptOwner: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "owner") var passport: KeptPassport?
+}
+
+final class KeptPassport: ManagedObject {
+    @Attribute var number: String = ""
+    @Relationship(inverse: "passport") var owner: KeptOwner?
+    nonisolated(unsafe) static var numbersAtDeinit: [String] = []
+    // Objects with an ID only: the model's reflection makes probe objects of the class, whose
+    // properties have no slots.
+    deinit { if _objectID != nil { KeptPassport.numbersAtDeinit.append(number) } }
+}
+
 /// The identity map (an open-addressing table keyed by object ID) and the lifetime of fetched
 /// objects: the map owns its objects, a fetch group does not.
 @Suite struct IdentityMapTests {
@@ -273,26 +328,26 @@ final class HookedTown: ManagedObject {
     /// registers that row's new object): the fault is the row's object, filled from the row.
     @Test func aFaultRegisteredWhileItsRowIsReadIsFilledFromTheRow() throws {
         let dir = try TemporaryDirectory()
-        let model = try ManagedObjectModel(types: [HookedRow.self, HookedTown.self])
+        let model = try ManagedObjectModel(types: [RegisteringRow.self, HookedTown.self])
         let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
-        let rowEntity = try #require(model.entitiesByName["HookedRow"])
+        let rowEntity = try #require(model.entitiesByName["RegisteringRow"])
         let ids = try insertObjects(coordinator, [rowInsert(rowEntity, ["n": .integer(1)]), rowInsert(rowEntity, ["n": .integer(2)])])
         for asFaults in [true, false] {
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
             try context.performAndWait {
                 nonisolated(unsafe) var faults: [ManagedObject] = []
                 nonisolated(unsafe) var inHook = false
-                HookedRow.onInit = {
+                RegisteringRow.onInit = {
                     guard !inHook, faults.isEmpty else { return }
                     inHook = true
                     faults = ids.map { context.object(with: $0) }   // unfilled faults, registered
                     inHook = false
                 }
-                defer { HookedRow.onInit = nil }
-                var request = FetchRequest<HookedRow>()
+                defer { RegisteringRow.onInit = nil }
+                var request = FetchRequest<RegisteringRow>()
                 request.returnsObjectsAsFaults = asFaults
                 let rows = try context.fetch(request).sorted { $0.n < $1.n }
-                HookedRow.onInit = nil
+                RegisteringRow.onInit = nil
                 #expect(faults.count == 2)
                 #expect(rows.map(\.n) == [1, 2])
                 #expect(Set(rows.map(ObjectIdentifier.init)) == Set(faults.map(ObjectIdentifier.init)))
@@ -301,6 +356,96 @@ final class HookedTown: ManagedObject {
                 context.registered._checkInvariants()
             }
         }
+    }
+
+    /// A failed fetch into an empty map takes out the objects it made, not those that code it
+    /// ran (an initializer) registered under its rows' IDs: they stay registered.
+    @Test func aFailedFetchLeavesObjectsOthersRegistered() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [AbandonShape.self, AbandonCircle.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let circle = try #require(model.entitiesByName["AbandonCircle"])
+        let ids = try insertObjects(coordinator, (1...4).map { rowInsert(circle, ["n": .integer(Int64($0))]) })
+        // The last row names an entity outside the hierarchy.
+        let raw = try SQLiteConnection(location: .file(dir.file("store.sqlite").path))
+        try raw.execute("UPDATE \"AbandonShape\" SET Z_ENT = 999 WHERE Z_PK = (SELECT max(Z_PK) FROM \"AbandonShape\")")
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            nonisolated(unsafe) var faults: [ManagedObject] = []
+            nonisolated(unsafe) var inHook = false
+            AbandonShape.onInit = {
+                guard !inHook, faults.isEmpty else { return }
+                inHook = true
+                faults = ids.prefix(2).map { context.object(with: $0) }   // registered by "someone else"
+                inHook = false
+            }
+            defer { AbandonShape.onInit = nil }
+            #expect(throws: CoherenceError.self) {
+                // No sort key: resolving one makes a probe object, whose initializer would run
+                // the hook before the fetch.
+                try context.fetch(FetchRequest<AbandonShape>())
+            }
+            AbandonShape.onInit = nil
+            #expect(faults.count == 2)
+            for (fault, id) in zip(faults, ids) {
+                #expect(context.registeredObject(for: id) === fault)
+                #expect(fault.managedObjectContext === context)
+            }
+            #expect(context.registered.count == 2)   // the fetch's own objects are gone
+            context.registered._checkInvariants()
+        }
+    }
+
+    /// A non-faulting fetch awakes each object once, also when code it ran (an initializer's
+    /// own non-faulting fetch) registered and awoke the rows' objects first.
+    @Test func eachObjectAwakesOnce() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [AwakeRow.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let entity = try #require(model.entitiesByName["AwakeRow"])
+        try insertObjects(coordinator, (1...3).map { rowInsert(entity, ["n": .integer(Int64($0))]) })
+        for nested in [false, true] {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                nonisolated(unsafe) var ran = false
+                AwakeRow.onInit = {
+                    guard nested, !ran else { return }
+                    ran = true
+                    var inner = FetchRequest<AwakeRow>()
+                    inner.returnsObjectsAsFaults = false
+                    _ = try? context.fetch(inner)
+                }
+                defer { AwakeRow.onInit = nil }
+                var request = FetchRequest<AwakeRow>()   // no sort key: no probe object runs the hook first
+                request.returnsObjectsAsFaults = false
+                let rows = try context.fetch(request).sorted { $0.n < $1.n }
+                AwakeRow.onInit = nil
+                #expect(rows.map(\.n) == [1, 2, 3])
+                #expect(rows.map(\.awakenings) == [1, 1, 1])
+            }
+        }
+    }
+
+    /// The object a fetch makes for a repeated row and then discards (the row's object is
+    /// registered already) keeps readable values: its `deinit` reads one.
+    @Test func aDiscardedDuplicateKeepsReadableValues() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [KeptOwner.self, KeptPassport.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let owner = try #require(model.entitiesByName["KeptOwner"]), passport = try #require(model.entitiesByName["KeptPassport"])
+        let p = try #require(try insertObjects(coordinator, [rowInsert(passport, ["number": .text("P1")])]).first)
+        try insertObjects(coordinator, [rowInsert(owner, ["name": .text("a")], references: ["passport": p]),
+                                        rowInsert(owner, ["name": .text("b")], references: ["passport": p])])
+        KeptPassport.numbersAtDeinit = []
+        do {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                let found = try context.fetch(FetchRequest<KeptPassport>(predicate: #Predicate { $0.owner?.name != "zzz" }))
+                #expect(found.first?.number == "P1")
+                #expect(KeptPassport.numbersAtDeinit == [""])   // the discarded copy: initial values
+            }
+        }
+        #expect(KeptPassport.numbersAtDeinit.sorted() == ["", "P1"])
     }
 
     @Test func aFailedFetchLeavesTheIdentityMapAsItWas() throws {

@@ -291,6 +291,11 @@ struct RowRegistration: ~Copyable {
     let mayBeRegistered: Bool
     /// A row came twice (a join can repeat a row): the results list its object twice.
     var sawRepeatedRow = false
+    /// Objects that code run during a fetch into an empty map (a subclass's initializer, by a
+    /// lookup or a fetch of its own) registered under IDs this fetch's rows then named: the
+    /// rows' objects, but not made by this fetch. A failed fetch leaves them registered, and
+    /// `finish()` awakes only those this fetch filled.
+    var foreign: [ManagedObject] = []
     var results: [ManagedObject] = []
     /// The new objects, when some rows may be registered already (otherwise: `results`).
     var newObjects: [ManagedObject] = []
@@ -353,7 +358,10 @@ struct RowRegistration: ~Copyable {
         if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash) {
             o._leaveGroup()
             o._contextHandle = nil
-            row.values = exchange(&o._valueStorage, with: [])   // back: they may fill that object
+            // The row's values go back (they may fill that object); the discarded object keeps
+            // its entity's initial values, so code that still reads it (its `deinit`, or an
+            // initializer that kept `self`) reads defaults, not an empty slot list.
+            row.values = exchange(&o._valueStorage, with: entity.initialValues)
             reuse(registered.takeUnretainedValue(), row: row, id: id)
             return
         }
@@ -367,7 +375,15 @@ struct RowRegistration: ~Copyable {
 
     /// A row whose object is registered already.
     private mutating func reuse(_ o: ManagedObject, row: consuming StoreRow, id: ObjectID) {
-        if !mayBeRegistered { sawRepeatedRow = true }   // into an empty map: a repeated row
+        if !mayBeRegistered {
+            // Into an empty map: a row this fetch read before (its object is in this fetch's
+            // group), or an object registered meanwhile by code the fetch ran.
+            if o._groupReference?.toOpaque() == Unmanaged.passUnretained(group).toOpaque() {
+                sawRepeatedRow = true
+            } else {
+                foreign.append(o)
+            }
+        }
         if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
             o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
             if !asFaults { awaken.append((o, false)) }
@@ -389,7 +405,9 @@ struct RowRegistration: ~Copyable {
     /// Takes the objects made for the rows read so far out of the identity map again, when
     /// the fetch fails part-way (they were never returned or awoken).
     consuming func abandon() {
-        for o in mayBeRegistered ? newObjects : results where o._group === group && o._contextHandle === handle {
+        let notMade = Set(foreign.map(ObjectIdentifier.init))
+        for o in mayBeRegistered ? newObjects : results
+        where o._group === group && o._contextHandle === handle && !notMade.contains(ObjectIdentifier(o)) {
             if let id = o._objectID, context.registered[id] === o { context.registered[id] = nil }
             o._contextHandle = nil
         }
@@ -404,9 +422,13 @@ struct RowRegistration: ~Copyable {
                 if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
             }
         } else if !asFaults {
-            if sawRepeatedRow {
-                var awoken = Set<ObjectIdentifier>()
+            if sawRepeatedRow || !foreign.isEmpty {
+                // Each object this fetch made once; of the others, those it filled or realized.
+                var awoken = Set(foreign.map(ObjectIdentifier.init))
                 for o in results where awoken.insert(ObjectIdentifier(o)).inserted { o.awakeFromFetch() }
+                for (o, fire) in awaken {
+                    if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+                }
             } else {
                 results.forEachBorrowed { $0.awakeFromFetch() }
             }

@@ -24,8 +24,9 @@ enum Immortal {
         markForBothFastPaths(pointer)
     }
 
-    /// The mark `_swift_stdlib_immortalize` writes on 64-bit platforms: the slow-reference-count
-    /// bit and every unowned-count bit, around the object's strong count.
+    /// The word `_swift_stdlib_immortalize` leaves on 64-bit platforms for an object with no
+    /// other reference: the slow-reference-count bit, a strong count of zero, and every
+    /// unowned-count bit.
     private static var runtimeMark: UInt64 { 0x8000_0000_FFFF_FFFF }
     /// The top bit of the strong count.
     private static var highStrongBit: UInt64 { 0x4000_0000_0000_0000 }
@@ -39,15 +40,15 @@ enum Immortal {
     /// strong count is zero: a release's subtraction borrows out of the top bit, the word looks
     /// like an ordinary count, and from then on every retain and release updates it with an
     /// atomic compare-and-swap (about 11 ns each, on a cache line every thread shares; measured
-    /// on the Swift 6.2 runtime). With the strong count's top bit set, both the addition and
+    /// on the Swift 6.3 runtime). With the strong count's top bit set, both the addition and
     /// the subtraction keep the word's top bit, and both operations read the word and return.
-    /// Done only when the word carries the known mark (another runtime may mark differently),
-    /// while the object is not yet shared (a model being loaded).
+    /// Done only when the word is exactly the known mark with a strong count of zero (the one
+    /// case that needs it; another runtime may mark differently), while the object is not yet
+    /// shared (a model being loaded).
     private static func markForBothFastPaths(_ pointer: UnsafeMutableRawPointer) {
         guard MemoryLayout<Int>.size == 8 else { return }
         let word = pointer + MemoryLayout<UInt>.size   // after the object's type
-        let bits = word.load(as: UInt64.self)
-        if bits & runtimeMark == runtimeMark { word.storeBytes(of: bits | highStrongBit, as: UInt64.self) }
+        if word.load(as: UInt64.self) == runtimeMark { word.storeBytes(of: runtimeMark | highStrongBit, as: UInt64.self) }
     }
 
     /// Makes an array's storage immortal (where an array is one reference to its native
