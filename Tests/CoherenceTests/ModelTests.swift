@@ -2,6 +2,23 @@ import Foundation
 import Testing
 @testable import Coherence
 
+/// Reads its properties when it goes away, as logging code might (probe objects the model's
+/// reflection makes run it too).
+final class DeinitReader: ManagedObject {
+    @Attribute var name: String = "unset"
+    @Relationship(inverse: "readers") var team: DeinitGroup?
+    @Transformed var tags: [String] = ["t"]
+    nonisolated(unsafe) static var seen: [String] = []
+    deinit {
+        DeinitReader.seen.append("\(name) \(team == nil) \(tags)")
+        name = "gone"   // a write, dropped for a probe
+    }
+}
+
+final class DeinitGroup: ManagedObject {
+    @Relationship(inverse: "team") var readers: Set<DeinitReader>
+}
+
 @Suite("Object model")
 struct ModelTests {
     @Test func reflectsTypedSubclasses() throws {
@@ -68,6 +85,26 @@ struct ModelTests {
         var initial = person.initialValues
         initial[0] = .text("changed")
         #expect(person.initialValues[0] != .text("changed"))
+    }
+
+    /// A class whose `deinit` reads and writes its properties loads (the probes reflection makes
+    /// read placeholders and drop writes), and its real objects read their values.
+    @Test func aDeinitThatReadsPropertiesIsSafe() throws {
+        DeinitReader.seen = []
+        let model = try ManagedObjectModel(types: [DeinitReader.self, DeinitGroup.self])
+        #expect(!DeinitReader.seen.isEmpty)   // probes went away, reading placeholders
+        DeinitReader.seen = []
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        do {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                let reader = DeinitReader(context: context)
+                reader.name = "Ada"
+                try context.save()
+            }
+        }
+        #expect(DeinitReader.seen.contains("Ada true [\"t\"]"))
     }
 
     @Test func inheritance() throws {

@@ -146,4 +146,14 @@ extension ManagedObject {
     package final func _unplacedProperty() -> Never {
         preconditionFailure("An object of class '\(type(of: self))' was read through a property its entity '\(entity.name)' does not have: the object was created with an entity that does not match its class")
     }
+
+    /// For a property whose wrapper has no slot: returns when the object is one of the probes
+    /// that reflecting a class makes (code the class runs on them, such as a `deinit` that reads
+    /// a property, gets placeholders, and writes are dropped); stops otherwise
+    /// (``_unplacedProperty()``).
+    @usableFromInline @inline(never)
+    package final func _allowUnplacedProperty() {
+        if entity === ModelReflection.placeholderEntity { return }
+        _unplacedProperty()
+    }
 }

@@ -90,12 +90,18 @@ public struct Attribute<Value: PersistentValue> {
                 probe.record(slot)
                 return Value.placeholder
             }
-            if slot < 0 { object._unplacedProperty() }
+            if slot < 0 {
+                object._allowUnplacedProperty()
+                return Value.placeholder
+            }
             return Value(storedValue: object._storedValue(at: slot)) ?? object._attributeDefault(at: slot, as: Value.self) ?? Value.placeholder
         }
         @inline(__always) set {
             let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if slot < 0 { object._unplacedProperty() }
+            if slot < 0 {
+                object._allowUnplacedProperty()
+                return
+            }
             object._setStoredValue(newValue.storedValue, at: slot)
         }
     }

@@ -101,13 +101,19 @@ public struct Relationship<Value: RelationshipValue> {
                 probe.record(slot)
                 return Value(relatedObjects: [])
             }
-            if slot < 0 { object._unplacedProperty() }
+            if slot < 0 {
+                object._allowUnplacedProperty()
+                return Value(relatedObjects: [])
+            }
             if !Value.isToMany { return Value(toOneDestination: object._toOneDestination(at: slot)) }
             return Value(relatedObjects: object._relatedObjects(at: slot))
         }
         @inline(__always) set {
             let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if slot < 0 { object._unplacedProperty() }
+            if slot < 0 {
+                object._allowUnplacedProperty()
+                return
+            }
             object._setRelatedObjects(newValue.relatedObjects, at: slot)
         }
     }

@@ -128,7 +128,11 @@ public struct Transformed<Value: Codable> {
                 probe.record(slot)
                 if let fallback { return fallback }
             }
-            if slot < 0 { object._unplacedProperty() }
+            if slot < 0 {
+                object._allowUnplacedProperty()
+                if let fallback { return fallback }
+                object._unplacedProperty()
+            }
             if case .blob(let data) = object._storedValue(at: slot), let v = try? JSONDecoder().decode(Value.self, from: data) {
                 return v
             }
@@ -139,7 +143,10 @@ public struct Transformed<Value: Codable> {
         }
         set {
             let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if slot < 0 { object._unplacedProperty() }
+            if slot < 0 {
+                object._allowUnplacedProperty()
+                return
+            }
             let stored: StoredValue = (try? JSONEncoder().encode(newValue)).map { .blob($0) } ?? .null
             object._setStoredValue(stored, at: slot)
         }
