@@ -417,18 +417,20 @@ struct RowRegistration: ~Copyable {
         #if DEBUG
         context.registered._checkInvariants()
         #endif
-        if mayBeRegistered {
+        /// Awakes the objects this fetch filled and realizes the prefilled faults it returns.
+        func awakeListed(_ awaken: [(object: ManagedObject, fire: Bool)]) {
             for (o, fire) in awaken {
                 if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
             }
+        }
+        if mayBeRegistered {
+            awakeListed(awaken)
         } else if !asFaults {
             if sawRepeatedRow || !foreign.isEmpty {
                 // Each object this fetch made once; of the others, those it filled or realized.
                 var awoken = Set(foreign.map(ObjectIdentifier.init))
                 for o in results where awoken.insert(ObjectIdentifier(o)).inserted { o.awakeFromFetch() }
-                for (o, fire) in awaken {
-                    if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
-                }
+                awakeListed(awaken)
             } else {
                 results.forEachBorrowed { $0.awakeFromFetch() }
             }
