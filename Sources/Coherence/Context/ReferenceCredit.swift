@@ -4,8 +4,8 @@
 /// group. Retaining the handle or the group once per object is an atomic operation per object
 /// on one shared cache line (about 11 ns each on the 2-core benchmark machine: 2 % of a fetch
 /// of 100,000 rows per reference). A credit retains the object 1,024 times in one atomic
-/// operation (the runtime's `swift_retain_n`) and hands the references out one by one; when the credit ends,
-/// it releases the ones left over in one more.
+/// operation (the runtime's `swift_retain_n`) and hands the references out one by one; when
+/// the credit ends, it releases the ones left over in one more.
 ///
 /// Every reference handed out is a real, counted strong reference from the moment it is
 /// handed out: its holder releases it as usual (one by one, from any thread), and code that
