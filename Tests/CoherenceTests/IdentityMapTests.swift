@@ -65,6 +65,28 @@ final class AwakeRow: ManagedObject {
     override func awakeFromFetch() { awakenings += 1 }
 }
 
+/// Registers faults for some IDs the first time its hook runs (from an initializer, while a
+/// fetch reads rows), as code other than the fetch would; the faults' own initializers run the
+/// hook again, which then does nothing.
+final class FaultRegistrar {
+    private(set) var faults: [ManagedObject] = []
+    private var inHook = false
+    let ids: [ObjectID]
+    unowned let context: ManagedObjectContext
+
+    init(_ ids: [ObjectID], in context: ManagedObjectContext) {
+        self.ids = ids
+        self.context = context
+    }
+
+    func hook() {
+        guard !inHook, faults.isEmpty else { return }
+        inHook = true
+        faults = ids.map { context.object(with: $0) }   // unfilled faults, registered
+        inHook = false
+    }
+}
+
 /// A one-to-one pair whose destination reads a value when it goes away (for
 /// `aDiscardedDuplicateKeepsReadableValues`).
 final class KeptOwner: ManagedObject {
@@ -335,19 +357,14 @@ final class KeptPassport: ManagedObject {
         for asFaults in [true, false] {
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
             try context.performAndWait {
-                nonisolated(unsafe) var faults: [ManagedObject] = []
-                nonisolated(unsafe) var inHook = false
-                RegisteringRow.onInit = {
-                    guard !inHook, faults.isEmpty else { return }
-                    inHook = true
-                    faults = ids.map { context.object(with: $0) }   // unfilled faults, registered
-                    inHook = false
-                }
+                let registrar = FaultRegistrar(ids, in: context)
+                RegisteringRow.onInit = registrar.hook
                 defer { RegisteringRow.onInit = nil }
                 var request = FetchRequest<RegisteringRow>()
                 request.returnsObjectsAsFaults = asFaults
                 let rows = try context.fetch(request).sorted { $0.n < $1.n }
                 RegisteringRow.onInit = nil
+                let faults = registrar.faults
                 #expect(faults.count == 2)
                 #expect(rows.map(\.n) == [1, 2])
                 #expect(Set(rows.map(ObjectIdentifier.init)) == Set(faults.map(ObjectIdentifier.init)))
@@ -371,14 +388,8 @@ final class KeptPassport: ManagedObject {
         try raw.execute("UPDATE \"AbandonShape\" SET Z_ENT = 999 WHERE Z_PK = (SELECT max(Z_PK) FROM \"AbandonShape\")")
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
-            nonisolated(unsafe) var faults: [ManagedObject] = []
-            nonisolated(unsafe) var inHook = false
-            AbandonShape.onInit = {
-                guard !inHook, faults.isEmpty else { return }
-                inHook = true
-                faults = ids.prefix(2).map { context.object(with: $0) }   // registered by "someone else"
-                inHook = false
-            }
+            let registrar = FaultRegistrar(Array(ids.prefix(2)), in: context)   // "someone else"
+            AbandonShape.onInit = registrar.hook
             defer { AbandonShape.onInit = nil }
             #expect(throws: CoherenceError.self) {
                 // No sort key: resolving one makes a probe object, whose initializer would run
@@ -386,6 +397,7 @@ final class KeptPassport: ManagedObject {
                 try context.fetch(FetchRequest<AbandonShape>())
             }
             AbandonShape.onInit = nil
+            let faults = registrar.faults
             #expect(faults.count == 2)
             for (fault, id) in zip(faults, ids) {
                 #expect(context.registeredObject(for: id) === fault)
