@@ -199,6 +199,34 @@ final class KeptPassport: ManagedObject {
         #expect(weakObject == nil)
     }
 
+    /// Growing moves the entries with their references: each object is released once, when
+    /// the last map holding it goes (also after a copy grew on its own).
+    @Test func aMapThatGrewOwnsEachObjectOnce() throws {
+        weak var first: ManagedObject?
+        weak var last: ManagedObject?
+        var map = IdentityMap()
+        var copy = IdentityMap()
+        do {
+            let objects = try Self.objects(count: 5_000)
+            first = objects.first
+            last = objects.last
+            for (i, o) in objects.enumerated() {
+                map[try #require(o._objectID)] = o
+                if i == 1_000 { copy = map }   // the copy shares the table until one of them grows
+            }
+            for o in objects.prefix(1_001) { #expect(copy[try #require(o._objectID)] === o) }
+            copy.reserveCapacity(20_000)
+        }
+        map._checkInvariants()
+        copy._checkInvariants()
+        #expect(map.count == 5_000 && copy.count == 1_001)
+        #expect(first != nil && last != nil)
+        map = IdentityMap()
+        #expect(first != nil && last == nil)   // the copy still holds the first objects
+        copy = IdentityMap()
+        #expect(first == nil)
+    }
+
     // MARK: Lifetimes through contexts
 
     /// Ten people in two towns.

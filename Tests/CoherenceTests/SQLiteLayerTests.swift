@@ -1,3 +1,4 @@
+import CCoherenceSQLite
 import Foundation
 import Testing
 @testable import Coherence
@@ -105,6 +106,29 @@ struct SQLiteLayerTests {
             #expect(!error.description.contains("secret-value"))
             #expect(error.description.contains("INSERT INTO t"))
         }
+    }
+
+    /// Text is read as stored in a UTF-8 database (no copy to add a terminating zero), and
+    /// converted in a UTF-16 one.
+    @Test(arguments: ["UTF-8", "UTF-16le", "UTF-16be"])
+    func readsTextInTheDatabasesEncoding(_ encoding: String) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("t.sqlite").path
+        var raw: OpaquePointer?
+        #expect(sqlite3_open(path, &raw) == SQLITE_OK)
+        #expect(sqlite3_exec(raw, "PRAGMA encoding = '\(encoding)'; CREATE TABLE t (v)", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(raw)
+
+        let c = try SQLiteConnection(location: .file(path))
+        #expect(c.textIsUTF8 == (encoding == "UTF-8"))
+        let texts = ["", "a", "héllo wörld 🌍", "with \u{0} a zero", String(repeating: "long text ", count: 40)]
+        let insert = try c.prepare("INSERT INTO t (v) VALUES (?)")
+        for t in texts {
+            insert.bind(t, at: 1)
+            try insert.execute()
+        }
+        let values = try c.prepare("SELECT v FROM t ORDER BY rowid").rows { $0.value(0) }
+        #expect(values == texts.map { StoredValue.text($0) })
     }
 
     @Test func decimalCollationComparesNumerically() throws {

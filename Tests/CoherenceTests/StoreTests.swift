@@ -365,6 +365,45 @@ struct StoreTests {
     }
 }
 
+extension StoreTests {
+    /// A fetch tells its receiver how many rows to expect: the fewer of the statement's last
+    /// two runs. A wrong estimate changes nothing in the results.
+    @Test func aFetchExpectsTheRowsOfItsLastTwoRuns() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let town = try #require(coordinator.managedObjectModel.entity(for: Town.self))
+        try insertObjects(coordinator, (0..<5).map { rowInsert(town, ["name": .text("T\($0)")]) })
+        let engine = try #require(coordinator.persistentStores.first?.engine as? SQLiteStore)
+        let fetch = try FetchRequest<Town>().storeFetch(in: coordinator.managedObjectModel)
+        func run() throws -> (expected: Int, rows: Int) {
+            var expected: [Int] = []
+            var rows = 0
+            try engine.fetch(fetch, expecting: { expected.append($0) }, each: { _ in rows += 1 })
+            #expect(expected.count == 1)   // once, before the rows
+            return (expected.first ?? -1, rows)
+        }
+        func fetchNames() throws -> [String] {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            return try context.performAndWait { try context.fetch(FetchRequest<Town>()).map(\.name).sorted() }
+        }
+        #expect(try run() == (0, 5))
+        #expect(try run() == (0, 5))
+        #expect(try run() == (5, 5))
+        try insertObjects(coordinator, (5..<55).map { rowInsert(town, ["name": .text("T\($0)")]) })
+        #expect(try run() == (5, 55))                     // more rows than expected
+        #expect(try run() == (5, 55))
+        #expect(try fetchNames() == (0..<55).map { "T\($0)" }.sorted())
+        #expect(try run() == (55, 55))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for t in try context.fetch(FetchRequest<Town>()) where t.name != "T7" && t.name != "T42" { context.delete(t) }
+            try context.save()
+        }
+        #expect(try fetchNames() == ["T42", "T7"])         // fewer rows than expected
+        #expect(try run() == (2, 2))
+    }
+}
+
 @Suite("Primary keys")
 struct PrimaryKeyTests {
     @Test func reservedKeyBlocksNeverCollideAcrossCoordinatorsOrRollbacks() throws {

@@ -15,6 +15,11 @@ package final class FetchGroup {
 
     init() {}
 
+    /// Makes room for `count` more members.
+    package func reserveCapacity(_ count: Int) {
+        members.reserveCapacity(members.count + count)
+    }
+
     /// Makes `object`, which is in no group, a member.
     /// - Complexity: O(1) amortized.
     @inline(__always)

@@ -28,6 +28,9 @@ struct IdentityMap {
     final class Storage {
         let mask: Int
         let entries: UnsafeMutablePointer<Entry>
+        /// False once ``moveEntries(from:)`` has moved the objects out: the references in the
+        /// entries are no longer this table's to release.
+        private var ownsObjects = true
 
         init(capacity: Int) {
             mask = capacity - 1
@@ -44,21 +47,26 @@ struct IdentityMap {
         }
 
         deinit {
-            for i in 0...mask { entries[i].object?.release() }
+            if ownsObjects {
+                for i in 0...mask { entries[i].object?.release() }
+            }
             entries.deinitialize(count: mask + 1)
             entries.deallocate()
         }
 
-        /// Moves every entry of `other` (emptied) into this larger table, by their stored hashes.
+        /// Moves every entry of `other` into this larger table, by their stored hashes, with the
+        /// references they hold: `other` is left to be discarded (it no longer releases them,
+        /// so freeing it does not walk its table again).
         func moveEntries(from other: Storage) {
+            precondition(other.ownsObjects, "A table's entries moved twice.")
             for i in 0...other.mask {
                 let e = other.entries[i]
                 guard e.object != nil else { continue }
                 var j = Int(truncatingIfNeeded: e.hash) & mask
                 while entries[j].object != nil { j = (j &+ 1) & mask }
                 entries[j] = e
-                other.entries[i].object = nil
             }
+            other.ownsObjects = false
         }
     }
 

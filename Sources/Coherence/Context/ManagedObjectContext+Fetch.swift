@@ -86,9 +86,11 @@ extension ManagedObjectContext {
             var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
             let read: Bool
             do throws(CoherenceError) {
-                read = try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch) { row, sid in
-                    registration.add(row, storeIdentifier: sid)
-                }
+                read = try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch, begin: { store, expected in
+                    registration.begin(store: store, expectedRows: expected)
+                }, { row in
+                    registration.add(row)
+                })
             } catch {
                 registration.abandon()
                 throw error
@@ -306,7 +308,9 @@ struct RowRegistration: ~Copyable {
     /// the typed fetch needs no pass over the objects to check it.
     var commonClass: ObjectIdentifier?
     var mixedClasses = false
-    /// The first row's ID: later rows' IDs copy its store identifier (one store per fetch here).
+    /// The store the rows come from (one store per fetch here), from ``begin(store:expectedRows:)``.
+    var storeIdentifier: UUID?
+    /// The first row's ID: later rows' IDs copy its store identifier.
     var firstID: ObjectID?
 
     init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
@@ -321,11 +325,21 @@ struct RowRegistration: ~Copyable {
         context.handle.generation &+= 1   // for the insertions below, made through `_registered`
     }
 
-    mutating func add(_ row: consuming StoreRow, storeIdentifier: UUID) {
+    /// Learns the rows' store and how many rows it expects, before the first row: the identity
+    /// map and the result list make room for them once, instead of growing (each growth of the
+    /// map moves every entry, and frees the table it leaves).
+    mutating func begin(store: UUID, expectedRows: Int) {
+        storeIdentifier = store
+        guard expectedRows > 0 else { return }
+        context.registered.reserveCapacity(context.registered.count + expectedRows)
+        results.reserveCapacity(expectedRows)
+        group.reserveCapacity(expectedRows)
+    }
+
+    mutating func add(_ row: consuming StoreRow) {
         unowned(unsafe) let entity = row.entity
         let id: ObjectID
         if let first = firstID {
-            assert(first.isStored(in: storeIdentifier), "A registration reads one store's rows.")
             id = first.inSameStore(entity: entity, primaryKey: row.primaryKey)
         } else {
             id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)

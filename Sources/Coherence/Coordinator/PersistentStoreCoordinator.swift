@@ -187,14 +187,16 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// When exactly one store holds the fetch's entity, hands each row to `body` as the store
-    /// reads it, with the store's identifier, and returns true; returns false otherwise.
-    /// Contexts register objects this way without holding every row first.
-    package func forEachSingleStoreRow(_ fetch: StoreFetch,
-                                       _ body: (consuming StoreRow, UUID) -> Void) throws(CoherenceError) -> Bool {
+    /// reads it and returns true; returns false otherwise. Before the first row, `begin` learns
+    /// the store's identifier and how many rows it expects (see
+    /// ``StoreEngine/fetch(_:expecting:each:)``). Contexts register objects this way without
+    /// holding every row first.
+    package func forEachSingleStoreRow(_ fetch: StoreFetch, begin: (_ store: UUID, _ expectedRows: Int) -> Void,
+                                       _ body: (consuming StoreRow) -> Void) throws(CoherenceError) -> Bool {
         let stores = self.stores(for: fetch.entity)
         guard stores.count == 1, let store = stores.first else { return false }
         let identifier = store.identifier
-        try store.engine.fetch(fetch) { row in body(row, identifier) }
+        try store.engine.fetch(fetch, expecting: { begin(identifier, $0) }, each: body)
         return true
     }
 

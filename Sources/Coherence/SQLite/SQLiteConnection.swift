@@ -19,6 +19,9 @@ package final class SQLiteConnection {
     package let handle: OpaquePointer
     package let location: Location
     package let isReadOnly: Bool
+    /// Whether the database stores text as UTF-8 (its `PRAGMA encoding`), so a text value's
+    /// bytes can be read as they are stored (see ``SQLiteStatement/value(_:)``).
+    package private(set) var textIsUTF8 = false
     private var statementCache: [String: SQLiteStatement] = [:]
     private var traceBox: Unmanaged<TraceBox>?
 
@@ -61,6 +64,7 @@ package final class SQLiteConnection {
             try SQLFunctions.register(on: self)
             // Touch the schema: this is where a non-database file is detected.
             try execute("PRAGMA schema_version")
+            textIsUTF8 = try readEncoding() == "UTF-8"
             if !readOnly, case .file = location {
                 try execute("PRAGMA journal_mode=WAL")
             }
@@ -71,6 +75,16 @@ package final class SQLiteConnection {
             sqlite3_close_v2(db)
             throw error
         }
+    }
+
+    /// The database's text encoding: "UTF-8", "UTF-16le" or "UTF-16be".
+    private func readEncoding() throws(SQLiteError) -> String {
+        var st: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, "PRAGMA encoding", -1, &st, nil)
+        guard rc == SQLITE_OK, let st else { throw error(code: rc, sql: "PRAGMA encoding") }
+        defer { sqlite3_finalize(st) }
+        guard sqlite3_step(st) == SQLITE_ROW, let text = sqlite3_column_text(st, 0) else { return "" }
+        return String(cString: text)
     }
 
     deinit {

@@ -8,6 +8,9 @@ package final class SQLiteStatement {
     unowned let connection: SQLiteConnection
     package let columnCount: Int32
     package let parameterCount: Int32
+    /// The connection's ``SQLiteConnection/textIsUTF8`` when the statement was prepared (a
+    /// database's encoding is fixed once it has content).
+    let textIsUTF8: Bool
 
     init(connection: SQLiteConnection, sql: String) throws(SQLiteError) {
         var stmt: OpaquePointer?
@@ -20,9 +23,26 @@ package final class SQLiteStatement {
         self.connection = connection
         self.columnCount = sqlite3_column_count(stmt)
         self.parameterCount = sqlite3_bind_parameter_count(stmt)
+        self.textIsUTF8 = connection.textIsUTF8
     }
 
+    /// The number of rows the statement returned in its last two complete runs (most recent
+    /// first); 0 before it has run.
+    private var rowCounts: (last: Int, previous: Int) = (0, 0)
+
     deinit { sqlite3_finalize(handle) }
+
+    /// How many rows the next run is likely to return: the smaller of the last two runs' counts
+    /// (0 until it has run twice). The smaller one, so that a statement whose runs alternate
+    /// between many rows and a few (the same SQL, other bound values) expects a few: a reader
+    /// that sizes its tables for too many rows pays for tables it does not fill, one that
+    /// sizes them for too few only grows them as it would without an estimate.
+    package var expectedRowCount: Int { min(rowCounts.last, rowCounts.previous) }
+
+    /// Records the number of rows a complete run returned.
+    package func noteRowCount(_ count: Int) {
+        rowCounts = (count, rowCounts.last)
+    }
 
     /// Resets the statement so it can run again. Bindings are kept until rebound.
     @inline(__always) package func reset() {
@@ -145,6 +165,14 @@ package final class SQLiteStatement {
         case SQLITE_INTEGER: return .integer(sqlite3_value_int64(v))
         case SQLITE_FLOAT: return .real(sqlite3_value_double(v))
         case SQLITE_TEXT:
+            if textIsUTF8 {
+                // The stored bytes as they are: `sqlite3_value_text` would first copy them to
+                // add a terminating zero. (In a UTF-16 database they would be UTF-16.)
+                let p = sqlite3_value_blob(v)
+                let n = Int(sqlite3_value_bytes(v))
+                guard n > 0, let p else { return .text("") }
+                return .text(String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self))
+            }
             guard let p = sqlite3_value_text(v) else { return .text("") }
             let n = Int(sqlite3_value_bytes(v))
             return .text(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))

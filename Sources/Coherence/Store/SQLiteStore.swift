@@ -325,17 +325,24 @@ package final class SQLiteStore: StoreEngine {
         }
     }
 
-    package func fetch(_ fetch: StoreFetch, each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
+    /// Expects the smaller of the row counts of the statement's last two runs (see
+    /// ``SQLiteStatement/expectedRowCount``).
+    package func fetch(_ fetch: StoreFetch, expecting expect: (Int) -> Void,
+                       each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
         try withReader { c in
             let st = try c.cachedStatement(sql)
             defer { st.reset() }
             st.bind(bindings)
+            expect(st.expectedRowCount)
             var layout = RowLayout()
+            var count = 0
             while try st.step() {
                 body(try readRow(st, plan: plan, layout: &layout))
+                count &+= 1
             }
+            st.noteRowCount(count)
         }
     }
 

@@ -19,8 +19,11 @@ package protocol StoreEngine: AnyObject, Sendable {
 
     func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow]
     /// Hands each row of a fetch to `body` as it is read (while its values are still in the
-    /// processor's cache), in order.
-    func fetch(_ fetch: StoreFetch, each body: (consuming StoreRow) -> Void) throws(CoherenceError)
+    /// processor's cache), in order. Before the first row, `expect` learns how many rows the
+    /// store expects (0: no idea), so that the receiver can size its tables once instead of
+    /// growing them row by row. An estimate only: the fetch may return more rows or fewer.
+    func fetch(_ fetch: StoreFetch, expecting expect: (Int) -> Void,
+               each body: (consuming StoreRow) -> Void) throws(CoherenceError)
     func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
     func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
     /// Rows of an entity hierarchy by primary key (missing keys are left out).
@@ -39,9 +42,11 @@ package protocol StoreEngine: AnyObject, Sendable {
 }
 
 extension StoreEngine {
-    /// Reads every row, then hands them over one by one.
-    package func fetch(_ fetch: StoreFetch, each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
+    /// Reads every row, then hands them over one by one (expecting exactly their number).
+    package func fetch(_ fetch: StoreFetch, expecting expect: (Int) -> Void,
+                       each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
         var rows = try self.fetch(fetch)
+        expect(rows.count)
         var i = 0
         while i < rows.count {
             body(rows[i])
