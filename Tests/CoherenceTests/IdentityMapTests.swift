@@ -227,6 +227,102 @@ final class KeptPassport: ManagedObject {
         #expect(first == nil)
     }
 
+    /// Growing a shared table moves the entries of a copy (the table stays with the other
+    /// map), also while the old table's `values` are being iterated.
+    @Test func aSharedMapThatGrowsKeepsBothTables() throws {
+        weak var first: ManagedObject?
+        weak var last: ManagedObject?
+        var map = IdentityMap()
+        var copy = IdentityMap()
+        var seen = 0
+        do {
+            let objects = try Self.objects(count: 3_000)
+            first = objects.first
+            last = objects.last
+            for o in objects.prefix(1_024) { map[try #require(o._objectID)] = o }
+            #expect(map.capacity == 2_048)
+            copy = map
+            for o in map.values {
+                _ = o
+                if seen == 0 { for p in objects.dropFirst(1_024) { map[try #require(p._objectID)] = p } }
+                seen += 1
+            }
+            #expect(map.capacity > 2_048 && copy.capacity == 2_048)
+        }
+        #expect(seen == 1_024)
+        map._checkInvariants()
+        copy._checkInvariants()
+        #expect(map.count == 3_000 && copy.count == 1_024)
+        map = IdentityMap()
+        #expect(first != nil && last == nil)
+        copy = IdentityMap()
+        #expect(first == nil)
+    }
+
+    /// A sparse table shrinks to fit, keeping every object findable and owned once.
+    @Test func aSparseMapShrinks() throws {
+        weak var kept: ManagedObject?
+        var map = IdentityMap()
+        do {
+            let objects = try Self.objects(count: 10)
+            kept = objects[7]
+            map.reserveCapacity(20_000)
+            for o in objects { map[try #require(o._objectID)] = o }
+            #expect(map.capacity >= 32_768)
+            map.shrinkIfSparse()
+            #expect(map.capacity == 32)
+            map._checkInvariants()
+            for o in objects { #expect(map[try #require(o._objectID)] === o) }
+        }
+        #expect(kept != nil)
+        map = IdentityMap()
+        #expect(kept == nil)
+    }
+
+    /// Fetching objects the context holds already does not grow the identity map.
+    @Test func aRefetchDoesNotGrowTheIdentityMap() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let town = try #require(coordinator.managedObjectModel.entity(for: Town.self))
+        try insertObjects(coordinator, (0..<5_000).map { rowInsert(town, ["name": .text("T\($0)")]) })
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            var capacities: [Int] = []
+            for _ in 0..<4 {
+                let fetched = try context.fetch(FetchRequest<Town>()).count
+                #expect(fetched == 5_000)
+                capacities.append(context.registered.capacity)
+            }
+            #expect(Set(capacities).count == 1)
+            #expect(context.registered.count == 5_000)
+        }
+    }
+
+    /// A fetch that returns far fewer rows than its statement's last runs gives back the room
+    /// it reserved: in the results, the fetch group and the identity map.
+    @Test func aSmallFetchAfterLargeOnesGivesBackItsReservation() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let town = try #require(coordinator.managedObjectModel.entity(for: Town.self))
+        try insertObjects(coordinator, (0..<20_000).map { rowInsert(town, ["name": .text("T\($0)")]) })
+        let adults = FetchRequest<Town>(predicate: #Predicate { $0.population >= 0 })
+        for _ in 0..<2 {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            #expect(try context.performAndWait { try context.fetch(adults).count } == 20_000)
+        }
+        let raw = try SQLiteConnection(location: .file(dir.file("store.sqlite").path))
+        try raw.execute("UPDATE \"Town\" SET \"population\" = -1 WHERE Z_PK > 1")
+        let fresh = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try fresh.performAndWait {
+            let one = try fresh.fetch(adults)
+            #expect(one.count == 1)
+            #expect(one.capacity < 100)
+            #expect(fresh.registered.capacity < 100)
+            let limited = try fresh.fetch(FetchRequest<Town>(fetchLimit: 1))
+            #expect(limited.count == 1 && limited.capacity < 100)
+        }
+    }
+
     // MARK: Lifetimes through contexts
 
     /// Ten people in two towns.

@@ -131,6 +131,43 @@ struct SQLiteLayerTests {
         #expect(values == texts.map { StoredValue.text($0) })
     }
 
+    /// A connection opened on an empty file cannot know the encoding: another connection may
+    /// create the database as UTF-16. It reads text through SQLite's conversion then.
+    @Test func anEmptyDatabaseCreatedAsUTF16ElsewhereReadsRight() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("t.sqlite").path
+        let c = try SQLiteConnection(location: .file(path))
+        #expect(!c.textIsUTF8)
+        var raw: OpaquePointer?
+        #expect(sqlite3_open(path, &raw) == SQLITE_OK)
+        #expect(sqlite3_exec(raw, "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (v); INSERT INTO t VALUES ('héllo')",
+                             nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(raw)
+        #expect(try c.prepare("SELECT v FROM t").rows { $0.value(0) } == [.text("héllo")])
+        #expect(try c.prepare("PRAGMA encoding").rows { $0.string(0) } == ["UTF-16le"])
+        // A connection opened once the database has content reads it as stored.
+        let utf8 = try SQLiteConnection(location: .file(dir.file("u.sqlite").path))
+        try utf8.execute("CREATE TABLE t (v)")
+        #expect(try SQLiteConnection(location: .file(dir.file("u.sqlite").path)).textIsUTF8)
+    }
+
+    /// Text that is not a stored column (expressions, bound values, function results) reads
+    /// right too, and NULL stays apart from empty text.
+    @Test func computedTextReadsAsStored() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("t.sqlite").path
+        try SQLiteConnection(location: .file(path)).execute("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('Héllo'), (''), (NULL)")
+        let c = try SQLiteConnection(location: .file(path))
+        #expect(c.textIsUTF8)
+        let st = try c.prepare("SELECT v, v || 'x', ?, coherence_fold(v), CAST(x'' AS TEXT), upper(v), CAST(x'00410042' AS TEXT) FROM t ORDER BY rowid")
+        st.bind("bö", at: 1)
+        let rows = try st.rows { s in (0..<7).map { s.value(Int32($0)) } }
+        #expect(rows.count == 3)
+        #expect(rows.first == [.text("Héllo"), .text("Héllox"), .text("bö"), .text("hello"), .text(""), .text("HéLLO"), .text("\u{0}A\u{0}B")])
+        #expect(rows.dropFirst().first == [.text(""), .text("x"), .text("bö"), .text(""), .text(""), .text(""), .text("\u{0}A\u{0}B")])
+        #expect(rows.last.map { [$0[0], $0[1], $0[3]] } == [.null, .null, .null])
+    }
+
     @Test func decimalCollationComparesNumerically() throws {
         let c = try SQLiteConnection(location: .memory)
         try c.execute("CREATE TABLE t (d TEXT COLLATE COHERENCE_DECIMAL)")

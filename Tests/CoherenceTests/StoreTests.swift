@@ -365,6 +365,15 @@ struct StoreTests {
     }
 }
 
+/// A two-entity hierarchy of its own (for `aFailedFetchIsNotCounted`).
+class CountedShape: ManagedObject {
+    @Attribute var n: Int = 0
+}
+
+final class CountedCircle: CountedShape {
+    @Attribute var radius: Double = 0
+}
+
 extension StoreTests {
     /// A fetch tells its receiver how many rows to expect: the fewer of the statement's last
     /// two runs. A wrong estimate changes nothing in the results.
@@ -401,6 +410,32 @@ extension StoreTests {
         }
         #expect(try fetchNames() == ["T42", "T7"])         // fewer rows than expected
         #expect(try run() == (2, 2))
+    }
+
+    /// A run that fails part-way is not counted.
+    @Test func aFailedFetchIsNotCounted() throws {
+        let dir = try TemporaryDirectory()
+        // A hierarchy, so that rows carry their entity number (a row naming an entity outside
+        // it fails the read).
+        let model = try ManagedObjectModel(types: [CountedShape.self, CountedCircle.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let circle = try #require(model.entitiesByName["CountedCircle"])
+        try insertObjects(coordinator, (1...6).map { rowInsert(circle, ["n": .integer(Int64($0))]) })
+        let engine = try #require(coordinator.persistentStores.first?.engine as? SQLiteStore)
+        let fetch = try FetchRequest<CountedShape>().storeFetch(in: model)
+        func run() throws -> (expected: Int, rows: Int) {
+            var expected = -1, rows = 0
+            try engine.fetch(fetch, expecting: { expected = $0 }, each: { _ in rows += 1 })
+            return (expected, rows)
+        }
+        #expect(try run() == (0, 6))
+        #expect(try run() == (0, 6))
+        let raw = try SQLiteConnection(location: .file(dir.file("store.sqlite").path))
+        try raw.execute("UPDATE \"CountedShape\" SET Z_ENT = 999 WHERE Z_PK = (SELECT max(Z_PK) FROM \"CountedShape\")")
+        #expect(throws: CoherenceError.self) { try run() }
+        #expect(throws: CoherenceError.self) { try run() }
+        try raw.execute("UPDATE \"CountedShape\" SET Z_ENT = \(circle.entityNumber) WHERE Z_ENT = 999")
+        #expect(try run() == (6, 6))
     }
 }
 

@@ -20,6 +20,16 @@ package final class FetchGroup {
         members.reserveCapacity(members.count + count)
     }
 
+    /// Gives back the room reserved for members that did not come (the list is kept as long
+    /// as any member lives).
+    package func trimCapacity() {
+        guard members.capacity > 2 * members.count + 16 else { return }
+        var trimmed: [Unmanaged<ManagedObject>?] = []
+        trimmed.reserveCapacity(members.count)
+        trimmed.append(contentsOf: members)
+        members = trimmed
+    }
+
     /// Makes `object`, which is in no group, a member.
     /// - Complexity: O(1) amortized.
     @inline(__always)

@@ -137,6 +137,23 @@ struct IdentityMap {
         grow(to: count + extra)
     }
 
+    /// The number of buckets (0 before the first insertion).
+    var capacity: Int { entries == nil ? 0 : mask + 1 }
+
+    /// Gives back most of the table when it is less than an eighth full (after a fetch that
+    /// reserved room for more rows than came): a table for `count` objects replaces it.
+    /// - Complexity: O(capacity) when it shrinks.
+    mutating func shrinkIfSparse() {
+        guard let old = storage, old.mask + 1 > 64, count * 8 < old.mask + 1 else { return }
+        var capacity = 16
+        while capacity / 2 < count { capacity <<= 1 }
+        let new = Storage(capacity: capacity)
+        new.moveEntries(from: isKnownUniquelyReferenced(&storage) ? old : Storage(copying: old))
+        entries = new.entries
+        mask = new.mask
+        storage = new
+    }
+
     private mutating func grow(to minimumCount: Int) {
         var capacity = 16
         while capacity / 2 < minimumCount { capacity <<= 1 }

@@ -310,6 +310,8 @@ struct RowRegistration: ~Copyable {
     var mixedClasses = false
     /// The store the rows come from (one store per fetch here), from ``begin(store:expectedRows:)``.
     var storeIdentifier: UUID?
+    /// The number of rows the store expected (0: no estimate).
+    var expected = 0
     /// The first row's ID: later rows' IDs copy its store identifier.
     var firstID: ObjectID?
 
@@ -325,15 +327,21 @@ struct RowRegistration: ~Copyable {
         context.handle.generation &+= 1   // for the insertions below, made through `_registered`
     }
 
-    /// Learns the rows' store and how many rows it expects, before the first row: the identity
-    /// map and the result list make room for them once, instead of growing (each growth of the
-    /// map moves every entry, and frees the table it leaves).
+    /// Learns the rows' store and how many rows it expects, before the first row: the result
+    /// list makes room for them once, instead of growing; so do the identity map and the fetch
+    /// group when the map is empty (every row is then a new object; a fetch into a map that
+    /// holds objects may find its rows registered already, and reserving for them would double
+    /// the map). Each growth of the map moves every entry. `finish()` gives back what an
+    /// estimate that was too high reserved.
     mutating func begin(store: UUID, expectedRows: Int) {
         storeIdentifier = store
         guard expectedRows > 0 else { return }
-        context.registered.reserveCapacity(context.registered.count + expectedRows)
+        expected = expectedRows
         results.reserveCapacity(expectedRows)
-        group.reserveCapacity(expectedRows)
+        if !mayBeRegistered {
+            context.registered.reserveCapacity(expectedRows)
+            group.reserveCapacity(expectedRows)
+        }
     }
 
     mutating func add(_ row: consuming StoreRow) {
@@ -428,6 +436,16 @@ struct RowRegistration: ~Copyable {
     }
 
     consuming func finish() -> [ManagedObject] {
+        if expected > 2 * results.count + 16 {
+            // Far fewer rows than expected (the same SQL with other bound values, or rows
+            // deleted since): give back the room reserved for the others.
+            var trimmed: [ManagedObject] = []
+            trimmed.reserveCapacity(results.count)
+            trimmed.append(contentsOf: results)
+            results = trimmed
+            group.trimCapacity()
+            if !mayBeRegistered { context.registered.shrinkIfSparse() }
+        }
         #if DEBUG
         context.registered._checkInvariants()
         #endif

@@ -20,7 +20,12 @@ package final class SQLiteConnection {
     package let location: Location
     package let isReadOnly: Bool
     /// Whether the database stores text as UTF-8 (its `PRAGMA encoding`), so a text value's
-    /// bytes can be read as they are stored (see ``SQLiteStatement/value(_:)``).
+    /// bytes can be read as they are stored (see ``SQLiteStatement/value(_:)``). Read when the
+    /// connection opens, and true only if the database had a schema then: a database's encoding
+    /// is fixed once it has one, but an empty one takes the encoding of whoever creates its
+    /// first table (another connection may create it as UTF-16). Otherwise text is read through
+    /// SQLite's conversion, which is right in every encoding. (A store's readers open once the
+    /// store has made its tables, so they read text as stored.)
     package private(set) var textIsUTF8 = false
     private var statementCache: [String: SQLiteStatement] = [:]
     private var traceBox: Unmanaged<TraceBox>?
@@ -64,7 +69,7 @@ package final class SQLiteConnection {
             try SQLFunctions.register(on: self)
             // Touch the schema: this is where a non-database file is detected.
             try execute("PRAGMA schema_version")
-            textIsUTF8 = try readEncoding() == "UTF-8"
+            if try hasSchema() { textIsUTF8 = try readEncoding() == "UTF-8" }
             if !readOnly, case .file = location {
                 try execute("PRAGMA journal_mode=WAL")
             }
@@ -75,6 +80,17 @@ package final class SQLiteConnection {
             sqlite3_close_v2(db)
             throw error
         }
+    }
+
+    /// Whether the database has a schema (its schema version is above 0). Its encoding is
+    /// fixed from then on; before, another connection may still create it in another encoding,
+    /// even once its first page is written (as switching to WAL does).
+    private func hasSchema() throws(SQLiteError) -> Bool {
+        var st: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, "PRAGMA schema_version", -1, &st, nil)
+        guard rc == SQLITE_OK, let st else { throw error(code: rc, sql: "PRAGMA schema_version") }
+        defer { sqlite3_finalize(st) }
+        return sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0
     }
 
     /// The database's text encoding: "UTF-8", "UTF-16le" or "UTF-16be".

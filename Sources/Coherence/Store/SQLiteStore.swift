@@ -326,7 +326,7 @@ package final class SQLiteStore: StoreEngine {
     }
 
     /// Expects the smaller of the row counts of the statement's last two runs (see
-    /// ``SQLiteStatement/expectedRowCount``).
+    /// ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
     package func fetch(_ fetch: StoreFetch, expecting expect: (Int) -> Void,
                        each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
@@ -335,7 +335,8 @@ package final class SQLiteStore: StoreEngine {
             let st = try c.cachedStatement(sql)
             defer { st.reset() }
             st.bind(bindings)
-            expect(st.expectedRowCount)
+            // The limit is a bound value: runs with other limits share the statement.
+            expect(min(st.expectedRowCount, fetch.limit ?? .max))
             var layout = RowLayout()
             var count = 0
             while try st.step() {
