@@ -80,19 +80,27 @@ package struct RowUpdate: Sendable {
     /// The values the object was loaded with (reported in conflicts), in full.
     package var cachedValues: [StoredValue]? {
         get {
-            guard let originals else { return cachedStorage }
-            return values.restoring(originals)
+            if hasOriginals { return values.restoring(originals) }
+            return hasCachedStorage ? cachedStorage : nil
         }
         set {
-            cachedStorage = newValue
-            originals = nil
+            cachedStorage = newValue ?? []
+            hasCachedStorage = newValue != nil
+            originals = []
+            hasOriginals = false
         }
     }
-    /// The loaded values in full, or nil with `originals`.
-    private var cachedStorage: [StoredValue]?
-    /// The loaded values of the changed slots, when the object's snapshot is sparse: the loaded
-    /// values are `values` with these put back (built only for a conflict report).
-    private var originals: [SlotValue]?
+    // The two optional arrays below are kept as an array and a flag each: with an `Optional`
+    // array next to the `ObjectID`, the compiler copied every row into the change set's array
+    // and destroyed the original (five retains and five releases per updated object).
+    /// The loaded values in full, when `hasCachedStorage` (and not `hasOriginals`).
+    private var cachedStorage: [StoredValue]
+    private var hasCachedStorage: Bool
+    /// The loaded values of the changed slots, when the object's snapshot is sparse
+    /// (`hasOriginals`): the loaded values are `values` with these put back (built only for a
+    /// conflict report).
+    private var originals: [SlotValue]
+    private var hasOriginals: Bool
 
     package init(objectID: ObjectID, values: [StoredValue], changedSlots: [Int], references: [RowReference],
                  expectedVersion: Int64?, cachedValues: [StoredValue]?, originals: [SlotValue]? = nil) {
@@ -101,8 +109,10 @@ package struct RowUpdate: Sendable {
         self.changedSlots = changedSlots
         self.references = references
         self.expectedVersion = expectedVersion
-        self.cachedStorage = cachedValues
-        self.originals = originals
+        self.cachedStorage = cachedValues ?? []
+        self.hasCachedStorage = cachedValues != nil
+        self.originals = originals ?? []
+        self.hasOriginals = originals != nil
     }
 }
 
