@@ -350,6 +350,7 @@ struct RowRegistration: ~Copyable {
         if let first = firstID {
             id = first.inSameStore(entity: entity, primaryKey: row.primaryKey)
         } else {
+            assert(storeIdentifier != nil, "The store names itself (begin(store:expectedRows:)) before the first row.")
             id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
             firstID = id
         }

@@ -8,8 +8,8 @@ package final class SQLiteStatement {
     unowned let connection: SQLiteConnection
     package let columnCount: Int32
     package let parameterCount: Int32
-    /// The connection's ``SQLiteConnection/textIsUTF8`` when the statement was prepared (a
-    /// database's encoding is fixed once it has content).
+    /// The connection's ``SQLiteConnection/textIsUTF8`` when the statement was prepared (it
+    /// never changes: it is read once, when the connection opens).
     let textIsUTF8: Bool
 
     init(connection: SQLiteConnection, sql: String) throws(SQLiteError) {
