@@ -151,6 +151,31 @@ struct SQLiteLayerTests {
         #expect(try SQLiteConnection(location: .file(dir.file("u.sqlite").path)).textIsUTF8)
     }
 
+    /// An empty database whose schema version is above 0 (an empty database restored over it
+    /// with the backup API) has no fixed encoding yet either.
+    @Test func anEmptyDatabaseWithASchemaVersionCreatedAsUTF16ElsewhereReadsRight() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("t.sqlite").path
+        try SQLiteConnection(location: .file(path)).execute("CREATE TABLE t (v)")
+        var source: OpaquePointer?, destination: OpaquePointer?
+        #expect(sqlite3_open(":memory:", &source) == SQLITE_OK)
+        #expect(sqlite3_open(path, &destination) == SQLITE_OK)
+        let backup = sqlite3_backup_init(destination, "main", source, "main")
+        #expect(sqlite3_backup_step(backup, -1) == SQLITE_DONE)
+        sqlite3_backup_finish(backup)
+        sqlite3_close(source)
+        sqlite3_close(destination)
+        let c = try SQLiteConnection(location: .file(path))
+        #expect(try c.prepare("PRAGMA schema_version").rows { $0.int64(0) }.allSatisfy { $0 > 0 })
+        #expect(!c.textIsUTF8)
+        var raw: OpaquePointer?
+        #expect(sqlite3_open(path, &raw) == SQLITE_OK)
+        #expect(sqlite3_exec(raw, "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (v); INSERT INTO t VALUES ('héllo')",
+                             nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(raw)
+        #expect(try c.prepare("SELECT v FROM t").rows { $0.value(0) } == [.text("héllo")])
+    }
+
     /// Text that is not a stored column (expressions, bound values, function results) reads
     /// right too, and NULL stays apart from empty text.
     @Test func computedTextReadsAsStored() throws {

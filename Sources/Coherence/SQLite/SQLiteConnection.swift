@@ -82,15 +82,18 @@ package final class SQLiteConnection {
         }
     }
 
-    /// Whether the database has a schema (its schema version is above 0). Its encoding is
-    /// fixed from then on; before, another connection may still create it in another encoding,
-    /// even once its first page is written (as switching to WAL does).
+    /// Whether the database has a schema (at least one table, index, view or trigger). Its
+    /// encoding is fixed from then on: SQLite writes it into the header with the first table.
+    /// Before, another connection may still create the database in another encoding, even once
+    /// its first page is written (as switching to WAL does) or its schema version is above 0
+    /// (as restoring an empty database over it with the backup API leaves it).
     private func hasSchema() throws(SQLiteError) -> Bool {
+        let sql = "SELECT EXISTS (SELECT 1 FROM sqlite_master)"
         var st: OpaquePointer?
-        let rc = sqlite3_prepare_v2(handle, "PRAGMA schema_version", -1, &st, nil)
-        guard rc == SQLITE_OK, let st else { throw error(code: rc, sql: "PRAGMA schema_version") }
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &st, nil)
+        guard rc == SQLITE_OK, let st else { throw error(code: rc, sql: sql) }
         defer { sqlite3_finalize(st) }
-        return sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0
+        return sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) != 0
     }
 
     /// The database's text encoding: "UTF-8", "UTF-16le" or "UTF-16be".
