@@ -131,6 +131,17 @@ struct SQLiteLayerTests {
         #expect(values == texts.map { StoredValue.text($0) })
     }
 
+    /// Another connection creates the database at `path` as UTF-16 with a table `t` holding
+    /// "héllo"; `c`, opened before, reads it right.
+    private func expectUTF16TableReadsRight(at path: String, through c: SQLiteConnection) throws {
+        var raw: OpaquePointer?
+        #expect(sqlite3_open(path, &raw) == SQLITE_OK)
+        #expect(sqlite3_exec(raw, "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (v); INSERT INTO t VALUES ('héllo')",
+                             nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(raw)
+        #expect(try c.prepare("SELECT v FROM t").rows { $0.value(0) } == [.text("héllo")])
+    }
+
     /// A connection opened on an empty file cannot know the encoding: another connection may
     /// create the database as UTF-16. It reads text through SQLite's conversion then.
     @Test func anEmptyDatabaseCreatedAsUTF16ElsewhereReadsRight() throws {
@@ -138,12 +149,7 @@ struct SQLiteLayerTests {
         let path = dir.file("t.sqlite").path
         let c = try SQLiteConnection(location: .file(path))
         #expect(!c.textIsUTF8)
-        var raw: OpaquePointer?
-        #expect(sqlite3_open(path, &raw) == SQLITE_OK)
-        #expect(sqlite3_exec(raw, "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (v); INSERT INTO t VALUES ('héllo')",
-                             nil, nil, nil) == SQLITE_OK)
-        sqlite3_close(raw)
-        #expect(try c.prepare("SELECT v FROM t").rows { $0.value(0) } == [.text("héllo")])
+        try expectUTF16TableReadsRight(at: path, through: c)
         #expect(try c.prepare("PRAGMA encoding").rows { $0.string(0) } == ["UTF-16le"])
         // A connection opened once the database has content reads it as stored.
         let utf8 = try SQLiteConnection(location: .file(dir.file("u.sqlite").path))
@@ -168,12 +174,7 @@ struct SQLiteLayerTests {
         let c = try SQLiteConnection(location: .file(path))
         #expect(try c.prepare("PRAGMA schema_version").rows { $0.int64(0) }.allSatisfy { $0 > 0 })
         #expect(!c.textIsUTF8)
-        var raw: OpaquePointer?
-        #expect(sqlite3_open(path, &raw) == SQLITE_OK)
-        #expect(sqlite3_exec(raw, "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (v); INSERT INTO t VALUES ('héllo')",
-                             nil, nil, nil) == SQLITE_OK)
-        sqlite3_close(raw)
-        #expect(try c.prepare("SELECT v FROM t").rows { $0.value(0) } == [.text("héllo")])
+        try expectUTF16TableReadsRight(at: path, through: c)
     }
 
     /// Text that is not a stored column (expressions, bound values, function results) reads
