@@ -23,11 +23,7 @@ package final class FetchGroup {
     /// Gives back the room reserved for members that did not come (the list is kept as long
     /// as any member lives).
     package func trimCapacity() {
-        guard members.capacity > 2 * members.count + 16 else { return }
-        var trimmed: [Unmanaged<ManagedObject>?] = []
-        trimmed.reserveCapacity(members.count)
-        trimmed.append(contentsOf: members)
-        members = trimmed
+        if members.capacity > 2 * members.count + 16 { members = members.copiedToFit() }
     }
 
     /// Makes `object`, which is in no group, a member.

@@ -144,33 +144,40 @@ struct IdentityMap {
     /// reserved room for more rows than came): a table for `count` objects replaces it.
     /// - Complexity: O(capacity) when it shrinks.
     mutating func shrinkIfSparse() {
-        guard let old = storage, old.mask + 1 > 64, count * 8 < old.mask + 1 else { return }
-        var capacity = 16
-        while capacity / 2 < count { capacity <<= 1 }
-        let new = Storage(capacity: capacity)
-        new.moveEntries(from: isKnownUniquelyReferenced(&storage) ? old : Storage(copying: old))
-        entries = new.entries
-        mask = new.mask
-        storage = new
+        guard capacity > 64, count * 8 < capacity else { return }
+        install(movedTable(capacity: IdentityMap.tableCapacity(for: count)))
     }
 
     private mutating func grow(to minimumCount: Int) {
-        var capacity = 16
-        while capacity / 2 < minimumCount { capacity <<= 1 }
+        let capacity = IdentityMap.tableCapacity(for: minimumCount)
         let unique = isKnownUniquelyReferenced(&storage)
-        let new: Storage
-        if let old = storage {
-            if capacity <= old.mask + 1 {
-                // Large enough already: only shared.
-                if unique { return }
-                new = Storage(copying: old)
-            } else {
-                new = Storage(capacity: capacity)
-                new.moveEntries(from: unique ? old : Storage(copying: old))
-            }
+        if let old = storage, capacity <= old.mask + 1 {
+            // Large enough already: only shared.
+            if unique { return }
+            install(Storage(copying: old))
         } else {
-            new = Storage(capacity: capacity)
+            install(movedTable(capacity: capacity))
         }
+    }
+
+    /// The number of buckets of a table that takes `count` objects (a power of two, at least 16).
+    private static func tableCapacity(for count: Int) -> Int {
+        var capacity = 16
+        while capacity / 2 < count { capacity <<= 1 }
+        return capacity
+    }
+
+    /// A table of `capacity` buckets holding the map's entries: moved from its table when the
+    /// map owns it alone, from a copy otherwise.
+    private mutating func movedTable(capacity: Int) -> Storage {
+        let unique = isKnownUniquelyReferenced(&storage)
+        let new = Storage(capacity: capacity)
+        if let old = storage { new.moveEntries(from: unique ? old : Storage(copying: old)) }
+        return new
+    }
+
+    /// Makes `new` the map's table.
+    private mutating func install(_ new: Storage) {
         entries = new.entries
         mask = new.mask
         storage = new

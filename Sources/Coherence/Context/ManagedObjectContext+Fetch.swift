@@ -440,10 +440,7 @@ struct RowRegistration: ~Copyable {
         if expected > 2 * results.count + 16 {
             // Far fewer rows than expected (the same SQL with other bound values, or rows
             // deleted since): give back the room reserved for the others.
-            var trimmed: [ManagedObject] = []
-            trimmed.reserveCapacity(results.count)
-            trimmed.append(contentsOf: results)
-            results = trimmed
+            results = results.copiedToFit()
             group.trimCapacity()
             if !mayBeRegistered { context.registered.shrinkIfSparse() }
         }
