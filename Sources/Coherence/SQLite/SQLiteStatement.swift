@@ -14,6 +14,8 @@ package final class SQLiteStatement {
     /// The values of the result columns as of the last ``currentRow()`` (see there): one
     /// `sqlite3_value` pointer per column, nil until the first row.
     private let rowValues: UnsafeMutablePointer<OpaquePointer?>
+    /// The program's number of result columns when ``rowValues`` was filled.
+    private var rowValuesColumnCount: Int32 = 0
     /// How many times ``currentRow()`` found the result row in other registers than the row
     /// before (tests read it).
     package private(set) var rowRegisterChanges = 0
@@ -178,37 +180,45 @@ package final class SQLiteStatement {
     }
 
     /// The current row's column values, one `sqlite3_value` per result column (index 0 is
-    /// the first column), valid until the next step or reset. Read them with
-    /// ``value(of:)`` and ``int64(of:)``.
+    /// the first column, up to ``columnCount``), valid until the next step or reset. Read
+    /// them with ``value(of:)`` and ``int64(of:)``; a column past the program's own columns
+    /// reads as NULL.
     ///
     /// Each `sqlite3_column_*` call locks the connection's mutex (a call even when there is
     /// none), looks the column up, and records the API's exit state: about 50 instructions,
     /// more than reading the value itself. A result column's value is a register of the
-    /// statement's program (the result row's registers start at one register, and column `i`
-    /// is the `i`-th after it), so the registers a statement returns its rows in are the same
-    /// from row to row. This asks SQLite for the first column only, and for all of them again
-    /// only when that one's register is not the one it was: a statement whose rows come from
-    /// other registers (a compound SELECT can have several result rows), or a statement SQLite
-    /// prepared again (after a schema change), returns another pointer for it, unless its
-    /// registers start where the old ones did, and then every column's is where it was.
+    /// statement's program: the result row's registers start at one register, and column `i`
+    /// is the `i`-th after it (for `i` below the program's column count; SQLite returns a
+    /// static NULL for the others). So the registers a statement returns its rows in are the
+    /// same from row to row, and this asks SQLite for the first column only. It asks for all
+    /// of them again when that one's register is not the one it was (a compound SELECT can
+    /// return rows from several sets of registers; a statement SQLite prepared again after a
+    /// schema change has a new program), or when the program's column count changed (a new
+    /// program can start its registers where the old one's were, and `SELECT *` or a view
+    /// can have another column count after a schema change).
     ///
     /// - Complexity: O(1) per row; O(columns) when the registers change.
     @inline(__always) package func currentRow() -> UnsafePointer<OpaquePointer?> {
         assert(columnCount > 0, "A statement that returns rows has columns.")
         let first = sqlite3_column_value(handle, 0)
-        if first != rowValues[0] || first == nil { refreshRowValues(first) }
+        if first != rowValues[0] || sqlite3_column_count(handle) != rowValuesColumnCount { refreshRowValues(first) }
         #if DEBUG
-        for column in 0..<columnCount { assert(rowValues[Int(column)] == sqlite3_column_value(handle, column)) }
+        for column in 0..<min(columnCount, rowValuesColumnCount) {
+            assert(rowValues[Int(column)] == sqlite3_column_value(handle, column))
+        }
         #endif
         return UnsafePointer(rowValues)
     }
 
     private func refreshRowValues(_ first: OpaquePointer?) {
         rowRegisterChanges &+= 1
+        rowValuesColumnCount = sqlite3_column_count(handle)
         rowValues[0] = first
         var column: Int32 = 1
         while column < columnCount {
-            rowValues[Int(column)] = sqlite3_column_value(handle, column)
+            // Past the program's columns: nil, read as NULL (SQLite would return its static
+            // NULL value, and set a range error on the connection).
+            rowValues[Int(column)] = column < rowValuesColumnCount ? sqlite3_column_value(handle, column) : nil
             column += 1
         }
     }
