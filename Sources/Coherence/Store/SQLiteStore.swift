@@ -302,6 +302,7 @@ package final class SQLiteStore: StoreEngine {
                 values.reserveCapacity(columns.count)
                 for slot in 0..<columns.count {
                     let column = columns[slot]
+                    assert(column < st.columnCount, "The plan's columns are the SELECT's.")
                     values.append(column >= 0 ? st.value(of: row[Int(column)]) : initial[slot])
                 }
             }
