@@ -414,6 +414,83 @@ final class KeptPassport: ManagedObject {
         #expect(person.name == "p2" && person.age == 2)
     }
 
+    /// An object leaves its fetch group when its context stops registering it, on the context's
+    /// executor: a member released later on another thread (kept, say, by a notification
+    /// observer there) then touches no group its context may be using.
+    @Test func anObjectLeavesItsGroupWhenItsContextStopsRegisteringIt() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try Self.store(dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let (deleted, mergedAway, stays) = try context.performAndWait {
+            let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
+            #expect(people.count == 10)
+            #expect(people.allSatisfy { $0._group === people[0]._group })
+            context.delete(people[1])
+            try context.save()                       // the deleted object is forgotten
+            return (people[1], people[2], people[3])
+        }
+        let mergedID = context.performAndWait { mergedAway.objectID }
+        // Another context deletes an object; merging its save forgets the object here too.
+        try other.performAndWait {
+            other.delete(try other.existingObject(with: mergedID))
+            try other.save()
+        }
+        context.performAndWait {
+            #expect(mergedAway._group != nil)        // still registered until the merge
+            let note = Notification(name: ManagedObjectContext.didSaveNotification, object: nil,
+                                    userInfo: [ManagedObjectContext.NotificationKey.deletedObjectIDs: Set([mergedID])])
+            context.mergeChanges(fromContextDidSave: note)
+        }
+        try context.performAndWait {
+            #expect(deleted._group == nil)
+            #expect(stays._group != nil)
+            let group = try #require(stays._group)
+            #expect(mergedAway._group == nil)
+            #expect(!group.objects.contains { $0 === deleted || $0 === mergedAway })
+            #expect(Array(group.objects).count == 8)
+        }
+    }
+
+    /// Members that outlive their context, released on several threads at once, each clear
+    /// their entry of the group they share; the group and every object go away.
+    @Test func membersOutlivingTheirContextCanBeReleasedOnSeveralThreadsAtOnce() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try Self.store(dir)
+        final class Part: @unchecked Sendable {   // used by one thread at a time (handed over by semaphores)
+            var people: [Person] = []
+        }
+        struct WeakPerson { weak var value: Person? }
+        let parts = (0..<5).map { _ in Part() }
+        weak var weakGroup: FetchGroup?
+        var weakPeople: [WeakPerson] = []
+        do {
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
+                #expect(people.count == 10)
+                weakGroup = people[0]._group
+                weakPeople = people.map { WeakPerson(value: $0) }
+                for (k, part) in parts.enumerated() { part.people = [people[2 * k], people[2 * k + 1]] }
+            }
+        }
+        #expect(weakGroup != nil)                     // alive with its members, the context gone
+        let arrived = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        for part in parts {
+            Thread {
+                arrived.signal()
+                go.wait()
+                part.people = []                      // the last references to two members
+                done.signal()
+            }.start()
+        }
+        for _ in parts { arrived.wait() }             // every thread is at the barrier
+        for _ in parts { go.signal() }
+        for _ in parts { done.wait() }
+        #expect(weakPeople.allSatisfy { $0.value == nil })
+        #expect(weakGroup == nil)
+    }
+
     /// A predicate through a one-to-one relationship, from the side without the foreign key, is a
     /// join; when two rows point at one destination (nothing in the store forbids it), the
     /// destination's row comes twice. It must still be one object, registered once.

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The objects of one fetch result. When a relationship fault fires on one of them, the
 /// relationship is loaded for all of them in one query (so walking 100,000 fetched objects
 /// issues one query per relationship, not 100,000).
@@ -6,10 +8,21 @@
 /// its entry when it leaves the group (``ManagedObject/_leaveGroup()``) or is deallocated, so
 /// every entry left names a live object. (A group that owned its members made a cycle with
 /// them: every fetched object stayed alive after its context was gone.)
+///
+/// A group is used on its context's executor only: filled by a fetch, read when a relationship
+/// fault fires. A member leaves it when its context stops registering it (a reset, a delete
+/// saved, a merge, an object replaced in the identity map), on that executor too. So a member
+/// that is released on another thread (a notification's object set kept by an observer, say)
+/// and deallocated there no longer belongs to a group its context may be using, and its
+/// `deinit` touches no group. Only members whose context is gone (the identity map released
+/// them as the context went) still clear their own entries from `deinit`, on whatever thread
+/// releases them: each its own entry, in a list nothing else reads or grows by then.
 package final class FetchGroup {
     // `@exclusivity(unchecked)`: used on the objects' context executor only.
     /// The members in fetch order; nil where a member left or was deallocated.
     @exclusivity(unchecked) private var members: [Unmanaged<ManagedObject>?] = []
+    /// Serializes ``removeMember(at:)``.
+    private let removals = Mutex(())
     /// Relationship slots already loaded for the whole group.
     @exclusivity(unchecked) package var loadedSlots: Set<Int> = []
 
@@ -46,10 +59,16 @@ package final class FetchGroup {
     }
 
     /// Forgets the member at `index` (it is leaving the group or being deallocated).
+    ///
+    /// Under a lock: once the context is gone, members deallocated on several threads at once
+    /// clear their entries at once (see the type's notes). Nothing else takes the lock, and
+    /// nothing else changes the list then; while the context lives, this runs on its executor.
     @inline(__always)
     package func removeMember(at index: UInt32) {
         let i = Int(index)
-        if i < members.count { members[i] = nil }
+        removals.withLock { _ in
+            if i < members.count { members[i] = nil }
+        }
     }
 
     /// The live members, in fetch order. Members added or removed while iterating are seen or

@@ -206,6 +206,9 @@ struct IdentityMap {
         let p = IdentityMap.probe(entries, mask: mask, for: id, hash: h)
         if p.found, let old = entries[p.index].object {
             entries[p.index].object = Unmanaged.passRetained(object)
+            if old.toOpaque() != Unmanaged.passUnretained(object).toOpaque() {
+                old._withUnsafeGuaranteedRef { $0._leaveGroup() }   // no longer registered
+            }
             old.release()
             return
         }
@@ -258,7 +261,9 @@ struct IdentityMap {
             }
             i = (i &+ 1) & mask
         }
-        return removed.takeRetainedValue()
+        let object = removed.takeRetainedValue()
+        object._leaveGroup()   // no longer registered (see `FetchGroup`)
+        return object
     }
 
     /// Every registered object, in no particular order.
