@@ -450,6 +450,41 @@ final class KeptPassport: ManagedObject {
             #expect(!group.objects.contains { $0 === deleted || $0 === mergedAway })
             #expect(Array(group.objects).count == 8)
         }
+        // A child context that saves a delete into its parent forgets the object too.
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: context)
+        try child.performAndWait {
+            let people = try child.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
+            #expect(people.count == 8)
+            let pushedAway = people[0], kept = people[1]
+            child.delete(pushedAway)
+            try child.save()
+            #expect(pushedAway._group == nil)
+            #expect(kept._group != nil)
+            #expect(Array(try #require(kept._group).objects).count == 7)
+        }
+    }
+
+    /// Runs `release` for every part on a thread of its own, all at once: each thread waits at
+    /// a barrier until every one is there.
+    static func onThreadsAtOnce(_ count: Int, _ release: @escaping @Sendable (Int) -> Void) {
+        let arrived = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        for k in 0..<count {
+            Thread {
+                arrived.signal()
+                go.wait()
+                release(k)
+                done.signal()
+            }.start()
+        }
+        for _ in 0..<count { arrived.wait() }
+        for _ in 0..<count { go.signal() }
+        for _ in 0..<count { done.wait() }
+    }
+
+    /// Objects handed to one thread each (used by one thread at a time, handed over by
+    /// semaphores).
+    final class Part: @unchecked Sendable {
+        var objects: [ManagedObject] = []
     }
 
     /// Members that outlive their context, released on several threads at once, each clear
@@ -457,38 +492,99 @@ final class KeptPassport: ManagedObject {
     @Test func membersOutlivingTheirContextCanBeReleasedOnSeveralThreadsAtOnce() throws {
         let dir = try TemporaryDirectory()
         let coordinator = try Self.store(dir)
-        final class Part: @unchecked Sendable {   // used by one thread at a time (handed over by semaphores)
-            var people: [Person] = []
-        }
-        struct WeakPerson { weak var value: Person? }
+        struct WeakObject { weak var value: ManagedObject? }
         let parts = (0..<5).map { _ in Part() }
         weak var weakGroup: FetchGroup?
-        var weakPeople: [WeakPerson] = []
+        var weakPeople: [WeakObject] = []
         do {
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
             try context.performAndWait {
                 let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
                 #expect(people.count == 10)
                 weakGroup = people[0]._group
-                weakPeople = people.map { WeakPerson(value: $0) }
-                for (k, part) in parts.enumerated() { part.people = [people[2 * k], people[2 * k + 1]] }
+                weakPeople = people.map { WeakObject(value: $0) }
+                for (k, part) in parts.enumerated() { part.objects = [people[2 * k], people[2 * k + 1]] }
             }
         }
         #expect(weakGroup != nil)                     // alive with its members, the context gone
-        let arrived = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
-        for part in parts {
-            Thread {
-                arrived.signal()
-                go.wait()
-                part.people = []                      // the last references to two members
-                done.signal()
-            }.start()
-        }
-        for _ in parts { arrived.wait() }             // every thread is at the barrier
-        for _ in parts { go.signal() }
-        for _ in parts { done.wait() }
+        Self.onThreadsAtOnce(parts.count) { k in parts[k].objects = [] }
         #expect(weakPeople.allSatisfy { $0.value == nil })
         #expect(weakGroup == nil)
+    }
+
+    /// Many members of one group released on many threads at once, one at a time, neighbours
+    /// on other threads. Without the lock on these removals, a write could find the list's
+    /// storage shared for a moment and copy it while another thread wrote (it crashed every
+    /// time in debug builds). Found by review.
+    @Test func manyMembersOfOneGroupReleasedOnManyThreadsAtOnce() throws {
+        let model = try ManagedObjectModel(types: [MapOwner.self, MapPassport.self])
+        let entity = try #require(model.entitiesByName["MapOwner"])
+        let threads = 8, perThread = 4000
+        let parts = (0..<threads).map { _ in Part() }
+        weak var weakGroup: FetchGroup?
+        do {
+            let group = FetchGroup()
+            weakGroup = group
+            for i in 0..<(threads * perThread) {
+                let o = MapOwner(entity: entity)
+                group.add(o)
+                parts[i % threads].objects.append(o)
+            }
+        }
+        Self.onThreadsAtOnce(threads) { k in
+            while !parts[k].objects.isEmpty { _ = parts[k].objects.popLast() }
+        }
+        #expect(weakGroup == nil)
+    }
+
+    /// An object the identity map renames (temporary ID to permanent, when a parent context
+    /// saves what a child pushed) stays registered, and stays in its fetch group. Found by review.
+    @Test func anObjectRenamedInTheMapKeepsItsGroup() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try Self.store(dir)
+        let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        let fresh: [Person] = try child.performAndWait {
+            let towns = try child.fetch(FetchRequest<Town>())
+            for i in 0..<4 {
+                let p = Person(context: child)
+                p.name = "new\(i)"
+                p.age = 100 + i
+                p.town = towns[i % 2]
+            }
+            try child.save()                          // pushed: registered under temporary IDs
+            let people = try child.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
+            #expect(people.count == 14)
+            let fresh = people.filter { $0.age >= 100 }
+            #expect(fresh.count == 4 && fresh.allSatisfy { $0.objectID.isTemporaryID })
+            #expect(fresh.allSatisfy { $0._group != nil && $0._group === people[0]._group })
+            return fresh
+        }
+        try parent.performAndWait { try parent.save() }   // the permanent IDs reach the child
+        child.performAndWait {
+            #expect(fresh.allSatisfy { !$0.objectID.isTemporaryID })
+            #expect(fresh.allSatisfy { $0._group != nil && $0._group === fresh[0]._group })
+        }
+    }
+
+    /// An object replaced in the identity map by another one under its ID leaves its group.
+    @Test func anObjectReplacedInTheMapLeavesItsGroup() throws {
+        let model = try ManagedObjectModel(types: [MapOwner.self, MapPassport.self])
+        let entity = try #require(model.entitiesByName["MapOwner"])
+        let id = ObjectID(entity: entity, storeIdentifier: UUID(), primaryKey: 7)
+        let first = MapOwner(entity: entity), second = MapOwner(entity: entity)
+        first._objectID = id
+        second._objectID = id
+        let group = FetchGroup()
+        group.add(first)
+        var map = IdentityMap()
+        map[id] = first
+        map[id] = first                               // the same object again: stays
+        #expect(first._group === group)
+        map[id] = second
+        #expect(first._group == nil)
+        #expect(Array(group.objects).isEmpty)
+        #expect(map[id] === second)
     }
 
     /// A predicate through a one-to-one relationship, from the side without the foreign key, is a

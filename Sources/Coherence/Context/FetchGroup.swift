@@ -16,12 +16,14 @@ import Synchronization
 /// and deallocated there no longer belongs to a group its context may be using, and its
 /// `deinit` touches no group. Only members whose context is gone (the identity map released
 /// them as the context went) still clear their own entries from `deinit`, on whatever thread
-/// releases them: each its own entry, in a list nothing else reads or grows by then.
+/// releases them (``removeMemberOfAGoneContext(at:)``, under a lock): each its own entry, in a
+/// list nothing else reads or grows by then. (Renaming an object in the map, temporary ID to
+/// permanent, keeps it registered and in its group.)
 package final class FetchGroup {
     // `@exclusivity(unchecked)`: used on the objects' context executor only.
     /// The members in fetch order; nil where a member left or was deallocated.
     @exclusivity(unchecked) private var members: [Unmanaged<ManagedObject>?] = []
-    /// Serializes ``removeMember(at:)``.
+    /// Serializes ``removeMemberOfAGoneContext(at:)``.
     private let removals = Mutex(())
     /// Relationship slots already loaded for the whole group.
     @exclusivity(unchecked) package var loadedSlots: Set<Int> = []
@@ -58,13 +60,20 @@ package final class FetchGroup {
         members.append(.passUnretained(object))
     }
 
-    /// Forgets the member at `index` (it is leaving the group or being deallocated).
-    ///
-    /// Under a lock: once the context is gone, members deallocated on several threads at once
-    /// clear their entries at once (see the type's notes). Nothing else takes the lock, and
-    /// nothing else changes the list then; while the context lives, this runs on its executor.
+    /// Forgets the member at `index`, which is leaving the group, on the context's executor.
     @inline(__always)
     package func removeMember(at index: UInt32) {
+        let i = Int(index)
+        if i < members.count { members[i] = nil }
+    }
+
+    /// Forgets the member at `index`, which is being deallocated after its context went (see
+    /// the type's notes), on whatever thread released it. Under a lock: members deallocated on
+    /// several threads at once clear their entries at once, and each write to the list may
+    /// find its storage shared for a moment (and copy it) while another thread writes. While
+    /// the context lives no member is deallocated in its group, and the context's own
+    /// removals, appends and walks need no lock.
+    package func removeMemberOfAGoneContext(at index: UInt32) {
         let i = Int(index)
         removals.withLock { _ in
             if i < members.count { members[i] = nil }

@@ -240,8 +240,10 @@ struct IdentityMap {
     }
 
     /// Removes the object registered under `id`, if any (backward-shift deletion: no tombstones).
+    /// The object leaves its fetch group unless `leavingGroup` is false (it is registered again
+    /// at once, under a new ID).
     @discardableResult
-    mutating func remove(_ id: ObjectID) -> ManagedObject? {
+    mutating func remove(_ id: ObjectID, leavingGroup: Bool = true) -> ManagedObject? {
         let h = IdentityMap.hash(id)
         guard find(id, hash: h) != nil else { return nil }
         prepareForInsertion(0)
@@ -262,7 +264,7 @@ struct IdentityMap {
             i = (i &+ 1) & mask
         }
         let object = removed.takeRetainedValue()
-        object._leaveGroup()   // no longer registered (see `FetchGroup`)
+        if leavingGroup { object._leaveGroup() }   // no longer registered (see `FetchGroup`)
         return object
     }
 

@@ -676,7 +676,12 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// Changes an object's ID (temporary → permanent) in the identity map.
     func rekey(_ object: ManagedObject, to id: ObjectID) {
         // An inserted object with a temporary ID is not in the identity map.
-        if let old = object._objectID, !(old.isTemporaryID && object.isInserted) { registered[old] = nil }
+        // Registered again at once, so it stays in its fetch group (another object registered
+        // under the old ID would not be, and leaves its group).
+        if let old = object._objectID, !(old.isTemporaryID && object.isInserted),
+           let removed = registered.remove(old, leavingGroup: false), removed !== object {
+            removed._leaveGroup()
+        }
         object._objectID = id
         registered[id] = object
     }

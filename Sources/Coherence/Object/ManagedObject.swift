@@ -178,11 +178,17 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     deinit {
-        _leaveGroup()
+        // Still in a group only if the context is gone (see `FetchGroup`): members deallocated
+        // then may clear their entries on several threads at once.
+        if let group = _groupReference {
+            group._withUnsafeGuaranteedRef { $0.removeMemberOfAGoneContext(at: _groupIndex) }
+            _groupReference = nil
+            group.release()
+        }
         _handleReference?.release()
     }
 
-    /// Leaves the object's fetch group, if any.
+    /// Leaves the object's fetch group, if any. On the context's executor.
     @inline(__always)
     package final func _leaveGroup() {
         guard let group = _groupReference else { return }
