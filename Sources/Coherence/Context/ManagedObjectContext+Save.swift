@@ -56,6 +56,7 @@ extension ManagedObjectContext {
 
         var saved: SavedObjects
         if let parent {
+            if hooks.checksStoresOnSave { try checkStoresAttached(updated: updated) }
             saved = try pushToParent(parent)
         } else {
             saved = try saveToStores()
@@ -84,6 +85,23 @@ extension ManagedObjectContext {
         var updatedSet: Set<ManagedObject>?
         var updatedIDs: Set<ObjectID>?
         var deletedIDs: Set<ObjectID>?
+    }
+
+    /// Throws when a change has no attached store to be written to: an inserted object whose
+    /// entity no attached store holds, or a changed object whose store was detached.
+    func checkStoresAttached(updated: [ManagedObject]) throws(CoherenceError) {
+        let coordinator = persistentStoreCoordinator
+        var checked: Set<ObjectIdentifier> = []
+        for o in insertedList where o.objectID.isTemporaryID && checked.insert(ObjectIdentifier(o.entity)).inserted {
+            _ = try coordinator.assignedStore(for: o.entity)
+        }
+        for list in [insertedList, updated, deletedList] {
+            for o in list {
+                guard let sid = o.objectID.storeIdentifier, coordinator.persistentStore(withIdentifier: sid) == nil else { continue }
+                throw CoherenceError(.storeNotAttached, "\(o.objectID) lives in a store that is no longer attached; its changes cannot be saved.",
+                                     entity: o.entity.name, objectID: o.objectID)
+            }
+        }
     }
 
     // MARK: Validation

@@ -131,7 +131,13 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// while propagating changes go.
     package struct Hooks: Sendable {
         package var didSave: (@Sendable (ContextEvent) -> Void)?
+        /// Called at once, on the thread that met the error (a container's handler records the
+        /// error and passes it on from a global queue).
         package var errorHandler: (@Sendable (any Error) -> Void)?
+        /// A child context whose saves a root context writes later checks at save that every
+        /// change has an attached store to go to, so that a save into a store that was
+        /// detached fails at once instead of in the root context.
+        package var checksStoresOnSave = false
     }
     private let hookStorage = Mutex(Hooks())
     /// The strategy hooks.
@@ -140,10 +146,13 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         set { hookStorage.withLock { $0 = newValue } }
     }
 
-    /// Reports an error raised while propagating changes (never thrown at an unrelated caller).
+    /// Reports an error raised while propagating changes (never thrown at an unrelated caller):
+    /// to the strategy's error handler when there is one, else through ``CoherenceLogging``.
     package func reportPropagationError(_ error: any Error) {
         if let handler = hooks.errorHandler {
-            DispatchQueue.global().async { handler(error) }
+            handler(error)
+        } else {
+            CoherenceLogging.log(.error, "context", "error while propagating changes into '\(name ?? "unnamed")': \(error)")
         }
     }
 
@@ -640,6 +649,22 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     public var hasChanges: Bool {
         assertOnExecutor()
         return !insertedList.isEmpty || !deletedList.isEmpty || updatedCandidates.values.contains { $0.isUpdated }
+    }
+
+    /// Whether the context has unsaved changes that a save would write to one of `stores`:
+    /// updated or deleted objects of those stores, or inserted objects whose entity would be
+    /// assigned to one of them. Used before a store is detached.
+    ///
+    /// - Complexity: O(*n*) in the number of changed objects.
+    package func hasChanges(forStoresWithIdentifiers stores: Set<UUID>) -> Bool {
+        assertOnExecutor()
+        func writes(_ o: ManagedObject) -> Bool {
+            if let sid = o.objectID.storeIdentifier { return stores.contains(sid) }
+            guard let store = try? persistentStoreCoordinator.assignedStore(for: o.entity) else { return false }
+            return stores.contains(store.identifier)
+        }
+        return insertedList.contains(where: writes) || deletedList.contains(where: writes)
+            || updatedCandidates.values.contains { $0.isUpdated && writes($0) }
     }
 
     package func _noteUpdated(_ object: ManagedObject) {

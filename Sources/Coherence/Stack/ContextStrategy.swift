@@ -1,31 +1,62 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// How a container arranges its view context and background contexts. A strategy gets what
 /// it needs — the coordinator and the container's error handler — and builds the contexts.
 ///
-/// Write your own by conforming a final class to this protocol.
+/// Write your own by conforming a final class to this protocol. A strategy whose saves are
+/// written later, on another queue (as ``ContextStrategy/IndirectNested`` and
+/// ``ContextStrategy/Mixed`` write the view context's saves from a root context), implements
+/// ``waitForPendingSaves()`` and ``writingContexts`` so that detaching a store and stopping
+/// never lose a save that returned.
 public protocol ContextStrategyType: AnyObject, Sendable {
     /// Creates the strategy's contexts for `coordinator`. Errors raised while propagating
-    /// changes go to `errorHandler` (called on a global queue).
+    /// changes go to `errorHandler`, called at once on the queue where the error happened.
     init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void)
     /// The main-queue context for UI-facing work.
     var viewContext: ManagedObjectContext { get }
     /// A new private-queue context for background work.
     func newBackgroundContext() -> ManagedObjectContext
-    /// Waits until saves the strategy started on its own (for example a root context writing
-    /// the view context's changes) have finished. Called by `stop()` before stores are detached.
+    /// Waits until every save the strategy has accepted and not yet written (a root context
+    /// writing the view context's changes, a view-context save queued by a background save)
+    /// has been tried. Called before stores are detached, by `stop()`, and by
+    /// ``GenericPersistentContainer/waitForPendingSaves()``; it may be called on any thread,
+    /// the main thread included.
     func waitForPendingSaves()
+    /// The contexts that write accepted saves to the stores later (a root context). After
+    /// ``waitForPendingSaves()``, changes still in one of them are writes that failed: the
+    /// container refuses to detach a store they would be written to.
+    var writingContexts: [ManagedObjectContext] { get }
 }
 
 extension ContextStrategyType {
+    /// Saves go straight to the stores: nothing to wait for.
     public func waitForPendingSaves() {}
+    /// Saves go straight to the stores: none.
+    public var writingContexts: [ManagedObjectContext] { [] }
 }
 
-/// Waits for work queued on the view context (unless called from it) and then on the root context.
-private func drain(view: ManagedObjectContext, root: ManagedObjectContext) {
-    if !view.isOnExecutor { view.performAndWait {} }
-    root.performAndWait {}
+/// Counts the parent saves a strategy's hooks have queued on one context and not yet run, so
+/// that a drain on that context's own executor (the main thread, for the view context) can run
+/// them at once instead of waiting for a queue it is blocking.
+final class QueuedParentSaves: Sendable {
+    private let count = Mutex(0)
+
+    func enqueued() { count.withLock { $0 += 1 } }
+    func started() { count.withLock { $0 -= 1 } }
+    var isEmpty: Bool { count.withLock { $0 == 0 } }
+
+    /// Makes sure the saves queued on `context` so far have run: waits for its queue, or, on its
+    /// own executor, saves it now (the queued block then finds nothing left to save).
+    func drain(_ context: ManagedObjectContext, _ errorHandler: @Sendable (any Error) -> Void) {
+        if context.isOnExecutor {
+            guard !isEmpty else { return }
+            do { try context.save() } catch { errorHandler(error) }
+        } else if !isEmpty {
+            context.performAndWait {}
+        }
+    }
 }
 
 /// The four built-in context strategies.
@@ -97,6 +128,8 @@ public enum ContextStrategy {
         /// The private context that writes to the store.
         public let rootContext: ManagedObjectContext
         let errorHandler: @Sendable (any Error) -> Void
+        /// View-context saves queued by background saves.
+        let viewSaves = QueuedParentSaves()
 
         public init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void) {
             self.errorHandler = errorHandler
@@ -105,14 +138,24 @@ public enum ContextStrategy {
             viewContext = ManagedObjectContext(concurrencyType: .mainQueue, parent: rootContext, name: "viewContext")
             viewContext.hooks.errorHandler = errorHandler
             viewContext.hooks.didSave = ContextStrategy.saveParent(rootContext, errorHandler)
+            viewContext.hooks.checksStoresOnSave = true
         }
 
-        public func waitForPendingSaves() { drain(view: viewContext, root: rootContext) }
+        /// Runs the view-context saves that background saves queued, then waits for the root
+        /// context's writes.
+        public func waitForPendingSaves() {
+            viewSaves.drain(viewContext, errorHandler)
+            rootContext.performAndWait {}
+        }
+
+        /// The root context.
+        public var writingContexts: [ManagedObjectContext] { [rootContext] }
 
         public func newBackgroundContext() -> ManagedObjectContext {
             let c = ManagedObjectContext(concurrencyType: .privateQueue, parent: viewContext, name: "background")
             c.hooks.errorHandler = errorHandler
-            c.hooks.didSave = ContextStrategy.saveParent(viewContext, errorHandler)
+            c.hooks.didSave = ContextStrategy.saveParent(viewContext, errorHandler, queued: viewSaves)
+            c.hooks.checksStoresOnSave = true
             return c
         }
     }
@@ -145,9 +188,14 @@ public enum ContextStrategy {
             viewContext.automaticallyMergesChangesFromParent = true
             viewContext.hooks.errorHandler = errorHandler
             viewContext.hooks.didSave = ContextStrategy.saveParent(rootContext, errorHandler)
+            viewContext.hooks.checksStoresOnSave = true
         }
 
-        public func waitForPendingSaves() { drain(view: viewContext, root: rootContext) }
+        /// Waits for the root context's writes (and the merges queued before them).
+        public func waitForPendingSaves() { rootContext.performAndWait {} }
+
+        /// The root context.
+        public var writingContexts: [ManagedObjectContext] { [rootContext] }
 
         public func newBackgroundContext() -> ManagedObjectContext {
             ContextStrategy.backgroundContext(on: coordinator, errorHandler)
@@ -171,13 +219,16 @@ public enum ContextStrategy {
         return c
     }
 
-    /// A did-save hook that saves `parent` on its own queue, reporting failures.
-    static func saveParent(_ parent: ManagedObjectContext, _ errorHandler: @escaping @Sendable (any Error) -> Void)
-        -> @Sendable (ContextEvent) -> Void {
+    /// A did-save hook that saves `parent` on its own queue, reporting failures (a failed save
+    /// leaves its changes in `parent`). `queued` counts the saves not yet run.
+    static func saveParent(_ parent: ManagedObjectContext, _ errorHandler: @escaping @Sendable (any Error) -> Void,
+                           queued: QueuedParentSaves? = nil) -> @Sendable (ContextEvent) -> Void {
         { [weak parent] _ in
             guard let parent else { return }
+            queued?.enqueued()
             parent.perform {
-                do { try parent.save() } catch { DispatchQueue.global().async { errorHandler(error) } }
+                queued?.started()
+                do { try parent.save() } catch { errorHandler(error) }
             }
         }
     }

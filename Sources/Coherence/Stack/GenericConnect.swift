@@ -15,7 +15,13 @@ public protocol Connect: PersistentStack, ActionManager {
     func start() throws
     /// Starts on a global queue and calls `block` there with the error, if any.
     func start(block: @escaping @Sendable ((any Error)?) -> Void)
-    /// Stops: detaches every store. A second call does nothing; start → stop → start works.
+    /// Stops: cancels queued actions, waits for running ones and for the saves the strategy
+    /// has accepted, then detaches every store. A second call does nothing; start → stop →
+    /// start works.
+    ///
+    /// When an accepted write failed, `stop()` throws its error and the connect stays started,
+    /// with that store attached and the changes in the strategy's root context (see
+    /// ``GenericPersistentContainer/detach(persistentStore:)``).
     func stop() throws
     /// Stops on a global queue and calls `block` there with the error, if any.
     func stop(block: @escaping @Sendable ((any Error)?) -> Void)
@@ -125,8 +131,14 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
         }
         guard proceed else { return }
         willStop()
-        strategy.waitForPendingSaves()
-        detachAllStores()
+        do {
+            try detachAllStores()
+        } catch {
+            // A store whose accepted writes failed is still attached: stay started around it.
+            didStart()
+            lifecycle.withLock { $0 = .started }
+            throw error
+        }
         lifecycle.withLock { $0 = .stopped }
     }
 

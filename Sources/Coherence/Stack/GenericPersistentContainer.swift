@@ -53,7 +53,7 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         self.managedObjectModel = model
         self.modelError = failure
         self.persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        let sink = ErrorSink()
+        let sink = ErrorSink(containerName: name)
         self.errorSink = sink
         self.strategy = Strategy(persistentStoreCoordinator: persistentStoreCoordinator, errorHandler: { sink.report($0) })
     }
@@ -64,20 +64,94 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         self.managedObjectModel = managedObjectModel
         self.modelError = nil
         self.persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: managedObjectModel)
-        let sink = ErrorSink()
+        let sink = ErrorSink(containerName: name)
         self.errorSink = sink
         self.strategy = Strategy(persistentStoreCoordinator: persistentStoreCoordinator, errorHandler: { sink.report($0) })
     }
 
+    /// Releasing a container first waits for the saves its strategy accepted (as
+    /// ``detach(persistentStore:)`` does), then closes its stores. A write that failed cannot be
+    /// retried any more: it is logged as an error through ``CoherenceLogging``, naming the store.
     deinit {
-        for store in attached.withLock({ $0 }) { try? persistentStoreCoordinator.remove(store) }
+        waitForStrategy()
+        let stores = attached.withLock { $0 }
+        if let unwritten = try? storesWithUnwrittenChanges(stores), !unwritten.isEmpty {
+            let names = unwritten.map { $0.url?.path ?? $0.engine.locationDescription }.joined(separator: ", ")
+            CoherenceLogging.log(.error, "stack", "Container '\(name)' released with changes its strategy accepted but could not write to \(names): they are lost. Last error: \(errorSink.lastError.map { "\($0)" } ?? "none")")
+        }
+        for store in stores { try? persistentStoreCoordinator.remove(store) }
     }
 
     /// Where errors raised while propagating changes between contexts go (on a global queue).
-    /// Default: printed to standard error.
+    /// Default: logged as errors through ``CoherenceLogging`` (standard error, unless the app
+    /// replaced the logger). ``waitForPendingSaves()`` also rethrows them.
     public var errorHandler: @Sendable (any Error) -> Void {
         get { errorSink.handler }
         set { errorSink.handler = newValue }
+    }
+
+    /// Returns when everything saved so far through the container's contexts is on disk: saves
+    /// the strategy writes later (a view-context save that a root context writes, with
+    /// ``ContextStrategy/IndirectNested`` and ``ContextStrategy/Mixed``) have been written.
+    ///
+    /// ```swift
+    /// try await connect.viewContext.perform { try connect.viewContext.save() }
+    /// try await connect.waitForPendingSaves()     // now it is in the file
+    /// ```
+    ///
+    /// - Throws: the first error raised while propagating changes since the last call (the
+    ///   ``errorHandler`` received it too). A failed write leaves its changes in the root
+    ///   context, where a later save retries them.
+    public func waitForPendingSaves() async throws {
+        let strategy = self.strategy
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { [willWait = willWaitForPendingSaves] in
+                willWait?()
+                strategy.waitForPendingSaves()
+                done.resume()
+            }
+        }
+        if let error = errorSink.takeFirstUnclaimed() { throw error }
+    }
+
+    /// A test hook, called when the container starts waiting for its strategy's saves (before
+    /// a detach, a stop, on release, in ``waitForPendingSaves()``).
+    package var willWaitForPendingSaves: (@Sendable () -> Void)? {
+        get { waitHook.withLock { $0 } }
+        set { waitHook.withLock { $0 = newValue } }
+    }
+    private let waitHook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    private func waitForStrategy() {
+        willWaitForPendingSaves?()
+        strategy.waitForPendingSaves()
+    }
+
+    /// Waits for the strategy's accepted saves, then checks that none of `stores` would lose
+    /// changes the strategy holds because their write failed.
+    /// - Throws: the failed write's error (or `.invalidRequest` when the changes were made in
+    ///   the writing context directly and never saved).
+    private func settlePendingSaves(for stores: [PersistentStore]) throws {
+        waitForStrategy()
+        let unwritten = try storesWithUnwrittenChanges(stores)
+        guard let store = unwritten.first else { return }
+        if let error = errorSink.lastError { throw error }
+        throw CoherenceError(.invalidRequest, "The strategy's writing context holds unsaved changes for this store; save or roll them back before detaching it.",
+                             store: store.url?.path ?? store.engine.locationDescription)
+    }
+
+    /// The stores among `stores` that a writing context of the strategy holds changes for.
+    private func storesWithUnwrittenChanges(_ stores: [PersistentStore]) throws -> [PersistentStore] {
+        guard !stores.isEmpty else { return [] }
+        var held: Set<UUID> = []
+        for context in strategy.writingContexts {
+            for store in stores where !held.contains(store.identifier) {
+                if context.performAndWait({ context.hasChanges(forStoresWithIdentifiers: [store.identifier]) }) {
+                    held.insert(store.identifier)
+                }
+            }
+        }
+        return stores.filter { held.contains($0.identifier) }
     }
 
     /// The main-queue context.
@@ -149,13 +223,28 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         return stores
     }
 
-    /// Detaches a store and closes its file.
-    /// - Throws: `.storeNotAttached` when the store is not attached.
+    /// Detaches a store and closes its file, after the saves the strategy has already accepted
+    /// for it are on disk: a view-context save that a root context writes later
+    /// (``ContextStrategy/IndirectNested``, ``ContextStrategy/Mixed``) is written first, so a
+    /// user who saves and logs out at once loses nothing.
+    ///
+    /// ```swift
+    /// try await connect.viewContext.perform { try connect.viewContext.save() }
+    /// try connect.detach(persistentStore: userStore)     // the save is in the user's file
+    /// ```
+    ///
+    /// - Throws: `.storeNotAttached` when the store is not attached. When an accepted write to
+    ///   the store failed, its error: the store stays attached and the changes stay in the
+    ///   strategy's root context, to retry (save it again) or inspect.
     public func detach(persistentStore store: PersistentStore) throws {
+        try settlePendingSaves(for: [store])
         try persistentStoreCoordinator.remove(store)
         attached.withLock { $0.removeAll { $0 === store } }
     }
 
+    /// Detaches several stores, each as ``detach(persistentStore:)`` does; a store whose
+    /// accepted writes failed stays attached, and the first error is thrown after the others
+    /// are detached.
     public func detach(persistentStores stores: [PersistentStore]) throws {
         var firstError: (any Error)?
         for s in stores {
@@ -164,23 +253,53 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         if let firstError { throw firstError }
     }
 
-    /// Detaches every store of the coordinator.
-    func detachAllStores() {
-        for s in persistentStoreCoordinator.persistentStores { try? detach(persistentStore: s) }
+    /// Detaches every store of the coordinator, each as ``detach(persistentStore:)`` does.
+    /// - Throws: the first error; stores whose writes failed stay attached.
+    func detachAllStores() throws {
+        try detach(persistentStores: persistentStoreCoordinator.persistentStores)
     }
 }
 
-/// Holds a container's error handler; strategies report to it.
+/// Holds a container's error handler; strategies report to it. It also keeps the first error
+/// not yet claimed by ``GenericPersistentContainer/waitForPendingSaves()`` and the last error,
+/// for a detach that finds unwritten changes.
 final class ErrorSink: Sendable {
-    private let storage = Mutex<@Sendable (any Error) -> Void>({ error in
-        FileHandle.standardError.write(Data("Coherence: error while propagating changes: \(error)\n".utf8))
-    })
-    var handler: @Sendable (any Error) -> Void {
-        get { storage.withLock { $0 } }
-        set { storage.withLock { $0 = newValue } }
+    private struct State {
+        var handler: @Sendable (any Error) -> Void
+        var firstUnclaimed: (any Error)?
+        var last: (any Error)?
     }
+    private let state: Mutex<State>
+
+    init(containerName: String) {
+        state = Mutex(State(handler: { error in
+            CoherenceLogging.log(.error, "stack", "container '\(containerName)': error while propagating changes: \(error)")
+        }))
+    }
+
+    var handler: @Sendable (any Error) -> Void {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
+    }
+
+    /// The last error reported.
+    var lastError: (any Error)? { state.withLock { $0.last } }
+
+    /// The first error reported since the last call, which it clears.
+    func takeFirstUnclaimed() -> (any Error)? {
+        state.withLock { s in
+            defer { s.firstUnclaimed = nil }
+            return s.firstUnclaimed
+        }
+    }
+
+    /// Records `error` at once and passes it to the handler on a global queue.
     func report(_ error: any Error) {
-        let h = handler
+        let h = state.withLock { s in
+            if s.firstUnclaimed == nil { s.firstUnclaimed = error }
+            s.last = error
+            return s.handler
+        }
         DispatchQueue.global().async { h(error) }
     }
 }
