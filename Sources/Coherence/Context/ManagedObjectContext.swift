@@ -319,10 +319,15 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// The object for an ID, loaded and checked to exist.
-    /// - Throws: `.objectNotFound` when the object does not exist.
+    /// - Throws: `.objectNotFound` when the object does not exist, or when the ID's key names an
+    ///   object of another entity (a Circle ID whose key is a Square's).
     public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
         assertOnExecutor()
         if let o = lookup(id) {
+            // IDs of one hierarchy are equal by key: the registered object may be a sibling's.
+            if !o.entity.isKindOf(id.entity) && !id.entity.isKindOf(o.entity) {
+                throw CoherenceError(.objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
+            }
             if o.isDeleted || o._flags.contains(.inaccessible) {
                 throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
             }

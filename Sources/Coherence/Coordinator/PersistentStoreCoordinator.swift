@@ -295,23 +295,27 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Rows for object IDs (faults), from the row cache or the stores; missing rows are left out.
+    /// Rows for object IDs (faults), from the row cache or the stores, each of its concrete
+    /// entity. Missing rows are left out, and so are rows of another entity than the ID's (or
+    /// one of its sub-entities): a Circle ID whose key is a Square's finds nothing.
     package func rows(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: StoreRow] {
         var result: [ObjectID: StoreRow] = [:]
         var missing: [UUID: [ObjectIdentifier: (EntityDescription, [Int64])]] = [:]
         for id in ids {
             guard let sid = id.storeIdentifier else { continue }
-            if let e = rowCache.entry(for: id) {
-                result[id] = StoreRow(entity: id.entity, primaryKey: id.primaryKey, version: e.version, values: e.values)
+            if let (cached, e) = rowCache.entry(for: id) {
+                // Cached under the row's concrete entity.
+                guard cached.entity.isKindOf(id.entity) else { continue }
+                result[id] = StoreRow(entity: cached.entity, primaryKey: id.primaryKey, version: e.version, values: e.values)
             } else {
-                let root = id.entity.rootEntity
-                missing[sid, default: [:]][ObjectIdentifier(root), default: (root, [])].1.append(id.primaryKey)
+                let entity = id.entity
+                missing[sid, default: [:]][ObjectIdentifier(entity), default: (entity, [])].1.append(id.primaryKey)
             }
         }
         for (sid, groups) in missing {
             guard let store = persistentStore(withIdentifier: sid) else { continue }
-            for (_, (root, keys)) in groups {
-                for row in try store.engine.rows(of: root, keys: keys) {
+            for (_, (entity, keys)) in groups {
+                for row in try store.engine.rows(of: entity, keys: keys) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
                     result[id] = row
                     rowCache.store(.init(values: row.values, version: row.version), for: id)

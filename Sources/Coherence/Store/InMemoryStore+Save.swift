@@ -112,7 +112,8 @@ struct MemoryWriter {
     }
 
     private mutating func versionConflict(_ id: ObjectID, values: [StoredValue], cached: [StoredValue]?, old: Int64, in s: InMemoryStore.State) {
-        let row = s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey]
+        // (A row of another entity in the same table is not this object's.)
+        let row = s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey].flatMap { $0.entity.isKindOf(id.entity) ? $0 : nil }
         conflicts.append(SaveConflict(kind: .version, objectID: id, objectValues: values, cachedValues: cached,
                                       persistedValues: row?.values, oldVersion: old, newVersion: row?.version ?? 0))
     }
