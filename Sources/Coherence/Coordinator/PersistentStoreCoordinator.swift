@@ -94,7 +94,7 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         guard removed else {
             throw CoherenceError(.storeNotAttached, "The store is not attached to this coordinator.",
-                                 store: store.url?.path ?? store.engine.locationDescription)
+                                 store: Self.location(of: store))
         }
         saveLock.withLock { _ in store.engine.close() }
         rowCache.removeAll(inStore: store.identifier)
@@ -433,6 +433,11 @@ public final class PersistentStoreCoordinator: Sendable {
         if !unresolvable.isEmpty { rowCache.remove(unresolvable) }
     }
 
+    /// A store as errors name it: its file, or "in-memory <UUID>".
+    static func location(of store: PersistentStore) -> String {
+        store.url?.path ?? store.engine.locationDescription
+    }
+
     /// One store's part of a change set, with the positions its inserts and updates have in
     /// the whole change set.
     private struct SavePart {
@@ -488,8 +493,37 @@ public final class PersistentStoreCoordinator: Sendable {
             parts[key]?.changes.inserts.append(i)
             parts[key]?.insertIndexes.append(n)
         }
+        // Relationships cannot cross stores: every destination must be in its source's store.
+        // Checked before any store writes, so a refused save leaves every store as it was.
+        func checkSameStore(_ source: ObjectID, in store: PersistentStore, _ target: ObjectID?,
+                            _ relationship: PropertyDescription) throws(CoherenceError) {
+            guard let target else { return }
+            let targetStore: PersistentStore?
+            if target.isTemporaryID {
+                // Not inserted by this save: the store reports it.
+                guard let inserted = insertedStore[target] else { return }
+                targetStore = inserted
+            } else {
+                if target.isStored(in: store.identifier) { return }
+                targetStore = self.store(for: target)
+            }
+            guard targetStore !== store else { return }
+            let here = Self.location(of: store)
+            let there = targetStore.map(Self.location) ?? "detached store \(target.storeIdentifier?.uuidString ?? "")"
+            var error = CoherenceError(.crossStoreRelationship,
+                                       "\(source.entity.name).\(relationship.name) relates \(source) in store \(here) to \(target) in store \(there); relationships cannot cross stores.",
+                                       entity: source.entity.name, property: relationship.name, objectID: source, store: here)
+            error.destinationStore = there
+            throw error
+        }
+        for i in changes.inserts {
+            guard let store = insertedStore[i.objectID] else { continue }
+            for r in i.references { try checkSameStore(i.objectID, in: store, r.target, i.objectID.entity.properties[r.slot]) }
+        }
         for (n, u) in changes.updates.enumerated() {
-            let key = part(try existingStore(u.objectID))
+            let store = try existingStore(u.objectID)
+            for r in u.references { try checkSameStore(u.objectID, in: store, r.target, u.objectID.entity.properties[r.slot]) }
+            let key = part(store)
             parts[key]?.changes.updates.append(u)
             parts[key]?.updateIndexes.append(n)
         }
@@ -497,6 +531,7 @@ public final class PersistentStoreCoordinator: Sendable {
         for j in changes.joinInserts {
             let s: PersistentStore
             if let inserted = insertedStore[j.source] { s = inserted } else { s = try existingStore(j.source) }
+            try checkSameStore(j.source, in: s, j.destination, j.relationship)
             parts[part(s)]?.changes.joinInserts.append(j)
         }
         for j in changes.joinDeletes {

@@ -97,8 +97,10 @@ struct MemoryWriter {
                                  entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
         }
         guard target.storeIdentifier == store.identifier else {
-            throw CoherenceError(.invalidRequest, "\(source) refers through '\(property)' to \(target) in another store; relationships cannot cross stores.",
-                                 entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+            var error = CoherenceError(.crossStoreRelationship, "\(source) refers through '\(property)' to \(target) in another store; relationships cannot cross stores.",
+                                       entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+            error.destinationStore = "store \(target.storeIdentifier?.uuidString ?? "")"
+            throw error
         }
         return target.primaryKey
     }
