@@ -135,13 +135,20 @@ public final class PersistentStoreCoordinator: Sendable {
         return ObjectID(entity: entity, storeIdentifier: storeID, primaryKey: key)
     }
 
-    /// Permanent IDs for temporary ones (each assigned to the first store holding its entity);
-    /// permanent IDs are returned unchanged.
+    /// Permanent IDs for temporary ones, each in the first attached store that holds its entity;
+    /// permanent IDs are returned unchanged. (A context's `obtainPermanentIDs(for:)` also honours
+    /// ``ManagedObjectContext/assign(_:to:)``.)
     public func obtainPermanentIDs(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID] {
+        try obtainPermanentIDs(for: ids, assignedStores: [:])
+    }
+
+    /// Permanent IDs for temporary ones, each in the store `assignedStores` names for it (store
+    /// identifiers by temporary ID) or else in the first attached store that holds its entity.
+    package func obtainPermanentIDs(for ids: [ObjectID], assignedStores: [ObjectID: UUID]) throws(CoherenceError) -> [ObjectID] {
         var result = ids
         var byStoreAndRoot: [String: (PersistentStore, EntityDescription, [Int])] = [:]
         for (i, id) in ids.enumerated() where id.isTemporaryID {
-            let store = try assignedStore(for: id.entity)
+            let store = try store(forNew: id, assignedStores: assignedStores)
             let key = store.identifier.uuidString + "/" + id.entity.rootEntity.name
             byStoreAndRoot[key, default: (store, id.entity.rootEntity, [])].2.append(i)
         }
@@ -157,10 +164,21 @@ public final class PersistentStoreCoordinator: Sendable {
         return result
     }
 
-    /// The store new objects of `entity` go to: the first attached store that holds it.
-    package func assignedStore(for entity: EntityDescription) throws(CoherenceError) -> PersistentStore {
-        guard let store = stores(for: entity).first else {
-            throw CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
+    /// The store a new object goes to: the one it was assigned to (`assignedStores`: store
+    /// identifiers by temporary ID, see ``ManagedObjectContext/assign(_:to:)``), else the first
+    /// attached store that holds its entity, as in Core Data.
+    /// - Throws: `.storeNotAttached` when the assigned store was removed since; `.noStoreForEntity`
+    ///   when no attached store holds the entity.
+    package func store(forNew id: ObjectID, assignedStores: [ObjectID: UUID]) throws(CoherenceError) -> PersistentStore {
+        if !assignedStores.isEmpty, let identifier = assignedStores[id] {
+            guard let store = persistentStore(withIdentifier: identifier) else {
+                throw CoherenceError(.storeNotAttached, "\(id) was assigned to store \(identifier.uuidString), which is no longer attached.",
+                                     entity: id.entity.name, objectID: id, store: identifier.uuidString)
+            }
+            return store
+        }
+        guard let store = stores(for: id.entity).first else {
+            throw CoherenceError(.noStoreForEntity, "No attached store holds entity '\(id.entity.name)'.", entity: id.entity.name)
         }
         return store
     }
@@ -451,7 +469,7 @@ public final class PersistentStoreCoordinator: Sendable {
     private func partition(_ changes: StoreChangeSet) throws(CoherenceError) -> [SavePart] {
         // One store holding every entity involved, and every existing object in it: no split.
         let attached = stores.withLock { $0 }
-        if attached.count == 1, let only = attached.first,
+        if attached.count == 1, let only = attached.first, changes.assignedStores.isEmpty,
            // Through pointers: reading a row of the array would copy it (and retain its arrays);
            // and by the identifier's words, without making a `UUID` per row.
            changes.inserts.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { n in
@@ -482,11 +500,8 @@ public final class PersistentStoreCoordinator: Sendable {
             let store: PersistentStore
             if !i.objectID.isTemporaryID {
                 store = try existingStore(i.objectID)
-            } else if let target = i.references.compactMap({ $0.target }).first(where: { !$0.isTemporaryID }),
-                      let s = self.store(for: target), s.holds(i.objectID.entity) {
-                store = s
             } else {
-                store = try assignedStore(for: i.objectID.entity)
+                store = try self.store(forNew: i.objectID, assignedStores: changes.assignedStores)
             }
             insertedStore[i.objectID] = store
             let key = part(store)
