@@ -15,17 +15,20 @@ struct StoreAssignmentTests {
         return (coordinator, first, second)
     }
 
-    /// The town names in one SQLite file, read by a new coordinator with only that store.
-    private static func towns(in file: URL) throws -> [String] {
+    /// The names of the objects of `entity` in one SQLite file, read by a new coordinator with
+    /// only that store.
+    private static func names(_ entity: String = "Town", in file: URL) throws -> [String] {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         try coordinator.addPersistentStore(type: .sqlite, at: file)
-        return try coordinator.fetchDictionaries(FetchRequest<Town>()).compactMap { $0["name"] as? String }.sorted()
+        return try coordinator.fetchDictionaries(FetchRequest<ManagedObject>(entityName: entity)).compactMap { $0["name"] as? String }.sorted()
     }
 
-    private static func people(in file: URL) throws -> [String] {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
-        try coordinator.addPersistentStore(type: .sqlite, at: file)
-        return try coordinator.fetchDictionaries(FetchRequest<Person>()).compactMap { $0["name"] as? String }.sorted()
+    /// A new town in `context`, assigned to `store` when one is given.
+    private static func town(_ name: String, in context: ManagedObjectContext, assignedTo store: PersistentStore? = nil) throws -> Town {
+        let town = Town(context: context)
+        town.name = name
+        if let store { try context.assign(town, to: store) }
+        return town
     }
 
     @Test(arguments: [StoreType.sqlite, .inMemory])
@@ -34,18 +37,15 @@ struct StoreAssignmentTests {
         let (coordinator, first, second) = try Self.twoStores(secondType, in: dir)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
-            let assigned = Town(context: context)
-            assigned.name = "Bergen"
-            try context.assign(assigned, to: second)
-            let unassigned = Town(context: context)
-            unassigned.name = "Oslo"
+            let assigned = try Self.town("Bergen", in: context, assignedTo: second)
+            let unassigned = try Self.town("Oslo", in: context)
             try context.save()
             #expect(assigned.objectID.storeIdentifier == second.identifier)
             #expect(unassigned.objectID.storeIdentifier == first.identifier)
         }
-        #expect(try Self.towns(in: dir.file("a.sqlite")) == ["Oslo"])
+        #expect(try Self.names(in: dir.file("a.sqlite")) == ["Oslo"])
         if secondType == .sqlite {
-            #expect(try Self.towns(in: dir.file("b.sqlite")) == ["Bergen"])
+            #expect(try Self.names(in: dir.file("b.sqlite")) == ["Bergen"])
         }
         #expect(Set(try coordinator.fetchObjectIDs(FetchRequest<Town>()).compactMap(\.storeIdentifier)) == [first.identifier, second.identifier])
     }
@@ -57,9 +57,7 @@ struct StoreAssignmentTests {
         let (coordinator, _, second) = try Self.twoStores(.sqlite, in: dir)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
-            let town = Town(context: context)
-            town.name = "Bergen"
-            try context.assign(town, to: second)
+            let town = try Self.town("Bergen", in: context, assignedTo: second)
             let person = Person(context: context)
             person.name = "Ada"
             person.town = town
@@ -74,9 +72,9 @@ struct StoreAssignmentTests {
             try context.save()
             #expect(person.objectID.storeIdentifier == second.identifier)
         }
-        #expect(try Self.towns(in: dir.file("a.sqlite")).isEmpty && Self.people(in: dir.file("a.sqlite")).isEmpty)
-        #expect(try Self.towns(in: dir.file("b.sqlite")) == ["Bergen"])
-        #expect(try Self.people(in: dir.file("b.sqlite")) == ["Ada"])
+        #expect(try Self.names(in: dir.file("a.sqlite")).isEmpty && Self.names("Person", in: dir.file("a.sqlite")).isEmpty)
+        #expect(try Self.names(in: dir.file("b.sqlite")) == ["Bergen"])
+        #expect(try Self.names("Person", in: dir.file("b.sqlite")) == ["Ada"])
     }
 
     @Test func permanentIDsAndChildContextsFollowTheAssignment() throws {
@@ -85,23 +83,18 @@ struct StoreAssignmentTests {
         let root = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: root)
         let early = try child.performAndWait {
-            let town = Town(context: child)
-            town.name = "Early"
-            try child.assign(town, to: second)
+            let town = try Self.town("Early", in: child, assignedTo: second)
             try child.obtainPermanentIDs(for: [town])
             #expect(town.objectID.storeIdentifier == second.identifier)
-            let pushed = Town(context: child)
-            pushed.name = "Pushed"
-            try child.assign(pushed, to: second)
-            let plain = Town(context: child)
-            plain.name = "Plain"
+            _ = try Self.town("Pushed", in: child, assignedTo: second)
+            _ = try Self.town("Plain", in: child)
             try child.save()
             return town.objectID
         }
         try root.performAndWait { try root.save() }
         #expect(early.storeIdentifier == second.identifier)
-        #expect(try Self.towns(in: dir.file("a.sqlite")) == ["Plain"])
-        #expect(try Self.towns(in: dir.file("b.sqlite")) == ["Early", "Pushed"])
+        #expect(try Self.names(in: dir.file("a.sqlite")) == ["Plain"])
+        #expect(try Self.names(in: dir.file("b.sqlite")) == ["Early", "Pushed"])
         #expect(first != second)
     }
 
@@ -110,7 +103,7 @@ struct StoreAssignmentTests {
         let (coordinator, first, second) = try Self.twoStores(.sqlite, in: dir)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let stranger = try other.performAndWait { Town(context: other) }
+        let stranger = other.performAndWait { Town(context: other) }
         // A store of another coordinator, and one whose configuration has no Town.
         let elsewhere = try makeCoordinator(.inMemory, in: dir).persistentStores[0]
         let clubsModel = try ManagedObjectModel(types: [Person.self, Town.self, Club.self], configurations: ["Clubs": ["Club"]])
@@ -132,35 +125,29 @@ struct StoreAssignmentTests {
         }
         try context.performAndWait {
             expectError(.contextMismatch) { try context.assign(stranger, to: second) }
-            let saved = Town(context: context)
-            saved.name = "Saved"
+            let saved = try Self.town("Saved", in: context)
             try context.save()
             expectError(.invalidRequest) { try context.assign(saved, to: second) }
-            let early = Town(context: context)
-            early.name = "Early"
+            let early = try Self.town("Early", in: context)
             try context.obtainPermanentIDs(for: [early])
             expectError(.invalidRequest) { try context.assign(early, to: second) }
-            let fresh = Town(context: context)
-            fresh.name = "Fresh"
+            let fresh = try Self.town("Fresh", in: context)
             expectError(.storeNotAttached) { try context.assign(fresh, to: elsewhere) }
             context.rollback()
         }
-        try clubsContext.performAndWait {
+        clubsContext.performAndWait {
             let town = Town(context: clubsContext)
             expectError(.noStoreForEntity) { try clubsContext.assign(town, to: clubs) }
         }
         // A store removed after the assignment: the save fails and writes nothing.
         try context.performAndWait {
-            let town = Town(context: context)
-            town.name = "Orphan"
-            try context.assign(town, to: second)
-            let kept = Town(context: context)
-            kept.name = "Kept"
+            _ = try Self.town("Orphan", in: context, assignedTo: second)
+            _ = try Self.town("Kept", in: context)
             try coordinator.remove(second)
             expectError(.storeNotAttached) { try context.save() }
             #expect(context.hasChanges)
         }
-        #expect(try Self.towns(in: dir.file("a.sqlite")) == ["Saved"])
+        #expect(try Self.names(in: dir.file("a.sqlite")) == ["Saved"])
         #expect(first != second)
     }
 }
