@@ -196,12 +196,10 @@ struct ModelTests {
         ("unknownSuper", .unknownSuperentity),
         ("badDefault", .invalidDefaultValue),
         ("badRegex", .invalidValidationRule),
-        ("crossConfiguration", .crossConfigurationRelationship),
         ("inverseMismatch", .inverseMismatch),
     ])
     func invalidModelsAreRejected(_ scenario: String, _ expected: ModelError.Code) throws {
         var entities: [EntityDescription] = []
-        var configurations: [String: [String]] = [:]
         var expectEntity = "A", expectProperty: String? = nil
         switch scenario {
         case "unknownDestination":
@@ -232,11 +230,6 @@ struct ModelTests {
         case "badRegex":
             entities = [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string, validation: .init(regularExpression: "(["))])]
             expectProperty = "x"
-        case "crossConfiguration":
-            entities = [EntityDescription(name: "A", properties: [RelationshipDescription(name: "b", destination: "B")]),
-                        EntityDescription(name: "B", properties: [])]
-            configurations = ["Only": ["A"]]
-            expectProperty = "b"
         case "inverseMismatch":
             entities = [EntityDescription(name: "A", properties: [RelationshipDescription(name: "b", destination: "B", inverse: "c")]),
                         EntityDescription(name: "B", properties: [RelationshipDescription(name: "c", destination: "B", inverse: "c")])]
@@ -245,7 +238,7 @@ struct ModelTests {
             Issue.record("unknown scenario"); return
         }
         do {
-            _ = try ManagedObjectModel(entities: entities, configurations: configurations)
+            _ = try ManagedObjectModel(entities: entities)
             Issue.record("\(scenario): the model should have been rejected")
         } catch {
             #expect(error.code == expected)

@@ -374,10 +374,10 @@ struct RowRegistration: ~Copyable {
         o._originals = []
         o._flags = newFlags
         o._objectID = id
-        // Registered, unless an object is registered under this ID by now: the row came before
-        // (a join through a one-to-one relationship can repeat a row), or the initializer that
-        // just ran registered it (through a lookup or a fetch of its own). That one is the
-        // row's object then.
+        // Registered, unless an object is registered under this ID by now: the initializer that
+        // just ran registered it (through a lookup or a fetch of its own), or the row came
+        // before (stores list each row once; this keeps one object if one did not). That one
+        // is the row's object then.
         if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash) {
             o._leaveGroup()
             o._contextHandle = nil

@@ -212,6 +212,7 @@ extension ManagedObjectContext {
     /// with `changes.updates`; inserts are aligned with `insertedList`).
     func buildChangeSet() -> (changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>]) {
         var changes = StoreChangeSet()
+        changes.assignedStores = assignedStores
         // Unretained: the updated candidates keep these objects alive until the save has applied
         // its result (no code outside the save runs in between).
         var updatedObjects: [Unmanaged<ManagedObject>] = []
@@ -427,6 +428,7 @@ extension ManagedObjectContext {
     func finishSave(_ saved: SavedObjects) {
         insertedList = []
         insertedIndex = nil
+        assignedStores = [:]
         updatedCandidates = [:]
         deletedList = []
         deletedSet = []
@@ -505,7 +507,8 @@ extension ManagedObjectContext {
             saved.deleted.append(o)
         }
         let childName = name
-        _ = parent.performAndWait { parent.applyPushed(pushed, from: childName) }
+        let assigned = assignedStores
+        _ = parent.performAndWait { parent.applyPushed(pushed, from: childName, assignedStores: assigned) }
         for o in insertedList + updatedCandidates.values where !o.isDeleted {
             // A pushed object keeps its temporary ID until the parent saves: as it is no longer
             // inserted here, it goes into the identity map.
@@ -523,8 +526,10 @@ extension ManagedObjectContext {
         return saved
     }
 
-    /// Applies a child's pushed changes (on this context's executor).
-    func applyPushed(_ pushed: [PushedObject], from child: String?) -> ContextEvent {
+    /// Applies a child's pushed changes (on this context's executor), with the stores the
+    /// child's inserted objects were assigned to.
+    func applyPushed(_ pushed: [PushedObject], from child: String?, assignedStores assigned: [ObjectID: UUID]) -> ContextEvent {
+        if !assigned.isEmpty { assignedStores.merge(assigned) { _, child in child } }
         var objects: [ObjectID: ManagedObject] = [:]
         for p in pushed where p.kind == .insert {
             let o = p.id.entity.managedObjectClass.init(entity: p.id.entity)

@@ -113,6 +113,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     @exclusivity(unchecked) var deletedList: [ManagedObject] = []
     @exclusivity(unchecked) var deletedSet: Set<ObjectIdentifier> = []
     @exclusivity(unchecked) var unfilledFaults: [ObjectIdentifier: [ManagedObject]] = [:]
+    /// The stores inserted objects were assigned to (``assign(_:to:)``): store identifier by
+    /// temporary ID. Usually empty.
+    @exclusivity(unchecked) var assignedStores: [ObjectID: UUID] = [:]
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
     @exclusivity(unchecked) var performDepth = 0
     @exclusivity(unchecked) var isSaving = false
@@ -328,10 +331,15 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// The object for an ID, loaded and checked to exist.
-    /// - Throws: `.objectNotFound` when the object does not exist.
+    /// - Throws: `.objectNotFound` when the object does not exist, or when the ID's key names an
+    ///   object of another entity (a Circle ID whose key is a Square's).
     public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
         assertOnExecutor()
         if let o = lookup(id) {
+            // IDs of one hierarchy are equal by key: the registered object may be a sibling's.
+            if !o.entity.isKindOf(id.entity) && !id.entity.isKindOf(o.entity) {
+                throw CoherenceError(.objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
+            }
             if o.isDeleted || o._flags.contains(.inaccessible) {
                 throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
             }
@@ -683,19 +691,57 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
 
-    /// Permanent IDs for inserted objects, before they are saved.
+    /// Permanent IDs for inserted objects, before they are saved: each in the store it was
+    /// assigned to (``assign(_:to:)``), else in the first attached store that holds its entity.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws(CoherenceError) {
         assertOnExecutor()
         let temporary = objects.filter { $0.objectID.isTemporaryID }
         guard !temporary.isEmpty else { return }
-        guard parent == nil else {
-            // A child gets keys from the store through the coordinator too.
-            let ids = try persistentStoreCoordinator.obtainPermanentIDs(for: temporary.map(\.objectID))
-            for (o, id) in zip(temporary, ids) { rekey(o, to: id) }
-            return
-        }
-        let ids = try persistentStoreCoordinator.obtainPermanentIDs(for: temporary.map(\.objectID))
+        // (A child gets keys from the store through the coordinator too.)
+        let ids = try persistentStoreCoordinator.obtainPermanentIDs(for: temporary.map(\.objectID), assignedStores: assignedStores)
         for (o, id) in zip(temporary, ids) { rekey(o, to: id) }
+    }
+
+    /// Chooses the store an inserted object is saved in, as Core Data's `assign(_:to:)`.
+    ///
+    /// Needed only when several attached stores hold the object's entity: without it, a new
+    /// object goes to the first attached store (in the order they were added) that holds its
+    /// entity. The choice holds until the object is saved (through a parent context too) or its
+    /// context rolls back or resets; a related object is not moved with it, and relating objects
+    /// of two stores fails at save (`.crossStoreRelationship`).
+    ///
+    /// ```swift
+    /// let archive = try coordinator.addPersistentStore(type: .sqlite, at: archiveURL)
+    /// let note = Note(context: context)
+    /// try context.assign(note, to: archive)
+    /// try context.save()   // the note's row is in the archive's file
+    /// ```
+    /// - Throws: `.contextMismatch` when the object is not in this context; `.invalidRequest`
+    ///   when it is not inserted or already has a permanent ID (it is in a store by then);
+    ///   `.storeNotAttached` when the store is not attached to the context's coordinator;
+    ///   `.noStoreForEntity` when the store's configuration does not hold the object's entity.
+    public func assign(_ object: ManagedObject, to store: PersistentStore) throws(CoherenceError) {
+        assertOnExecutor()
+        let entity = object.entity
+        guard object._context === self else {
+            throw CoherenceError(.contextMismatch, "\(object.objectID) is not in the context '\(name ?? "unnamed")'.",
+                                 entity: entity.name, objectID: object.objectID)
+        }
+        let id = object.objectID
+        guard object.isInserted, id.isTemporaryID else {
+            throw CoherenceError(.invalidRequest, "Only an inserted object with a temporary ID can be assigned to a store; \(id) is \(object.isInserted ? "already in a store" : "not inserted").",
+                                 entity: entity.name, objectID: id)
+        }
+        let location = PersistentStoreCoordinator.location(of: store)
+        guard persistentStoreCoordinator.persistentStores.contains(where: { $0 === store }) else {
+            throw CoherenceError(.storeNotAttached, "\(id) cannot be assigned to a store that is not attached to the context's coordinator.",
+                                 entity: entity.name, objectID: id, store: location)
+        }
+        guard store.holds(entity) else {
+            throw CoherenceError(.noStoreForEntity, "\(id) cannot be assigned to the store: its configuration '\(store.configurationName ?? ManagedObjectModel.defaultConfigurationName)' does not hold entity '\(entity.name)'.",
+                                 entity: entity.name, objectID: id, store: location)
+        }
+        assignedStores[id] = store.identifier
     }
 
     /// Changes an object's ID (temporary → permanent) in the identity map.
@@ -734,6 +780,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         deletedList = []
         deletedSet = []
         unfilledFaults = [:]
+        assignedStores = [:]
         discardPendingChanges()
         pendingChanges.invalidatedAll = true
         processPendingChanges()
@@ -762,6 +809,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         updatedCandidates = [:]
         deletedList = []
         deletedSet = []
+        assignedStores = [:]
         processPendingChanges()
     }
 

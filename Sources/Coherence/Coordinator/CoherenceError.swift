@@ -16,7 +16,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case unknownKey, typeMismatch, validation, unsupportedPredicate, unknownEntity
             case storeNotFound, storeIncompatible, storeOpenFailed, storeNotAttached, noStoreForEntity
             case objectNotFound, conflict, invalidURI, corruptRow, invalidRequest, invalidLocation
-            case deleteDenied, contextMismatch, alreadyAttached
+            case deleteDenied, contextMismatch, alreadyAttached, crossStoreRelationship
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -57,6 +57,11 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         public static let contextMismatch = Code(kind: .contextMismatch)
         /// A store that is already attached.
         public static let alreadyAttached = Code(kind: .alreadyAttached)
+        /// A save would relate two objects that live in different stores; relationships cannot
+        /// cross stores. The error names the entity, the relationship (``propertyName``), the
+        /// source object, its ``store`` and the destination's ``destinationStore``; nothing is
+        /// written.
+        public static let crossStoreRelationship = Code(kind: .crossStoreRelationship)
         public var description: String { kind.rawValue }
     }
 
@@ -72,6 +77,9 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
     public var objectID: ObjectID?
     /// The store involved (its URL, or "in-memory <UUID>"), if any.
     public var store: String?
+    /// The other store involved, if any: for ``Code/crossStoreRelationship``, the store of the
+    /// relationship's destination (``store`` is the source object's).
+    public var destinationStore: String?
     /// The SQL involved, if any (never with bound values).
     public var sql: String?
     /// Conflicts found by a save (for ``Code/conflict``).
@@ -98,6 +106,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         if let propertyName { context.append("property '\(propertyName)'") }
         if let objectID { context.append("object \(objectID)") }
         if let store { context.append("store \(store)") }
+        if let destinationStore { context.append("destination store \(destinationStore)") }
         if let sql { context.append("SQL `\(sql)`") }
         if !context.isEmpty { s += " (" + context.joined(separator: ", ") + ")" }
         for e in underlyingErrors { s += "\n  - \(e)" }

@@ -94,7 +94,7 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         guard removed else {
             throw CoherenceError(.storeNotAttached, "The store is not attached to this coordinator.",
-                                 store: store.url?.path ?? store.engine.locationDescription)
+                                 store: Self.location(of: store))
         }
         saveLock.withLock { _ in store.engine.close() }
         rowCache.removeAll(inStore: store.identifier)
@@ -135,13 +135,20 @@ public final class PersistentStoreCoordinator: Sendable {
         return ObjectID(entity: entity, storeIdentifier: storeID, primaryKey: key)
     }
 
-    /// Permanent IDs for temporary ones (each assigned to the first store holding its entity);
-    /// permanent IDs are returned unchanged.
+    /// Permanent IDs for temporary ones, each in the first attached store that holds its entity;
+    /// permanent IDs are returned unchanged. (A context's `obtainPermanentIDs(for:)` also honours
+    /// ``ManagedObjectContext/assign(_:to:)``.)
     public func obtainPermanentIDs(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID] {
+        try obtainPermanentIDs(for: ids, assignedStores: [:])
+    }
+
+    /// Permanent IDs for temporary ones, each in the store `assignedStores` names for it (store
+    /// identifiers by temporary ID) or else in the first attached store that holds its entity.
+    package func obtainPermanentIDs(for ids: [ObjectID], assignedStores: [ObjectID: UUID]) throws(CoherenceError) -> [ObjectID] {
         var result = ids
         var byStoreAndRoot: [String: (PersistentStore, EntityDescription, [Int])] = [:]
         for (i, id) in ids.enumerated() where id.isTemporaryID {
-            let store = try assignedStore(for: id.entity)
+            let store = try store(forNew: id, assignedStores: assignedStores)
             let key = store.identifier.uuidString + "/" + id.entity.rootEntity.name
             byStoreAndRoot[key, default: (store, id.entity.rootEntity, [])].2.append(i)
         }
@@ -157,10 +164,21 @@ public final class PersistentStoreCoordinator: Sendable {
         return result
     }
 
-    /// The store new objects of `entity` go to: the first attached store that holds it.
-    package func assignedStore(for entity: EntityDescription) throws(CoherenceError) -> PersistentStore {
-        guard let store = stores(for: entity).first else {
-            throw CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
+    /// The store a new object goes to: the one it was assigned to (`assignedStores`: store
+    /// identifiers by temporary ID, see ``ManagedObjectContext/assign(_:to:)``), else the first
+    /// attached store that holds its entity, as in Core Data.
+    /// - Throws: `.storeNotAttached` when the assigned store was removed since; `.noStoreForEntity`
+    ///   when no attached store holds the entity.
+    package func store(forNew id: ObjectID, assignedStores: [ObjectID: UUID]) throws(CoherenceError) -> PersistentStore {
+        if !assignedStores.isEmpty, let identifier = assignedStores[id] {
+            guard let store = persistentStore(withIdentifier: identifier) else {
+                throw CoherenceError(.storeNotAttached, "\(id) was assigned to store \(identifier.uuidString), which is no longer attached.",
+                                     entity: id.entity.name, objectID: id, store: identifier.uuidString)
+            }
+            return store
+        }
+        guard let store = stores(for: id.entity).first else {
+            throw CoherenceError(.noStoreForEntity, "No attached store holds entity '\(id.entity.name)'.", entity: id.entity.name)
         }
         return store
     }
@@ -295,23 +313,27 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Rows for object IDs (faults), from the row cache or the stores; missing rows are left out.
+    /// Rows for object IDs (faults), from the row cache or the stores, each of its concrete
+    /// entity. Missing rows are left out, and so are rows of another entity than the ID's (or
+    /// one of its sub-entities): a Circle ID whose key is a Square's finds nothing.
     package func rows(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: StoreRow] {
         var result: [ObjectID: StoreRow] = [:]
         var missing: [UUID: [ObjectIdentifier: (EntityDescription, [Int64])]] = [:]
         for id in ids {
             guard let sid = id.storeIdentifier else { continue }
-            if let e = rowCache.entry(for: id) {
-                result[id] = StoreRow(entity: id.entity, primaryKey: id.primaryKey, version: e.version, values: e.values)
+            if let (cached, e) = rowCache.entry(for: id) {
+                // Cached under the row's concrete entity.
+                guard cached.entity.isKindOf(id.entity) else { continue }
+                result[id] = StoreRow(entity: cached.entity, primaryKey: id.primaryKey, version: e.version, values: e.values)
             } else {
-                let root = id.entity.rootEntity
-                missing[sid, default: [:]][ObjectIdentifier(root), default: (root, [])].1.append(id.primaryKey)
+                let entity = id.entity
+                missing[sid, default: [:]][ObjectIdentifier(entity), default: (entity, [])].1.append(id.primaryKey)
             }
         }
         for (sid, groups) in missing {
             guard let store = persistentStore(withIdentifier: sid) else { continue }
-            for (_, (root, keys)) in groups {
-                for row in try store.engine.rows(of: root, keys: keys) {
+            for (_, (entity, keys)) in groups {
+                for row in try store.engine.rows(of: entity, keys: keys) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
                     result[id] = row
                     rowCache.store(.init(values: row.values, version: row.version), for: id)
@@ -429,6 +451,11 @@ public final class PersistentStoreCoordinator: Sendable {
         if !unresolvable.isEmpty { rowCache.remove(unresolvable) }
     }
 
+    /// A store as errors name it: its file, or "in-memory <UUID>".
+    static func location(of store: PersistentStore) -> String {
+        store.url?.path ?? store.engine.locationDescription
+    }
+
     /// One store's part of a change set, with the positions its inserts and updates have in
     /// the whole change set.
     private struct SavePart {
@@ -442,7 +469,7 @@ public final class PersistentStoreCoordinator: Sendable {
     private func partition(_ changes: StoreChangeSet) throws(CoherenceError) -> [SavePart] {
         // One store holding every entity involved, and every existing object in it: no split.
         let attached = stores.withLock { $0 }
-        if attached.count == 1, let only = attached.first,
+        if attached.count == 1, let only = attached.first, changes.assignedStores.isEmpty,
            // Through pointers: reading a row of the array would copy it (and retain its arrays);
            // and by the identifier's words, without making a `UUID` per row.
            changes.inserts.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { n in
@@ -473,19 +500,45 @@ public final class PersistentStoreCoordinator: Sendable {
             let store: PersistentStore
             if !i.objectID.isTemporaryID {
                 store = try existingStore(i.objectID)
-            } else if let target = i.references.compactMap({ $0.target }).first(where: { !$0.isTemporaryID }),
-                      let s = self.store(for: target), s.holds(i.objectID.entity) {
-                store = s
             } else {
-                store = try assignedStore(for: i.objectID.entity)
+                store = try self.store(forNew: i.objectID, assignedStores: changes.assignedStores)
             }
             insertedStore[i.objectID] = store
             let key = part(store)
             parts[key]?.changes.inserts.append(i)
             parts[key]?.insertIndexes.append(n)
         }
+        // Relationships cannot cross stores: every destination must be in its source's store.
+        // Checked before any store writes, so a refused save leaves every store as it was.
+        func checkSameStore(_ source: ObjectID, in store: PersistentStore, _ target: ObjectID?,
+                            _ relationship: PropertyDescription) throws(CoherenceError) {
+            guard let target else { return }
+            let targetStore: PersistentStore?
+            if target.isTemporaryID {
+                // Not inserted by this save: the store reports it.
+                guard let inserted = insertedStore[target] else { return }
+                targetStore = inserted
+            } else {
+                if target.isStored(in: store.identifier) { return }
+                targetStore = self.store(for: target)
+            }
+            guard targetStore !== store else { return }
+            let here = Self.location(of: store)
+            let there = targetStore.map(Self.location) ?? "detached store \(target.storeIdentifier?.uuidString ?? "")"
+            var error = CoherenceError(.crossStoreRelationship,
+                                       "\(source.entity.name).\(relationship.name) relates \(source) in store \(here) to \(target) in store \(there); relationships cannot cross stores.",
+                                       entity: source.entity.name, property: relationship.name, objectID: source, store: here)
+            error.destinationStore = there
+            throw error
+        }
+        for i in changes.inserts {
+            guard let store = insertedStore[i.objectID] else { continue }
+            for r in i.references { try checkSameStore(i.objectID, in: store, r.target, i.objectID.entity.properties[r.slot]) }
+        }
         for (n, u) in changes.updates.enumerated() {
-            let key = part(try existingStore(u.objectID))
+            let store = try existingStore(u.objectID)
+            for r in u.references { try checkSameStore(u.objectID, in: store, r.target, u.objectID.entity.properties[r.slot]) }
+            let key = part(store)
             parts[key]?.changes.updates.append(u)
             parts[key]?.updateIndexes.append(n)
         }
@@ -493,6 +546,7 @@ public final class PersistentStoreCoordinator: Sendable {
         for j in changes.joinInserts {
             let s: PersistentStore
             if let inserted = insertedStore[j.source] { s = inserted } else { s = try existingStore(j.source) }
+            try checkSameStore(j.source, in: s, j.destination, j.relationship)
             parts[part(s)]?.changes.joinInserts.append(j)
         }
         for j in changes.joinDeletes {

@@ -21,10 +21,17 @@ package final class RowCache: Sendable {
 
     package init(capacity: Int = 50_000) { self.capacity = capacity }
 
-    package func entry(for id: ObjectID) -> Entry? {
-        state.withLock { $0.entries[id] }
+    /// The cached entry of a row, with the ID it was cached under: that ID names the row's
+    /// concrete entity, which `id` (equal to it by hierarchy and key) may not.
+    package func entry(for id: ObjectID) -> (id: ObjectID, entry: Entry)? {
+        state.withLock { s in
+            guard let i = s.entries.index(forKey: id) else { return nil }
+            let (key, entry) = s.entries[i]
+            return (key, entry)
+        }
     }
 
+    /// Caches a row's entry under its ID, which names the row's concrete entity.
     package func store(_ entry: Entry, for id: ObjectID) {
         state.withLock { s in
             if s.entries.updateValue(entry, forKey: id) == nil { s.order.append(id) }

@@ -32,7 +32,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
 
     /// Loads a model from entity descriptions.
     /// - Parameter configurations: configuration name → entity names. Each configuration is
-    ///   expanded to whole inheritance hierarchies.
+    ///   expanded to whole inheritance hierarchies. A relationship may point at an entity of
+    ///   another configuration (as in Core Data); relating two objects that live in different
+    ///   stores fails at save (`CoherenceError.crossStoreRelationship`).
     /// - Throws: ``ModelError`` when the model is inconsistent.
     public init(entities: [EntityDescription], configurations: [String: [String]] = [:]) throws(ModelError) {
         let sorted = entities.sorted { $0.name < $1.name }
@@ -69,15 +71,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 }
                 Self.addHierarchy(of: e, to: &set)
             }
-            for n in set {
-                guard let e = byName[n] else { continue }
-                for r in e.relationships where !r.isTransient {
-                    if !set.contains(r.destinationEntityName) {
-                        throw ModelError(.crossConfigurationRelationship, entity: e.name, property: r.name,
-                                         "Relationship '\(e.name).\(r.name)' points at '\(r.destinationEntityName)', which is not in configuration '\(config)'; relationships cannot cross stores.")
-                    }
-                }
-            }
+            // A relationship whose destination is in another configuration is allowed, as in
+            // Core Data: only a save that relates objects of two stores fails
+            // (`CoherenceError.crossStoreRelationship`).
             expanded[config] = set.sorted()
         }
 

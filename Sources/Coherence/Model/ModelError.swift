@@ -40,7 +40,10 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let unknownIndexProperty = Code(kind: .unknownIndexProperty)
         /// A configuration names an entity that is not in the model.
         public static let unknownConfigurationEntity = Code(kind: .unknownConfigurationEntity)
-        /// A relationship's destination is not in every configuration of its entity.
+        /// No longer reported: a model whose configurations split related entities loads, as in
+        /// Core Data; relating objects that live in two stores fails at save with
+        /// `CoherenceError.crossStoreRelationship`.
+        @available(*, deprecated, message: "Models whose configurations split related entities load; saves report CoherenceError.crossStoreRelationship.")
         public static let crossConfigurationRelationship = Code(kind: .crossConfigurationRelationship)
         /// A default value is not of the attribute's type.
         public static let invalidDefaultValue = Code(kind: .invalidDefaultValue)

@@ -97,8 +97,10 @@ struct MemoryWriter {
                                  entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
         }
         guard target.storeIdentifier == store.identifier else {
-            throw CoherenceError(.invalidRequest, "\(source) refers through '\(property)' to \(target) in another store; relationships cannot cross stores.",
-                                 entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+            var error = CoherenceError(.crossStoreRelationship, "\(source) refers through '\(property)' to \(target) in another store; relationships cannot cross stores.",
+                                       entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+            error.destinationStore = "store \(target.storeIdentifier?.uuidString ?? "")"
+            throw error
         }
         return target.primaryKey
     }
@@ -112,7 +114,8 @@ struct MemoryWriter {
     }
 
     private mutating func versionConflict(_ id: ObjectID, values: [StoredValue], cached: [StoredValue]?, old: Int64, in s: InMemoryStore.State) {
-        let row = s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey]
+        // (A row of another entity in the same table is not this object's.)
+        let row = s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey].flatMap { $0.entity.isKindOf(id.entity) ? $0 : nil }
         conflicts.append(SaveConflict(kind: .version, objectID: id, objectValues: values, cachedValues: cached,
                                       persistedValues: row?.values, oldVersion: old, newVersion: row?.version ?? 0))
     }

@@ -121,7 +121,9 @@ package final class InMemoryStore: StoreEngine {
     package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
         try read { s in
             guard let table = s.tables[ObjectIdentifier(entity.rootEntity)] else { return [] }
-            return keys.compactMap { table[$0] }
+            // Rows of `entity` and its sub-entities only, as the SQLite store reads them.
+            if entity.superentity == nil { return keys.compactMap { table[$0] } }
+            return keys.compactMap { table[$0] }.filter { $0.entity.isKindOf(entity) }
         }
     }
 

@@ -71,7 +71,16 @@ final class QueryBuilder {
                 guard let inverse = r.inverseRelationship else {
                     throw CoherenceError(.unsupportedPredicate, "Relationship '\(r.name)' has no inverse to join on", property: r.name)
                 }
-                s.joins.append("LEFT JOIN \(generator.table(dest)) AS \(next) ON \(next).\(generator.column(inverse)) = \(alias).Z_PK")
+                // Nothing in the table stops two rows from naming the same source: join only the
+                // one with the lowest key (the one a fault of the relationship and the in-memory
+                // store see), so a repeated row does not list the source twice.
+                let lowest = newAlias("k")
+                var pick = "SELECT min(\(lowest).Z_PK) FROM \(generator.table(dest)) AS \(lowest) "
+                    + "WHERE \(lowest).\(generator.column(inverse)) = \(alias).Z_PK"
+                if let restriction = generator.entityRestriction(dest, includesSubentities: true, alias: lowest) {
+                    pick += " AND " + restriction
+                }
+                s.joins.append("LEFT JOIN \(generator.table(dest)) AS \(next) ON \(next).Z_PK = (\(pick))")
             case .joinTable:
                 throw CoherenceError(.unsupportedPredicate, "'\(r.name)' is to-many; use contains(where:) or count", property: r.name)
             }

@@ -230,14 +230,19 @@ package struct SQLGenerator: Sendable {
             : "\(alias).Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"
     }
 
-    /// Rows of an entity hierarchy by primary key (the keys bound as one JSON array).
+    /// Rows of `entity` (and its sub-entities) by primary key (the keys bound as one JSON
+    /// array). A key of a row of another entity in the same table finds nothing. `plan` is the
+    /// plan of the hierarchy's root, or of `entity`.
     package func selectByKeys(_ entity: EntityDescription, plan: SelectPlan) -> String {
         "SELECT \(plan.columnsSQL) FROM \(table(entity)) AS t0 WHERE t0.Z_PK IN (\(dialect.listParameter()))"
+            + (entityRestriction(entity, includesSubentities: true, alias: "t0").map { " AND " + $0 } ?? "")
     }
 
-    /// Current version and values of one row (for conflict reports).
+    /// Current version and values of one row of `entity` (or a sub-entity), for conflict
+    /// reports; a row of another entity in the same table is not read.
     package func selectOne(_ entity: EntityDescription, plan: SelectPlan) -> String {
         "SELECT \(plan.columnsSQL) FROM \(table(entity)) AS t0 WHERE t0.Z_PK = ?"
+            + (entityRestriction(entity, includesSubentities: true, alias: "t0").map { " AND " + $0 } ?? "")
     }
 
     /// Destination keys of a to-many or inverse relationship for a list of source keys.

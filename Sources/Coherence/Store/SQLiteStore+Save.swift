@@ -215,8 +215,10 @@ private struct SaveWriter {
         }
         guard target.storeIdentifier == store.identifier else {
             let name = source.entity.properties[slot].name
-            throw CoherenceError(.invalidRequest, "\(source) refers through '\(name)' to \(target) in another store; relationships cannot cross stores.",
-                                 entity: source.entity.name, property: name, objectID: source, store: store.url.path)
+            var error = CoherenceError(.crossStoreRelationship, "\(source) refers through '\(name)' to \(target) in another store; relationships cannot cross stores.",
+                                       entity: source.entity.name, property: name, objectID: source, store: store.url.path)
+            error.destinationStore = "store \(target.storeIdentifier?.uuidString ?? "")"
+            throw error
         }
         return target.primaryKey
     }

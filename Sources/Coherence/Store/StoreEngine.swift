@@ -26,7 +26,8 @@ package protocol StoreEngine: AnyObject, Sendable {
                each body: (consuming StoreRow) -> Void) throws(CoherenceError)
     func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
     func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
-    /// Rows of an entity hierarchy by primary key (missing keys are left out).
+    /// Rows of `entity` and its sub-entities by primary key. Missing keys, and keys of rows of
+    /// other entities of the hierarchy (a sibling sharing the table), are left out.
     func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow]
     /// Destinations of a relationship for several source keys.
     func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys

@@ -140,6 +140,9 @@ package struct StoreChangeSet: Sendable {
     package var deletes: [RowDelete] = []
     package var joinInserts: [JoinChange] = []
     package var joinDeletes: [JoinChange] = []
+    /// The stores inserted objects were assigned to (store identifier by temporary ID); other
+    /// new objects go to the first attached store that holds their entity.
+    package var assignedStores: [ObjectID: UUID] = [:]
 
     package init() {}
 
