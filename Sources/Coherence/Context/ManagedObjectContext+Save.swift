@@ -92,12 +92,13 @@ extension ManagedObjectContext {
     func checkStoresAttached(updated: [ManagedObject]) throws(CoherenceError) {
         let coordinator = persistentStoreCoordinator
         var checked: Set<ObjectIdentifier> = []
-        for o in insertedList where o.objectID.isTemporaryID && checked.insert(ObjectIdentifier(o.entity)).inserted {
-            _ = try coordinator.assignedStore(for: o.entity)
+        for o in insertedList where o.objectID.isTemporaryID && assignedStores[o.objectID] == nil
+            && checked.insert(ObjectIdentifier(o.entity)).inserted {
+            _ = try coordinator.store(forNew: o.objectID, assignedStores: [:])
         }
         for list in [insertedList, updated, deletedList] {
             for o in list {
-                guard let sid = o.objectID.storeIdentifier, coordinator.persistentStore(withIdentifier: sid) == nil else { continue }
+                guard let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID], coordinator.persistentStore(withIdentifier: sid) == nil else { continue }
                 throw CoherenceError(.storeNotAttached, "\(o.objectID) lives in a store that is no longer attached; its changes cannot be saved.",
                                      entity: o.entity.name, objectID: o.objectID)
             }

@@ -667,8 +667,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     package func hasChanges(forStoresWithIdentifiers stores: Set<UUID>) -> Bool {
         assertOnExecutor()
         func writes(_ o: ManagedObject) -> Bool {
-            if let sid = o.objectID.storeIdentifier { return stores.contains(sid) }
-            guard let store = try? persistentStoreCoordinator.assignedStore(for: o.entity) else { return false }
+            if let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID] { return stores.contains(sid) }
+            guard let store = persistentStoreCoordinator.stores(for: o.entity).first else { return false }
             return stores.contains(store.identifier)
         }
         return insertedList.contains(where: writes) || deletedList.contains(where: writes)
