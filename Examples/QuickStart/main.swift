@@ -43,8 +43,19 @@ let report: String = try await view.perform {
 }
 print("5. Fetched with #Predicate — \(report); saved a note for alice")
 
-// 6. Logout and shutdown.
+// 6. Logout at once. The view context's save returned when the note reached the root context,
+//    which writes it to alice's file on its own queue; detaching waits for that write.
+guard let userFile = userStore.url else { throw ExampleFailure("the user store has no file") }
 try connect.detach(persistentStore: userStore)
 print("6. alice logged out; stores attached: \(connect.persistentStoreCoordinator.persistentStores.count)")
+
+// 7. Read the note back from alice's file, with a coordinator of its own.
+let reader = PersistentStoreCoordinator(managedObjectModel: connect.managedObjectModel)
+try reader.addPersistentStore(type: .sqlite, configuration: "UserData", at: userFile)
+let readerContext = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: reader)
+let notesOnDisk = try readerContext.performAndWait { try readerContext.fetch(FetchRequest<Note>()).map(\.text) }
+print("7. On disk after logout, alice's notes: \(notesOnDisk.map { "'\($0)'" }.joined(separator: ", "))")
+guard notesOnDisk.count == 1 else { throw ExampleFailure("expected alice's note in her file, found \(notesOnDisk.count)") }
+
 try connect.stop()
 print("   Stopped. Files: \(listFiles(location).joined(separator: ", "))")

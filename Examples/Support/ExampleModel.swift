@@ -50,3 +50,9 @@ public func addProducts(_ items: [(String, String, String)], using connect: some
         try background.save()
     }
 }
+
+/// An example's own check failed: it exits non-zero with this message.
+public struct ExampleFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

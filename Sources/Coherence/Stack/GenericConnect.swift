@@ -32,7 +32,7 @@ public protocol Connect: PersistentStack, ActionManager {
 }
 
 /// The Coherence container: a ``GenericPersistentContainer`` with a start/stop lifecycle and
-/// (issue 5) actions. `Strategy` arranges the contexts: ``ContextStrategy/Direct``,
+/// actions. `Strategy` arranges the contexts: ``ContextStrategy/Direct``,
 /// ``ContextStrategy/DirectIndependent``, ``ContextStrategy/IndirectNested`` or
 /// ``ContextStrategy/Mixed``.
 ///
