@@ -514,7 +514,7 @@ final class KeptPassport: ManagedObject {
     /// Many members of one group released on many threads at once, one at a time, neighbours
     /// on other threads. Without the lock on these removals, a write could find the list's
     /// storage shared for a moment and copy it while another thread wrote (it crashed every
-    /// time in debug builds). Found by review.
+    /// time in debug builds).
     @Test func manyMembersOfOneGroupReleasedOnManyThreadsAtOnce() throws {
         let model = try ManagedObjectModel(types: [MapOwner.self, MapPassport.self])
         let entity = try #require(model.entitiesByName["MapOwner"])
@@ -537,7 +537,7 @@ final class KeptPassport: ManagedObject {
     }
 
     /// An object the identity map renames (temporary ID to permanent, when a parent context
-    /// saves what a child pushed) stays registered, and stays in its fetch group. Found by review.
+    /// saves what a child pushed) stays registered, and stays in its fetch group.
     @Test func anObjectRenamedInTheMapKeepsItsGroup() throws {
         let dir = try TemporaryDirectory()
         let coordinator = try Self.store(dir)

@@ -258,7 +258,7 @@ struct SQLiteLayerTests {
 
     /// A new program can start its registers where the old one's were, with fewer columns
     /// (a view redefined): the first column's register is the same, and the others are not
-    /// the program's columns any more. Found by review.
+    /// the program's columns any more.
     @Test(arguments: zip(["SELECT a, b FROM t", "SELECT a, abs(b) FROM t", "SELECT a, b + c FROM t", "SELECT a, b, c, a + c FROM t"],
                          [[10, 20, nil], [10, 20, nil], [10, 50, nil], [10, 20, 30]] as [[Int64?]]))
     func currentRowReadsRightWhenANewProgramHasOtherColumns(_ view: String, _ expected: [Int64?]) throws {

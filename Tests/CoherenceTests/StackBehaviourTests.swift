@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Coherence
 
-// Behaviour of containers and connects (issue 4): bad inputs, incompatible stores, several stores,
+// Behaviour of containers and connects: bad inputs, incompatible stores, several stores,
 // the lifecycle, the four context strategies, and transformable attributes.
 
 // MARK: Helpers
