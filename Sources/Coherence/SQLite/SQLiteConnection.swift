@@ -39,8 +39,13 @@ package final class SQLiteConnection {
     }
 
     /// Opens (and, unless read-only, creates) a database and configures it.
+    ///
+    /// With `switchesToWAL` false a file keeps its journal mode until ``switchToWAL()``: opening
+    /// then only reads the file (a store decides whether the file is its own before it changes
+    /// anything). The other settings are the connection's own and write nothing.
     /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database.
-    package init(location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000) throws(SQLiteError) {
+    package init(location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000,
+                 switchesToWAL: Bool = true) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let path: String
@@ -70,9 +75,7 @@ package final class SQLiteConnection {
             // Touch the schema: this is where a non-database file is detected.
             try execute("PRAGMA schema_version")
             if try hasSchema() { textIsUTF8 = try readEncoding() == "UTF-8" }
-            if !readOnly, case .file = location {
-                try execute("PRAGMA journal_mode=WAL")
-            }
+            if switchesToWAL { try switchToWAL() }
             try execute("PRAGMA synchronous=NORMAL")
             try execute("PRAGMA foreign_keys=ON")
         } catch {
@@ -80,6 +83,13 @@ package final class SQLiteConnection {
             sqlite3_close_v2(db)
             throw error
         }
+    }
+
+    /// Puts a writable database file in WAL mode, which is recorded in the file (header bytes
+    /// 18 and 19 become 2). Nothing for a read-only connection or an in-memory database.
+    package func switchToWAL() throws(SQLiteError) {
+        guard !isReadOnly, case .file = location else { return }
+        try execute("PRAGMA journal_mode=WAL")
     }
 
     /// Whether the database has a schema (at least one table, index, view or trigger). Its

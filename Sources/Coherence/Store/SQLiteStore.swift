@@ -62,6 +62,10 @@ package final class SQLiteStore: StoreEngine {
     package var locationDescription: String { url.path }
 
     /// Opens or creates the store at `url` for the entities of `configuration`.
+    ///
+    /// Looking changes nothing: the file is only read until it is known to be a store of this
+    /// model (or empty, to become one); only then is it switched to WAL and, when new, given its
+    /// schema. A file that is refused is left byte for byte as it was, journal mode included.
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store).
     package init(url: URL, model: ManagedObjectModel, configuration: String?) throws(CoherenceError) {
@@ -77,7 +81,7 @@ package final class SQLiteStore: StoreEngine {
         let existed = FileManager.default.fileExists(atPath: path)
         let connection: SQLiteConnection
         do {
-            connection = try SQLiteConnection(location: .file(path))
+            connection = try SQLiteConnection(location: .file(path), switchesToWAL: false)
         } catch {
             throw Self.openError(error, path: path)
         }
@@ -99,11 +103,16 @@ package final class SQLiteStore: StoreEngine {
                                          "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).",
                                          store: path)
                 }
+                guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
+                    throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
+                }
+                try connection.switchToWAL()
             } else {
                 let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
                 guard tables == 0 else {
                     throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
                 }
+                try connection.switchToWAL()
                 metadata = [
                     "storeUUID": UUID().uuidString,
                     "modelVersionHash": expectedHash,
