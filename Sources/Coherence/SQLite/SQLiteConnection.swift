@@ -5,8 +5,8 @@ import Foundation
 ///
 /// A connection is not thread-safe: it is owned by one store and used by one thread at a time
 /// (the store hands connections out under a lock). Connections are opened with
-/// `SQLITE_OPEN_NOMUTEX` because of that, and configured for WAL with `synchronous=NORMAL`,
-/// a busy timeout and foreign keys.
+/// `SQLITE_OPEN_NOMUTEX` because of that, and configured for WAL with `synchronous=NORMAL`
+/// (or `FULL`, see ``StoreOptions/Synchronous``), a busy timeout and foreign keys.
 package final class SQLiteConnection {
     /// How to open a database.
     package enum Location: Equatable {
@@ -45,7 +45,7 @@ package final class SQLiteConnection {
     /// anything). The other settings are the connection's own and write nothing.
     /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database.
     package init(location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000,
-                 switchesToWAL: Bool = true) throws(SQLiteError) {
+                 switchesToWAL: Bool = true, synchronous: StoreOptions.Synchronous = .normal) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let path: String
@@ -76,7 +76,7 @@ package final class SQLiteConnection {
             try execute("PRAGMA schema_version")
             if try hasSchema() { textIsUTF8 = try readEncoding() == "UTF-8" }
             if switchesToWAL { try switchToWAL() }
-            try execute("PRAGMA synchronous=NORMAL")
+            try execute("PRAGMA synchronous=\(synchronous.pragmaValue)")
             try execute("PRAGMA foreign_keys=ON")
         } catch {
             statementCache.removeAll()

@@ -13,6 +13,8 @@ package final class SQLiteStore: StoreEngine {
     package let metadata: [String: String]
     package let url: URL
     package let entities: [EntityDescription]
+    /// `PRAGMA synchronous` of every connection (the store's option).
+    let synchronous: StoreOptions.Synchronous
     let generator = SQLGenerator(dialect: .sqlite)
 
     private let writer: ConnectionBox
@@ -68,7 +70,8 @@ package final class SQLiteStore: StoreEngine {
     /// schema. A file that is refused is left byte for byte as it was, journal mode included.
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store).
-    package init(url: URL, model: ManagedObjectModel, configuration: String?) throws(CoherenceError) {
+    package init(url: URL, model: ManagedObjectModel, configuration: String?,
+                 synchronous: StoreOptions.Synchronous = .normal) throws(CoherenceError) {
         let path = url.path
         guard let entities = model.entities(forConfiguration: configuration) else {
             throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configuration ?? "")'.", store: path)
@@ -81,7 +84,7 @@ package final class SQLiteStore: StoreEngine {
         let existed = FileManager.default.fileExists(atPath: path)
         let connection: SQLiteConnection
         do {
-            connection = try SQLiteConnection(location: .file(path), switchesToWAL: false)
+            connection = try SQLiteConnection(location: .file(path), switchesToWAL: false, synchronous: synchronous)
         } catch {
             throw Self.openError(error, path: path)
         }
@@ -151,6 +154,7 @@ package final class SQLiteStore: StoreEngine {
         self.metadata = metadata
         self.url = url
         self.entities = entities
+        self.synchronous = synchronous
         self.writer = ConnectionBox(connection)
     }
 
@@ -198,7 +202,7 @@ package final class SQLiteStore: StoreEngine {
             box = b
         } else {
             do {
-                let c = try SQLiteConnection(location: .file(url.path))
+                let c = try SQLiteConnection(location: .file(url.path), synchronous: synchronous)
                 try c.execute("PRAGMA query_only=1")
                 box = ConnectionBox(c)
             } catch {
@@ -245,6 +249,19 @@ package final class SQLiteStore: StoreEngine {
     /// Test hook: the writer connection's SQL trace.
     package func setWriterTrace(_ handler: ((String) -> Void)?) {
         writer.connection?.traceHandler = handler
+    }
+
+    /// Test hook: an integer `PRAGMA` as the writer connection and a reader connection see it.
+    package func pragmaValues(_ name: String) throws(CoherenceError) -> (writer: Int64, reader: Int64) {
+        let sql = "PRAGMA \(name)"
+        let writer: Int64
+        do {
+            writer = try writerConnectionForSave().prepare(sql).rows { $0.int64(0) }.first ?? -1
+        } catch {
+            throw storeError(error, "Reading \(sql) failed")
+        }
+        let reader = try withReader { try $0.prepare(sql).rows { $0.int64(0) }.first ?? -1 }
+        return (writer, reader)
     }
 
     /// Test hook: the SQL trace of reader connections (installed on each as it is used).
