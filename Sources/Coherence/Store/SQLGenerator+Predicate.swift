@@ -157,17 +157,21 @@ final class QueryBuilder {
         case .fold(let x):
             return "\(SQLFunctions.foldFunction)(\(try sql(x)))"
         case .string(let op, let a, let b):
+            // Prefixes and suffixes are cut from the UTF-8 bytes (text cast to a blob): on text,
+            // `length` and `substr` count characters and stop at the first NUL. `substr` of an
+            // empty blob is NULL, so an empty operand is tested first. (`instr` compares bytes,
+            // and a match of valid UTF-8 can only start at a character.) Parameters are bound in
+            // the order they appear in the text, so each operand is translated where it appears.
             let l = try sql(a)
             switch op {
             case .contains:
                 return "(instr(\(l), \(try sql(b))) > 0)"
             case .beginsWith:
-                let r1 = try sql(b), r2 = try sql(b)
-                return "(substr(\(l), 1, length(\(r1))) = \(r2))"
+                let r1 = try sql(b), l2 = try sql(a), r2 = try sql(b), r3 = try sql(b)
+                return "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE substr(CAST(\(l2) AS BLOB), 1, length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) END)"
             case .endsWith:
-                // Parameters are bound in the order they appear in the text.
-                let r1 = try sql(b), r2 = try sql(b), r3 = try sql(b), l2 = try sql(a)
-                return "(substr(\(l), -length(\(r1))) = \(r2) OR (length(\(r3)) = 0 AND \(l2) IS NOT NULL))"
+                let r1 = try sql(b), l2 = try sql(a), r2 = try sql(b), r3 = try sql(b), r4 = try sql(b), l3 = try sql(a)
+                return "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE (substr(CAST(\(l2) AS BLOB), -length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) OR (length(CAST(\(r4) AS BLOB)) = 0 AND \(l3) IS NOT NULL)) END)"
             }
         case .inList(let x, let values):
             if values.isEmpty { return "0" }
