@@ -166,7 +166,10 @@ extension CrossCases {
         let range = -1.0...1.5, negativeZeroRange = -0.0...0.0, from = 0.0..., upTo = ..<0.0
         cases += [
             .readings("date! > cutoff", #Predicate { $0.at! > cutoff }) { r in r.at.map { $0 > cutoff } ?? false },
-            .readings("date! <= cutoff", #Predicate { $0.at! <= cutoff }) { r in r.at.map { $0 <= cutoff } ?? false },
+            // A date compares as its interval (`Date`'s own `<=` is `!(b < a)`, true for a NaN date).
+            .readings("date! <= cutoff", #Predicate { $0.at! <= cutoff }) { r in
+                r.at.map { $0.timeIntervalSinceReferenceDate <= cutoff.timeIntervalSinceReferenceDate } ?? false
+            },
             .readings("!(date! < cutoff)", #Predicate { !($0.at! < cutoff) }) { r in r.at.map { !($0 < cutoff) } ?? false },
             .readings("date == cutoff", #Predicate { $0.at == cutoff }) { $0.at == cutoff },
             .readings("date != cutoff", #Predicate { $0.at != cutoff }) { $0.at != cutoff },
@@ -191,8 +194,8 @@ extension CrossCases {
             .readings("NOT IN [0]", #Predicate { !zeros.contains($0.value) }) { !zeros.contains($0.value) },
             .readings("optional IN [nan, 1.5, nil]", #Predicate { mixed.contains($0.optionalValue) }) { mixed.contains($0.optionalValue) },
             .readings("IN literal [0, 2.5]", #Predicate { [0.0, 2.5].contains($0.value) }) { [0.0, 2.5].contains($0.value) },
-            .readings("closed range", #Predicate { range.contains($0.value) }) { range.contains($0.value) },
-            .readings("NOT closed range", #Predicate { !range.contains($0.value) }) { !range.contains($0.value) },
+            .readings("double in closed range", #Predicate { range.contains($0.value) }) { range.contains($0.value) },
+            .readings("double not in closed range", #Predicate { !range.contains($0.value) }) { !range.contains($0.value) },
             .readings("range -0...0", #Predicate { negativeZeroRange.contains($0.value) }) { negativeZeroRange.contains($0.value) },
             .readings("range built in the predicate", #Predicate { (0.0..<2.0).contains($0.value) }) { (0.0..<2.0).contains($0.value) },
             .readings("partial range from 0", #Predicate { from.contains($0.value) }) { from.contains($0.value) },

@@ -315,7 +315,7 @@ enum CrossCases {
 
     static var all: [CrossCase] {
         comparisons() + samples() + logic() + optionals() + strings() + lists() + arithmetic() + toMany() + inheritance() + sorting()
-            + unusualStrings()
+            + floatingPoint() + unusualStrings()
     }
 
     static func comparisons() -> [CrossCase] {

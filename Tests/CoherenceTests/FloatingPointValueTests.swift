@@ -162,3 +162,51 @@ struct FloatingPointValueTests {
         #expect(read.2 == (-Float.signalingNaN).bitPattern)
     }
 }
+
+/// A floating-point attribute with a uniqueness constraint.
+final class Gauge: ManagedObject {
+    @Attribute(.unique) var level: Double = 0
+}
+
+@Suite("Floating-point values: uniqueness and validation")
+struct FloatingPointConstraintTests {
+    /// Uniqueness compares stored values, as change detection does: the same NaN twice
+    /// conflicts, −0.0 next to 0.0 does not — in both stores.
+    @Test(arguments: [StoreType.sqlite, .inMemory])
+    func uniquenessComparesStoredValues(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [Gauge.self]))
+        try coordinator.addPersistentStore(type: type, at: type == .sqlite ? dir.file("g.sqlite") : nil)
+        let gauge = try #require(coordinator.managedObjectModel.entity(for: Gauge.self))
+        func insert(_ levels: [Double]) throws {
+            try insertObjects(coordinator, levels.map { rowInsert(gauge, ["level": $0.storedValue]) })
+        }
+        try insert([0.0, -0.0, .nan, Double(nan: 1, signaling: false)])
+        #expect(try coordinator.count(for: FetchRequest<Gauge>()) == 4)
+        for level in [Double.nan, -0.0, 0.0] {
+            #expect(throws: CoherenceError.self, "\(level) again") { try insert([level]) }
+        }
+        #expect(try coordinator.count(for: FetchRequest<Gauge>()) == 4)
+    }
+
+    /// A NaN passes minimum and maximum rules (it is below and above nothing, as in Swift);
+    /// −0.0 is checked as 0.
+    @Test func validationRulesSeeTheNumber() async throws {
+        final class Bounded: ManagedObject {
+            @Attribute(validation: .init(minimum: -10, maximum: -1)) var ratio: Double = -5
+        }
+        let dir = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [Bounded.self]))
+        try coordinator.addPersistentStore(type: .sqlite, at: dir.file("b.sqlite"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try await context.perform {
+            let b = Bounded(context: context)
+            b.ratio = .nan
+            try context.save()
+            b.ratio = -0.0
+            #expect(throws: CoherenceError.self, "−0.0 is above the maximum −1") { try context.save() }
+            b.ratio = -5
+            try context.save()
+        }
+    }
+}

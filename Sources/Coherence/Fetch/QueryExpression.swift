@@ -81,6 +81,17 @@ package indirect enum QueryExpression: Sendable, CustomStringConvertible {
 /// A comparison operator.
 package enum ComparisonOperator: String, Sendable {
     case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+
+    /// The operator with its operands swapped: `a < b` is `b > a`.
+    package var mirrored: ComparisonOperator {
+        switch self {
+        case .equal, .notEqual: return self
+        case .less: return .greater
+        case .lessOrEqual: return .greaterOrEqual
+        case .greater: return .less
+        case .greaterOrEqual: return .lessOrEqual
+        }
+    }
 }
 
 /// An arithmetic operator. `divide` on two integers is integer division (as Swift's `/` on

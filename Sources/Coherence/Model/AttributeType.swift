@@ -76,6 +76,19 @@ public struct AttributeType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether values of this type are floating-point numbers (`Double`, `Float`, `Date`), whose
+    /// NaN is stored as a blob (see ``StoredValue/init(double:)``).
+    var isFloatingPoint: Bool {
+        switch kind {
+        case .double, .float, .date: return true
+        default: return false
+        }
+    }
+
+    /// Whether values of this type may be −0.0, stored as a blob (`Double`, `Float`; a `Date`'s
+    /// −0.0 is the instant 0).
+    var keepsNegativeZero: Bool { kind == .double || kind == .float }
+
     /// Whether values of this type are stored as integers.
     var isInteger: Bool {
         switch kind {
