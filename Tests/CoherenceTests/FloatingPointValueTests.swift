@@ -141,6 +141,45 @@ struct FloatingPointValueTests {
         }
     }
 
+    /// A context's fetch evaluates its unsaved objects in memory and its saved rows in the
+    /// store: both the same way.
+    @Test(arguments: [StoreType.sqlite, .inMemory])
+    func contextFetchesAgreeOnSavedAndUnsavedValues(_ type: StoreType) async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try Self.coordinator(type, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let saved: [Double] = [1.5, .nan, -0.0, 0, -1, .infinity, 3]
+        let unsaved: [Double] = [-0.0, .nan, 2, -.infinity, -.nan]
+        let (labels, count) = try await context.perform {
+            var readings: [Reading] = []
+            for (i, v) in saved.enumerated() {
+                let r = Reading(context: context)
+                r.label = "s\(i)"
+                r.value = v
+                readings.append(r)
+            }
+            try context.save()
+            readings[0].value = .nan      // 1.5 becomes NaN, unsaved
+            readings[6].value = -0.0      // 3 becomes −0.0, unsaved
+            for (i, v) in unsaved.enumerated() {
+                let r = Reading(context: context)
+                r.label = "u\(i)"
+                r.value = v
+            }
+            let request = FetchRequest<Reading>(predicate: #Predicate { !($0.value < 0) }, sortBy: [SortDescriptor(\.value), SortDescriptor(\.label)])
+            return (try context.fetch(request).map(\.label), try context.count(for: request))
+        }
+        var all = saved.enumerated().map { ("s\($0.offset)", $0.element) } + unsaved.enumerated().map { ("u\($0.offset)", $0.element) }
+        all[0].1 = .nan
+        all[6].1 = -0.0
+        let expected = all.filter { !($0.1 < 0) }.sorted { a, b in
+            let c = floatingOrder(a.1, b.1)
+            return c != 0 ? c < 0 : a.0 < b.0
+        }.map(\.0)
+        #expect(labels == expected)
+        #expect(count == expected.count)
+    }
+
     /// The dynamic API stores the same forms as the typed one.
     @Test func dynamicAPIKeepsBits() async throws {
         let dir = try TemporaryDirectory()

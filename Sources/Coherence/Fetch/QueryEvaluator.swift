@@ -211,23 +211,31 @@ package enum QueryEvaluator {
 
     // MARK: Comparison
 
-    /// How the values of a comparison compare.
-    enum Domain {
+    /// How the values of a comparison compare. When operands differ, the greater domain wins.
+    enum Domain: Int, Comparable {
         /// As they are (SQLite's order of mixed types).
         case plain
-        /// As decimal numbers (decimal text compared numerically).
-        case decimal
         /// As floating-point numbers, as Swift compares them: NaN (stored as a blob, see
         /// `StoredValue(double:)`) is unordered and unequal to everything, −0.0 equals 0.0.
         case floatingPoint
+        /// As decimal numbers (decimal text compared numerically).
+        case decimal
+
+        static func < (lhs: Domain, rhs: Domain) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
-    /// The domain in which `operands` compare: decimal when one is decimal, else floating
-    /// point when one is floating point.
-    static func domain(_ operands: QueryExpression...) -> Domain {
-        if operands.contains(where: isDecimal) { return .decimal }
-        if operands.contains(where: isFloatingPoint) { return .floatingPoint }
-        return .plain
+    /// The domain in which a value compares. (Not variadic: it is asked per row.)
+    static func domain(_ a: QueryExpression) -> Domain {
+        isDecimal(a) ? .decimal : (isFloatingPoint(a) ? .floatingPoint : .plain)
+    }
+
+    /// The domain in which two values compare: decimal when one is decimal, else floating point
+    /// when one is floating point.
+    static func domain(_ a: QueryExpression, _ b: QueryExpression) -> Domain { max(domain(a), domain(b)) }
+
+    /// The domain in which three values compare.
+    static func domain(_ a: QueryExpression, _ b: QueryExpression, _ c: QueryExpression) -> Domain {
+        max(domain(a), domain(b), domain(c))
     }
 
     /// Whether a value comes from a `Double`, `Float` or `Date` attribute: directly, through
