@@ -5,12 +5,18 @@ import Testing
 
 /// Runs SQL on a database file with SQLite's C API alone, in the journal mode the file has (a
 /// `SQLiteConnection` would switch it to WAL), as another program would.
-func runForeignSQL(_ sql: String, at path: String) throws {
+/// With `keepingWAL`, closing leaves the write-ahead log as it is, not checkpointed (as a
+/// program that crashed would).
+func runForeignSQL(_ sql: String, at path: String, keepingWAL: Bool = false) throws {
     var db: OpaquePointer?
     guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let db else {
         throw SQLiteError(extendedResultCode: SQLITE_CANTOPEN, message: "cannot open \(path)")
     }
     defer { sqlite3_close_v2(db) }
+    if keepingWAL {
+        var set: Int32 = 0
+        _ = coherence_sqlite3_db_config_int(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, &set)
+    }
     let rc = sqlite3_exec(db, sql, nil, nil, nil)
     guard rc == SQLITE_OK else { throw SQLiteError(extendedResultCode: rc, message: String(cString: sqlite3_errmsg(db)), sql: sql) }
 }
@@ -48,6 +54,21 @@ struct StoreOpeningTests {
         for suffix in ["-wal", "-shm", "-journal"] {
             #expect(!FileManager.default.fileExists(atPath: url.path + suffix), "\(suffix) left behind")
         }
+    }
+
+    /// A foreign database in WAL mode whose log still holds transactions (its program crashed)
+    /// is refused without checkpointing the log into it: the file and its log are left as they were.
+    @Test func aForeignDatabaseKeepsItsLog() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("crashed.sqlite")
+        try runForeignSQL("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('in the log')",
+                          at: url.path, keepingWAL: true)
+        let wal = URL(fileURLWithPath: url.path + "-wal")
+        let walBefore = try Data(contentsOf: wal)
+        #expect(!walBefore.isEmpty)
+        let (before, after) = try Self.refuse(url, model: try makeTestModel())
+        #expect(before == after, "the log was checkpointed into the file")
+        #expect(try Data(contentsOf: wal) == walBefore)
     }
 
     /// A Coherence store made for another model is refused and left as it was, whether it is in

@@ -92,6 +92,13 @@ package final class SQLiteConnection {
         try execute("PRAGMA journal_mode=WAL")
     }
 
+    /// Makes closing leave the write-ahead log as it is: by default the last connection to
+    /// close checkpoints the log into the database file (and removes it).
+    package func leaveLogOnClose() {
+        var set: Int32 = 0
+        _ = coherence_sqlite3_db_config_int(handle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, &set)
+    }
+
     /// Whether the database has a schema (at least one table, index, view or trigger). Its
     /// encoding is fixed from then on: SQLite writes it into the header with the first table.
     /// Before, another connection may still create the database in another encoding, even once

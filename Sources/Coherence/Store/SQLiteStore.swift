@@ -67,7 +67,8 @@ package final class SQLiteStore: StoreEngine {
     ///
     /// Looking changes nothing: the file is only read until it is known to be a store of this
     /// model (or empty, to become one); only then is it switched to WAL and, when new, given its
-    /// schema. A file that is refused is left byte for byte as it was, journal mode included.
+    /// schema. A file that is refused is left byte for byte as it was, journal mode included,
+    /// and so is a write-ahead log it had (closing does not checkpoint it).
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store).
     package init(url: URL, model: ManagedObjectModel, configuration: String?,
@@ -82,6 +83,8 @@ package final class SQLiteStore: StoreEngine {
             throw CoherenceError(.storeOpenFailed, "The directory \(directory) does not exist.", store: path)
         }
         let existed = FileManager.default.fileExists(atPath: path)
+        // A log left by a program that crashed is not checkpointed into a file this refuses.
+        let hadLog = FileManager.default.fileExists(atPath: path + "-wal")
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(location: .file(path), switchesToWAL: false, synchronous: synchronous)
@@ -142,8 +145,10 @@ package final class SQLiteStore: StoreEngine {
                 }
             }
         } catch let error as CoherenceError {
+            if hadLog { connection.leaveLogOnClose() }
             throw error
         } catch {
+            if hadLog { connection.leaveLogOnClose() }
             throw Self.openError(error, path: path)
         }
         guard let uuidText = metadata["storeUUID"], let uuid = UUID(uuidString: uuidText) else {
