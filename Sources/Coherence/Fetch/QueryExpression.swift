@@ -12,6 +12,9 @@ import Foundation
 /// - Text compares by Unicode code points (UTF-8 bytes); `.fold` makes a comparison case- and
 ///   diacritic-insensitive.
 /// - Decimal values compare numerically.
+/// - Floating-point values compare as in Swift (NaN unordered and unequal to everything, −0.0
+///   equal to 0.0), though NaN and −0.0 are stored as blobs; they sort with −0.0 as 0 and NaN
+///   after every number.
 package indirect enum QueryExpression: Sendable, CustomStringConvertible {
     /// A literal value in stored form.
     case constant(StoredValue)

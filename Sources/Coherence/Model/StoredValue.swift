@@ -70,10 +70,12 @@ extension StoredValue {
     /// The bits of −0.0.
     @usableFromInline static let negativeZeroBits: UInt64 = 0x8000_0000_0000_0000
 
+    /// Eight bytes, most significant first.
     @usableFromInline static func bigEndianBytes(_ bits: UInt64) -> Data {
         withUnsafeBytes(of: bits.bigEndian) { Data($0) }
     }
 
+    /// The `Double` whose bit pattern is eight bytes, most significant first; nil for another length.
     @usableFromInline static func double(bigEndianBytes d: Data) -> Double? {
         guard d.count == 8 else { return nil }
         var bits: UInt64 = 0

@@ -29,6 +29,7 @@ extension StoreOptions {
             }
         }
 
+        /// `normal` or `full`.
         public var description: String { level == .normal ? "normal" : "full" }
     }
 }
