@@ -187,7 +187,7 @@ enum CrossData {
                 : rowInsert(square, ["label": .text(s.label), "side": .real(s.size)])
         }
         var changes = StoreChangeSet()
-        changes.inserts = townRows + clubRows + personRows + sampleRows + shapeRows
+        changes.inserts = townRows + clubRows + personRows + sampleRows + shapeRows + (try valueRows(model))
         for (p, spec) in zip(personRows, people) {
             for c in spec.clubIndexes {
                 changes.joinInserts.append(JoinChange(relationship: clubsRelationship, source: p.objectID, destination: clubRows[c].objectID))
@@ -204,7 +204,7 @@ struct CrossStores: Sendable {
     let memory: PersistentStoreCoordinator
 
     init(in directory: TemporaryDirectory) throws {
-        sqlite = try makeCoordinator(.sqlite, in: directory)
+        sqlite = try makeCoordinator(.sqlite, in: directory, model: try makeCrossModel())
         memory = try makeCoordinator(.inMemory, in: directory, model: sqlite.managedObjectModel)
         try CrossData.populate(sqlite)
         try CrossData.populate(memory)
@@ -315,6 +315,7 @@ enum CrossCases {
 
     static var all: [CrossCase] {
         comparisons() + samples() + logic() + optionals() + strings() + lists() + arithmetic() + toMany() + inheritance() + sorting()
+            + floatingPoint() + unusualStrings()
     }
 
     static func comparisons() -> [CrossCase] {
@@ -714,6 +715,8 @@ struct CrossStorePredicateTests {
         #expect(Set(names).count == names.count)
         #expect(Set(CrossData.people.map(\.name)).count == CrossData.people.count)
         #expect(Set(CrossData.samples.map(\.s)).count == CrossData.samples.count)
+        #expect(Set(CrossData.readings.map(\.label)).count == CrossData.readings.count)
+        #expect(Set(CrossData.notes.map(\.key)).count == CrossData.notes.count)
     }
 
     /// Forms that cannot be translated fail when the request is compiled, before any store is

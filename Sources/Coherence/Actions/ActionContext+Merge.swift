@@ -224,7 +224,7 @@ extension ManagedObject {
         switch (attribute.type.kind, value) {
         case (.string, let v as String): return .text(v)
         case (.integer64, let v as Int): return .integer(Int64(v))
-        case (.double, let v as Double): return .real(v)
+        case (.double, let v as Double): return v.storedValue
         case (.date, let v as Date): return v.storedValue
         default: break
         }
@@ -237,7 +237,7 @@ extension ManagedObject {
                 let d = n.doubleValue
                 guard d.rounded() == d, let i = Int64(exactly: d) ?? Int64(exactly: n.int64Value) else { return nil }
                 return attribute.type.accepts(.integer(i)) ? .integer(i) : nil
-            case .double, .float: return .real(n.doubleValue)
+            case .double, .float: return n.doubleValue.storedValue
             case .boolean: return .integer(n.boolValue ? 1 : 0)
             case .decimal: return n.decimalValue.storedValue
             default: break

@@ -169,6 +169,7 @@ extension ManagedObjectContext {
                 switch v {
                 case .integer(let i): number = Double(i)
                 case .real(let d): number = d
+                case .blob where a.type.isFloatingPoint: number = v.doubleValue   // NaN passes, as NaN < min is false
                 case .text(let t) where a.type == .decimal: number = DecimalText.parse(t).map { NSDecimalNumber(decimal: $0).doubleValue }
                 default: number = nil
                 }

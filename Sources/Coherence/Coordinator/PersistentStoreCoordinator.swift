@@ -65,7 +65,8 @@ public final class PersistentStoreCoordinator: Sendable {
             if stores.withLock({ $0.contains { $0.url?.standardizedFileURL == standardized } }) {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: url.path)
             }
-            engine = try SQLiteStore(url: standardized, model: managedObjectModel, configuration: configuration)
+            engine = try SQLiteStore(url: standardized, model: managedObjectModel, configuration: configuration,
+                                     synchronous: options.synchronous)
         default:
             engine = try InMemoryStore(model: managedObjectModel, configuration: configuration)
         }

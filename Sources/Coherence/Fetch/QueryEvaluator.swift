@@ -2,7 +2,8 @@ import Foundation
 
 /// Evaluates ``QueryExpression``s and ``SortKey``s in memory, with the same semantics as the SQL
 /// they are translated to (see ``QueryExpression``): three-valued logic, null-safe `==` / `!=`,
-/// text by UTF-8 bytes, decimals numerically, SQLite's ordering of mixed types.
+/// text by UTF-8 bytes, decimals numerically, floating-point values as Swift compares them,
+/// SQLite's ordering of mixed types.
 ///
 /// Scope 0 is the row being tested; `.anyMatch` / `.allMatch` bind their destinations to their
 /// scope while evaluating their predicate. `.anyMatch` is true when the predicate is *true* for
@@ -37,7 +38,7 @@ package enum QueryEvaluator {
                 va = fold(va)
                 vb = fold(vb)
             }
-            let c = order(va, vb, decimal: key.path.attribute?.type == .decimal)
+            let c = order(va, vb, in: domain(.path(key.path)))
             if c != 0 { return key.ascending ? c < 0 : c > 0 }
         }
         return false
@@ -101,13 +102,11 @@ package enum QueryEvaluator {
         case .compare, .and, .or, .not, .isNull, .string, .inList, .between, .anyMatch, .allMatch:
             return .bool(truth(e, &scopes))
         case .arithmetic(let op, let a, let b):
-            return .stored(arithmetic(op, number(evaluate(a, &scopes)), number(evaluate(b, &scopes))))
+            let floatingPoint = isFloatingPoint(e)
+            return .stored(arithmetic(op, number(evaluate(a, &scopes), floatingPoint: floatingPoint),
+                                      number(evaluate(b, &scopes), floatingPoint: floatingPoint), floatingPoint: floatingPoint))
         case .negate(let x):
-            switch number(evaluate(x, &scopes)) {
-            case .integer(let v): return v == .min ? .stored(.real(-Double(v))) : .stored(.integer(-v))
-            case .real(let v): return .stored(.real(-v))
-            default: return .null
-            }
+            return .stored(negate(number(evaluate(x, &scopes), floatingPoint: isFloatingPoint(x)), floatingPoint: isFloatingPoint(x)))
         case .fold(let x):
             return fold(evaluate(x, &scopes))
         case .coalesce(let a, let b):
@@ -149,8 +148,7 @@ package enum QueryEvaluator {
         case .isNull(let x):
             return evaluate(x, &scopes).isNull
         case .compare(let op, let a, let b):
-            let decimal = isDecimal(a) || isDecimal(b)
-            return compare(op, evaluate(a, &scopes), evaluate(b, &scopes), decimal: decimal)
+            return compare(op, evaluate(a, &scopes), evaluate(b, &scopes), in: domain(a, b))
         case .string(let op, let a, let b):
             guard let s = text(evaluate(a, &scopes)), let t = text(evaluate(b, &scopes)) else { return nil }
             switch op {
@@ -160,17 +158,17 @@ package enum QueryEvaluator {
             }
         case .inList(let x, let xs):
             let v = evaluate(x, &scopes)
-            let decimal = isDecimal(x)
-            for candidate in xs where compare(.equal, v, evaluate(candidate, &scopes), decimal: decimal) == true {
+            let domain = domain(x)
+            for candidate in xs where compare(.equal, v, evaluate(candidate, &scopes), in: domain) == true {
                 return true
             }
             return false
         case .between(let x, let lower, let upper, let inclusive):
-            let decimal = isDecimal(x) || isDecimal(lower) || isDecimal(upper)
+            let domain = domain(x, lower, upper)
             let v = evaluate(x, &scopes)
-            let low = compare(.greaterOrEqual, v, evaluate(lower, &scopes), decimal: decimal)
+            let low = compare(.greaterOrEqual, v, evaluate(lower, &scopes), in: domain)
             if low == false { return false }
-            let high = compare(inclusive ? .lessOrEqual : .less, v, evaluate(upper, &scopes), decimal: decimal)
+            let high = compare(inclusive ? .lessOrEqual : .less, v, evaluate(upper, &scopes), in: domain)
             if high == false { return false }
             return (low == true && high == true) ? true : nil
         case .anyMatch(let path, let scope, let predicate):
@@ -213,6 +211,64 @@ package enum QueryEvaluator {
 
     // MARK: Comparison
 
+    /// How the values of a comparison compare. When operands differ, the greater domain wins.
+    enum Domain: Int, Comparable {
+        /// As they are (SQLite's order of mixed types).
+        case plain
+        /// As floating-point numbers, as Swift compares them: NaN (stored as a blob, see
+        /// `StoredValue(double:)`) is unordered and unequal to everything, −0.0 equals 0.0.
+        case floatingPoint
+        /// As decimal numbers (decimal text compared numerically).
+        case decimal
+
+        static func < (lhs: Domain, rhs: Domain) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// The domain in which a value compares. (Not variadic: it is asked per row.)
+    static func domain(_ a: QueryExpression) -> Domain {
+        isDecimal(a) ? .decimal : (isFloatingPoint(a) ? .floatingPoint : .plain)
+    }
+
+    /// The domain in which two values compare: decimal when one is decimal, else floating point
+    /// when one is floating point.
+    static func domain(_ a: QueryExpression, _ b: QueryExpression) -> Domain { max(domain(a), domain(b)) }
+
+    /// The domain in which three values compare.
+    static func domain(_ a: QueryExpression, _ b: QueryExpression, _ c: QueryExpression) -> Domain {
+        max(domain(a), domain(b), domain(c))
+    }
+
+    /// Whether a value comes from a `Double`, `Float` or `Date` attribute: directly, through
+    /// `??` / `?:`, or by arithmetic on one. Such a value may be NaN or −0.0 in blob form.
+    static func isFloatingPoint(_ e: QueryExpression) -> Bool {
+        switch e {
+        case .path(let p): return p.attribute?.type.isFloatingPoint ?? false
+        case .coalesce(let a, let b), .conditional(_, let a, let b), .arithmetic(_, let a, let b):
+            return isFloatingPoint(a) || isFloatingPoint(b)
+        case .negate(let x): return isFloatingPoint(x)
+        default: return false
+        }
+    }
+
+    /// A floating-point value in the form it compares and sorts in: −0.0 as 0, NaN as its blob
+    /// (which sorts after every number, NaNs by their bits, as SQLite orders blobs); other values
+    /// as they are.
+    static func comparable(floatingPoint v: StoredValue) -> StoredValue {
+        switch v {
+        case .real(let d) where d.isNaN: return StoredValue(double: d)
+        case .blob where v.isSpecialReal: return v.doubleValue.map { $0.isNaN ? v : .real(0) } ?? v
+        default: return v
+        }
+    }
+
+    /// Whether a stored value is a number (an integer or a real).
+    static func isNumber(_ v: StoredValue) -> Bool {
+        switch v {
+        case .integer, .real: return true
+        default: return false
+        }
+    }
+
     /// Whether a value comes straight from a decimal attribute.
     static func isDecimal(_ e: QueryExpression) -> Bool {
         switch e {
@@ -224,7 +280,13 @@ package enum QueryEvaluator {
     }
 
     /// A comparison with SQL's semantics: `==` / `!=` are null-safe, the others unknown with nil.
-    static func compare(_ op: ComparisonOperator, _ a: Value, _ b: Value, decimal: Bool) -> Bool? {
+    /// Floating-point values compare as in Swift: with NaN, `!=` is true and the others false.
+    static func compare(_ op: ComparisonOperator, _ a: Value, _ b: Value, in domain: Domain) -> Bool? {
+        if domain == .floatingPoint, case .stored(let x) = a, case .stored(let y) = b, !x.isNull, !y.isNull {
+            let fx = comparable(floatingPoint: x), fy = comparable(floatingPoint: y)
+            if fx.isSpecialReal || fy.isSpecialReal { return op == .notEqual }   // NaN: unordered
+            return compare(op, .stored(fx), .stored(fy), in: .plain)
+        }
         switch op {
         case .equal, .notEqual:
             let equal: Bool
@@ -233,14 +295,14 @@ package enum QueryEvaluator {
             case (.object, _), (_, .object): equal = false
             case (.stored(let x), .stored(let y)):
                 if x.isNull || y.isNull { equal = x.isNull && y.isNull }
-                else { equal = order(a, b, decimal: decimal) == 0 }
+                else { equal = order(a, b, in: domain) == 0 }
             }
             return op == .equal ? equal : !equal
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             if a.isNull || b.isNull { return nil }
             if case .object = a { return nil }
             if case .object = b { return nil }
-            let c = order(a, b, decimal: decimal)
+            let c = order(a, b, in: domain)
             switch op {
             case .less: return c < 0
             case .lessOrEqual: return c <= 0
@@ -250,15 +312,20 @@ package enum QueryEvaluator {
         }
     }
 
-    /// SQLite's order of two values; decimals (text) numerically when `decimal` is set.
-    static func order(_ a: Value, _ b: Value, decimal: Bool) -> Int {
+    /// SQLite's order of two values; decimals (text) numerically in the decimal domain;
+    /// floating-point values with −0.0 as 0 and NaN after every number.
+    static func order(_ a: Value, _ b: Value, in domain: Domain) -> Int {
         switch (a, b) {
         case (.object(let x), .object(let y)):
             return x.primaryKey < y.primaryKey ? -1 : (x.primaryKey == y.primaryKey ? 0 : 1)
         case (.object, _): return 1
         case (_, .object): return -1
         case (.stored(let x), .stored(let y)):
-            if decimal, let c = decimalOrder(x, y) { return c }
+            switch domain {
+            case .decimal: if let c = decimalOrder(x, y) { return c }
+            case .floatingPoint: return StoredValue.sqliteOrder(comparable(floatingPoint: x), comparable(floatingPoint: y))
+            case .plain: break
+            }
             return StoredValue.sqliteOrder(x, y)
         }
     }
@@ -296,13 +363,15 @@ package enum QueryEvaluator {
     }
 
     /// A value as a number: integers and reals as they are, numeric text converted as SQLite
-    /// does (non-numeric text is 0), anything else nil.
-    static func number(_ v: Value) -> StoredValue {
+    /// does (non-numeric text is 0), anything else nil. A floating-point value's NaN or −0.0 in
+    /// blob form is a `.real` holding it.
+    static func number(_ v: Value, floatingPoint: Bool = false) -> StoredValue {
         switch v {
         case .object(let id): return .integer(id.primaryKey)
         case .stored(let s):
             switch s {
             case .integer, .real: return s
+            case .blob where floatingPoint && s.isSpecialReal: return s.doubleValue.map { .real($0) } ?? .null
             case .text(let t):
                 let trimmed = t.trimmingCharacters(in: .whitespaces)
                 if let i = Int64(trimmed) { return .integer(i) }
@@ -313,7 +382,11 @@ package enum QueryEvaluator {
         }
     }
 
-    static func arithmetic(_ op: ArithmeticOperator, _ a: StoredValue, _ b: StoredValue) -> StoredValue {
+    /// Arithmetic as SQLite does it, on numbers (see ``number(_:floatingPoint:)``). A real
+    /// result that is NaN is nil, as in SQLite, unless `floatingPoint`: then NaN and −0.0 are
+    /// kept, in the blob form of `StoredValue(double:)`, so the result compares as Swift's.
+    /// Division (and `%`) by zero is nil either way.
+    static func arithmetic(_ op: ArithmeticOperator, _ a: StoredValue, _ b: StoredValue, floatingPoint: Bool = false) -> StoredValue {
         func real(_ v: StoredValue) -> Double? {
             switch v {
             case .integer(let i): return Double(i)
@@ -338,18 +411,30 @@ package enum QueryEvaluator {
             }
             if !result.overflow { return .integer(result.partialValue) }
             // SQLite continues in floating point when an integer operation overflows.
-            return arithmetic(op == .divide ? .realDivide : op, .real(Double(x)), .real(Double(y)))
+            return arithmetic(op == .divide ? .realDivide : op, .real(Double(x)), .real(Double(y)), floatingPoint: floatingPoint)
         }
         guard let x = real(a), let y = real(b) else { return .null }
+        func result(_ d: Double) -> StoredValue {
+            floatingPoint ? StoredValue(double: d) : (d.isNaN ? .null : .real(d))
+        }
         switch op {
-        case .add: return .real(x + y)
-        case .subtract: return .real(x - y)
-        case .multiply: return .real(x * y)
-        case .divide, .realDivide: return y == 0 ? .null : .real(x / y)
+        case .add: return result(x + y)
+        case .subtract: return result(x - y)
+        case .multiply: return result(x * y)
+        case .divide, .realDivide: return y == 0 ? .null : result(x / y)
         case .remainder:
             // SQLite's % works on the operands converted to integers.
             guard let xi = Int64(exactly: x.rounded(.towardZero)), let yi = Int64(exactly: y.rounded(.towardZero)), yi != 0 else { return .null }
             return yi == -1 ? .real(0) : .real(Double(xi % yi))
+        }
+    }
+
+    /// Unary minus on a number (see ``arithmetic(_:_:_:floatingPoint:)`` for `floatingPoint`).
+    static func negate(_ v: StoredValue, floatingPoint: Bool = false) -> StoredValue {
+        switch v {
+        case .integer(let i): return i == .min ? .real(-Double(i)) : .integer(-i)
+        case .real(let d): return floatingPoint ? StoredValue(double: -d) : .real(-d)
+        default: return .null
         }
     }
 }

@@ -12,6 +12,9 @@ import Foundation
 /// - Text compares by Unicode code points (UTF-8 bytes); `.fold` makes a comparison case- and
 ///   diacritic-insensitive.
 /// - Decimal values compare numerically.
+/// - Floating-point values compare as in Swift (NaN unordered and unequal to everything, −0.0
+///   equal to 0.0), though NaN and −0.0 are stored as blobs; they sort with −0.0 as 0 and NaN
+///   after every number.
 package indirect enum QueryExpression: Sendable, CustomStringConvertible {
     /// A literal value in stored form.
     case constant(StoredValue)
@@ -81,6 +84,17 @@ package indirect enum QueryExpression: Sendable, CustomStringConvertible {
 /// A comparison operator.
 package enum ComparisonOperator: String, Sendable {
     case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+
+    /// The operator with its operands swapped: `a < b` is `b > a`.
+    package var mirrored: ComparisonOperator {
+        switch self {
+        case .equal, .notEqual: return self
+        case .less: return .greater
+        case .lessOrEqual: return .greaterOrEqual
+        case .greater: return .less
+        case .greaterOrEqual: return .lessOrEqual
+        }
+    }
 }
 
 /// An arithmetic operator. `divide` on two integers is integer division (as Swift's `/` on

@@ -8,11 +8,11 @@ import Foundation
 /// | Type | Swift type | Stored as |
 /// |---|---|---|
 /// | ``integer16`` / ``integer32`` / ``integer64`` | `Int16` / `Int32` / `Int64`, `Int` | INTEGER |
-/// | ``double`` / ``float`` | `Double` / `Float` | REAL |
+/// | ``double`` / ``float`` | `Double` / `Float` | REAL; NaN and −0.0 an 8-byte BLOB of the bits |
 /// | ``boolean`` | `Bool` | INTEGER 0/1 |
 /// | ``string`` | `String` | TEXT |
 /// | ``binaryData`` | `Data` | BLOB |
-/// | ``date`` | `Date` | REAL, seconds since 2001-01-01 (exact) |
+/// | ``date`` | `Date` | REAL, seconds since 2001-01-01 (exact); NaN as for ``double`` |
 /// | ``uuid`` | `UUID` | BLOB (16 bytes) |
 /// | ``uri`` | `URL` | TEXT (absolute string) |
 /// | ``decimal`` | `Decimal` | TEXT, exact, compared numerically |
@@ -76,6 +76,19 @@ public struct AttributeType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether values of this type are floating-point numbers (`Double`, `Float`, `Date`), whose
+    /// NaN is stored as a blob (see ``StoredValue/init(double:)``).
+    var isFloatingPoint: Bool {
+        switch kind {
+        case .double, .float, .date: return true
+        default: return false
+        }
+    }
+
+    /// Whether values of this type may be −0.0, stored as a blob (`Double`, `Float`; a `Date`'s
+    /// −0.0 is the instant 0).
+    var keepsNegativeZero: Bool { kind == .double || kind == .float }
+
     /// Whether values of this type are stored as integers.
     var isInteger: Bool {
         switch kind {
@@ -93,6 +106,7 @@ public struct AttributeType: Hashable, Sendable, CustomStringConvertible {
         case (.integer64, .integer): return true
         case (.boolean, .integer(let v)): return v == 0 || v == 1
         case (.double, .real), (.float, .real), (.date, .real): return true
+        case (.double, .blob), (.float, .blob), (.date, .blob): return value.isSpecialReal
         case (.string, .text), (.uri, .text): return true
         case (.decimal, .text(let s)): return Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) != nil
         case (.binaryData, .blob), (.transformable, .blob): return true

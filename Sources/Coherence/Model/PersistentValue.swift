@@ -98,11 +98,15 @@ extension Bool: PersistentValue {
 
 extension Double: PersistentValue {
     public static var attributeType: AttributeType { .double }
-    @inlinable public var storedValue: StoredValue { .real(self) }
+    /// Exact to the bit: NaN and −0.0 are stored as their bit pattern (see ``StoredValue/init(double:)``).
+    @inlinable public var storedValue: StoredValue { StoredValue(double: self) }
     @inlinable public init?(storedValue: StoredValue) {
         switch storedValue {
         case .real(let v): self = v
         case .integer(let v): self = Double(v)   // SQLite may hand back integral reals as integers
+        case .blob(let d):
+            guard let v = StoredValue.double(bigEndianBytes: d) else { return nil }
+            self = v
         default: return nil
         }
     }
@@ -111,11 +115,18 @@ extension Double: PersistentValue {
 
 extension Float: PersistentValue {
     public static var attributeType: AttributeType { .float }
-    @inlinable public var storedValue: StoredValue { .real(Double(self)) }
+    /// Stored as the `Double` with the same value, exact to the bit: a NaN keeps its sign,
+    /// quiet bit and payload, −0.0 its sign (see ``StoredValue/init(double:)``).
+    @inlinable public var storedValue: StoredValue {
+        StoredValue(double: isNaN ? StoredValue.widenedNaN(self) : Double(self))
+    }
     @inlinable public init?(storedValue: StoredValue) {
         switch storedValue {
         case .real(let v): self = Float(v)
         case .integer(let v): self = Float(v)
+        case .blob(let d):
+            guard let v = StoredValue.double(bigEndianBytes: d) else { return nil }
+            self = v.isNaN ? StoredValue.float(fromWidenedNaN: v) : Float(v)
         default: return nil
         }
     }
@@ -144,11 +155,19 @@ extension Data: PersistentValue {
 
 extension Date: PersistentValue {
     public static var attributeType: AttributeType { .date }
-    @inlinable public var storedValue: StoredValue { .real(timeIntervalSinceReferenceDate) }
+    /// Its instant, `timeIntervalSinceReferenceDate`: a REAL, or for a NaN interval the blob
+    /// form of ``StoredValue/init(double:)`` (−0.0 is the instant 0, stored as 0).
+    @inlinable public var storedValue: StoredValue {
+        let t = timeIntervalSinceReferenceDate
+        return t.isNaN ? StoredValue(double: t) : .real(t)
+    }
     @inlinable public init?(storedValue: StoredValue) {
         switch storedValue {
         case .real(let v): self = Date(timeIntervalSinceReferenceDate: v)
         case .integer(let v): self = Date(timeIntervalSinceReferenceDate: Double(v))
+        case .blob(let d):
+            guard let v = StoredValue.double(bigEndianBytes: d) else { return nil }
+            self = Date(timeIntervalSinceReferenceDate: v)
         default: return nil
         }
     }

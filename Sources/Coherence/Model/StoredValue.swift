@@ -14,17 +14,89 @@ public enum StoredValue: Hashable, Sendable {
     case null
     /// A 64-bit signed integer (all integer types, `Bool`).
     case integer(Int64)
-    /// A double-precision float (`Double`, `Float`, `Date` as seconds since 2001-01-01).
+    /// A double-precision float (`Double`, `Float`, `Date` as seconds since 2001-01-01). Never
+    /// NaN or −0.0 in the form Coherence makes: see ``init(double:)``.
     case real(Double)
     /// Text (`String`, `URL`, `Decimal` in its exact decimal form).
     case text(String)
-    /// Bytes (`Data`, `UUID` as 16 bytes, transformable values).
+    /// Bytes (`Data`, `UUID` as 16 bytes, transformable values; the floating-point values
+    /// SQLite cannot keep as a REAL, see ``init(double:)``).
     case blob(Data)
 
     /// Whether this is ``null``.
     @inlinable public var isNull: Bool {
         if case .null = self { return true }
         return false
+    }
+}
+
+extension StoredValue {
+    /// The stored form of a `Double`, exact to the bit: ``real(_:)`` for every value SQLite
+    /// keeps as a REAL (infinities and subnormals included), and for the two it cannot — NaN
+    /// (SQLite binds it as NULL) and −0.0 (a REAL column keeps it as 0) — an 8-byte ``blob(_:)``
+    /// of the bit pattern, most significant byte first. Ordinary values stay REALs, so SQL sorts,
+    /// compares and indexes them as numbers; `Double`, `Float` and `Date` decode both forms.
+    ///
+    /// ```swift
+    /// StoredValue(double: 1.5)    // .real(1.5)
+    /// StoredValue(double: -0.0)   // .blob(80 00 00 00 00 00 00 00)
+    /// StoredValue(double: .nan)   // .blob(7F F8 00 00 00 00 00 00)
+    /// ```
+    @inlinable public init(double value: Double) {
+        if value.isNaN || value.bitPattern == Self.negativeZeroBits {
+            self = .blob(Self.bigEndianBytes(value.bitPattern))
+        } else {
+            self = .real(value)
+        }
+    }
+
+    /// The value as a `Double`: a REAL, an INTEGER converted, or an 8-byte blob of a bit
+    /// pattern (``init(double:)``); nil for anything else.
+    @inlinable public var doubleValue: Double? {
+        switch self {
+        case .real(let v): return v
+        case .integer(let v): return Double(v)
+        case .blob(let d): return Self.double(bigEndianBytes: d)
+        case .null, .text: return nil
+        }
+    }
+
+    /// Whether this is the blob form of NaN or −0.0 that ``init(double:)`` makes.
+    var isSpecialReal: Bool {
+        guard case .blob(let d) = self, let v = Self.double(bigEndianBytes: d) else { return false }
+        return v.isNaN || v.bitPattern == Self.negativeZeroBits
+    }
+
+    /// The bits of −0.0.
+    @usableFromInline static let negativeZeroBits: UInt64 = 0x8000_0000_0000_0000
+
+    /// Eight bytes, most significant first.
+    @usableFromInline static func bigEndianBytes(_ bits: UInt64) -> Data {
+        withUnsafeBytes(of: bits.bigEndian) { Data($0) }
+    }
+
+    /// The `Double` whose bit pattern is eight bytes, most significant first; nil for another length.
+    @usableFromInline static func double(bigEndianBytes d: Data) -> Double? {
+        guard d.count == 8 else { return nil }
+        var bits: UInt64 = 0
+        for byte in d { bits = bits << 8 | UInt64(byte) }
+        return Double(bitPattern: bits)
+    }
+
+    /// The `Double` NaN that holds a `Float` NaN's sign, quiet bit and payload (the Float's 23
+    /// significand bits become the Double's top 23), so that ``float(fromWidenedNaN:)`` gives
+    /// the same bits back. (Converting with `Double(_:)` would quiet a signaling NaN.)
+    @usableFromInline static func widenedNaN(_ f: Float) -> Double {
+        let bits = UInt64(f.bitPattern)
+        return Double(bitPattern: (bits & 0x8000_0000) << 32 | 0x7FF0_0000_0000_0000 | (bits & 0x007F_FFFF) << 29)
+    }
+
+    /// The `Float` NaN a ``widenedNaN(_:)`` came from; a Double NaN with none of those bits
+    /// (made as a Double) is a quiet Float NaN of the same sign.
+    @usableFromInline static func float(fromWidenedNaN d: Double) -> Float {
+        let significand = UInt32(truncatingIfNeeded: (d.bitPattern >> 29) & 0x007F_FFFF)
+        let sign = UInt32(truncatingIfNeeded: d.bitPattern >> 32) & 0x8000_0000
+        return Float(bitPattern: sign | 0x7F80_0000 | (significand != 0 ? significand : 0x0040_0000))
     }
 }
 

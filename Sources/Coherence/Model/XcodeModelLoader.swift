@@ -263,7 +263,7 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         if let text = a["defaultValueString"] {
             defaultValue = try storedDefault(text, type: type, entity: entity, property: name, file: file)
         } else if let interval = a["defaultDateTimeInterval"], let seconds = Double(interval) {
-            defaultValue = .real(seconds)
+            defaultValue = Date(timeIntervalSinceReferenceDate: seconds).storedValue
         }
         var validation = AttributeValidation()
         let isText = type == .string || type == .binaryData
@@ -285,13 +285,13 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         let value: StoredValue?
         switch type.kind {
         case .integer16, .integer32, .integer64: value = Int64(text).map { .integer($0) }
-        case .double, .float: value = Double(text).map { .real($0) }
+        case .double, .float: value = Double(text).map { $0.storedValue }
         case .boolean: value = text == "YES" || text == "1" || text == "true" ? .integer(1) : .integer(0)
         case .string: value = .text(text)
         case .decimal: value = DecimalText.parse(text).map { $0.storedValue }
         case .uuid: value = UUID(uuidString: text).map { $0.storedValue }
         case .uri: value = URL(string: text).map { $0.storedValue }
-        case .date: value = Double(text).map { .real($0) }
+        case .date: value = Double(text).map { Date(timeIntervalSinceReferenceDate: $0).storedValue }
         case .binaryData, .transformable: value = nil
         }
         guard let value else {

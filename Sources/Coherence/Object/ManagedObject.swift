@@ -408,9 +408,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             guard let b = value as? Bool else { return nil }
             stored = b.storedValue
         case .double, .float:
-            if let d = value as? Double { stored = .real(d) }
-            else if let f = value as? Float { stored = .real(Double(f)) }
-            else if let i = value as? any BinaryInteger, let d = Double(exactly: i) { stored = .real(d) }
+            if let d = value as? Double { stored = d.storedValue }
+            else if let f = value as? Float { stored = f.storedValue }
+            else if let i = value as? any BinaryInteger, let d = Double(exactly: i) { stored = d.storedValue }
             else { return nil }
         case .string:
             guard let s = value as? String else { return nil }

@@ -5,8 +5,8 @@ import Foundation
 ///
 /// A connection is not thread-safe: it is owned by one store and used by one thread at a time
 /// (the store hands connections out under a lock). Connections are opened with
-/// `SQLITE_OPEN_NOMUTEX` because of that, and configured for WAL with `synchronous=NORMAL`,
-/// a busy timeout and foreign keys.
+/// `SQLITE_OPEN_NOMUTEX` because of that, and configured for WAL with `synchronous=NORMAL`
+/// (or `FULL`, see ``StoreOptions/Synchronous``), a busy timeout and foreign keys.
 package final class SQLiteConnection {
     /// How to open a database.
     package enum Location: Equatable {
@@ -39,8 +39,13 @@ package final class SQLiteConnection {
     }
 
     /// Opens (and, unless read-only, creates) a database and configures it.
+    ///
+    /// With `switchesToWAL` false a file keeps its journal mode until ``switchToWAL()``: opening
+    /// then only reads the file (a store decides whether the file is its own before it changes
+    /// anything). The other settings are the connection's own and write nothing.
     /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database.
-    package init(location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000) throws(SQLiteError) {
+    package init(location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000,
+                 switchesToWAL: Bool = true, synchronous: StoreOptions.Synchronous = .normal) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let path: String
@@ -70,16 +75,28 @@ package final class SQLiteConnection {
             // Touch the schema: this is where a non-database file is detected.
             try execute("PRAGMA schema_version")
             if try hasSchema() { textIsUTF8 = try readEncoding() == "UTF-8" }
-            if !readOnly, case .file = location {
-                try execute("PRAGMA journal_mode=WAL")
-            }
-            try execute("PRAGMA synchronous=NORMAL")
+            if switchesToWAL { try switchToWAL() }
+            try execute("PRAGMA synchronous=\(synchronous.pragmaValue)")
             try execute("PRAGMA foreign_keys=ON")
         } catch {
             statementCache.removeAll()
             sqlite3_close_v2(db)
             throw error
         }
+    }
+
+    /// Puts a writable database file in WAL mode, which is recorded in the file (header bytes
+    /// 18 and 19 become 2). Nothing for a read-only connection or an in-memory database.
+    package func switchToWAL() throws(SQLiteError) {
+        guard !isReadOnly, case .file = location else { return }
+        try execute("PRAGMA journal_mode=WAL")
+    }
+
+    /// Makes closing leave the write-ahead log as it is: by default the last connection to
+    /// close checkpoints the log into the database file (and removes it).
+    package func leaveLogOnClose() {
+        var set: Int32 = 0
+        _ = coherence_sqlite3_db_config_int(handle, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, &set)
     }
 
     /// Whether the database has a schema (at least one table, index, view or trigger). Its
@@ -237,6 +254,14 @@ enum SQLFunctions {
     static let decimalCollation = "COHERENCE_DECIMAL"
     /// `coherence_fold(text)`: case- and diacritic-folded text (for case-insensitive matching).
     static let foldFunction = "coherence_fold"
+    /// `coherence_compare(op, a, b)`: a comparison (`op` is a ``ComparisonOperator`` raw value)
+    /// of floating-point values as ``QueryEvaluator`` makes it: 1, 0 or NULL (unknown).
+    static let compareFunction = "coherence_compare"
+    /// `coherence_arithmetic(op, a, b)`: arithmetic (`op` is an ``ArithmeticOperator`` raw
+    /// value) on floating-point values as ``QueryEvaluator`` does it, NaN and −0.0 kept as blobs.
+    static let arithmeticFunction = "coherence_arithmetic"
+    /// `coherence_negate(x)`: unary minus on a floating-point value, as ``QueryEvaluator`` does it.
+    static let negateFunction = "coherence_negate"
 
     static func register(on connection: SQLiteConnection) throws(SQLiteError) {
         let db = connection.handle
@@ -251,17 +276,86 @@ enum SQLFunctions {
             guard sqlite3_value_type(arg) != SQLITE_NULL, let p = sqlite3_value_text(arg) else { sqlite3_result_null(ctx); return }
             let n = Int(sqlite3_value_bytes(arg))
             let folded = TextFolding.fold(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
-            var f = folded
-            f.withUTF8 { buf in
+            SQLFunctions.setResult(ctx, .text(folded))
+        }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        // Floating-point comparisons and arithmetic call the evaluator, so both stores agree.
+        let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
+        rc = sqlite3_create_function_v2(db, compareFunction, 3, flags, nil, { ctx, argc, argv in
+            guard argc == 3, let argv, let op = SQLFunctions.text(argv[0]).flatMap(ComparisonOperator.init(rawValue:)) else {
+                sqlite3_result_null(ctx); return
+            }
+            let a = SQLFunctions.storedValue(argv[1]), b = SQLFunctions.storedValue(argv[2])
+            switch QueryEvaluator.compare(op, .stored(a), .stored(b), in: .floatingPoint) {
+            case true?: sqlite3_result_int(ctx, 1)
+            case false?: sqlite3_result_int(ctx, 0)
+            case nil: sqlite3_result_null(ctx)
+            }
+        }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        rc = sqlite3_create_function_v2(db, arithmeticFunction, 3, flags, nil, { ctx, argc, argv in
+            guard argc == 3, let argv, let op = SQLFunctions.text(argv[0]).flatMap(ArithmeticOperator.init(rawValue:)) else {
+                sqlite3_result_null(ctx); return
+            }
+            let a = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[1])), floatingPoint: true)
+            let b = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[2])), floatingPoint: true)
+            SQLFunctions.setResult(ctx, QueryEvaluator.arithmetic(op, a, b, floatingPoint: true))
+        }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        rc = sqlite3_create_function_v2(db, negateFunction, 1, flags, nil, { ctx, argc, argv in
+            guard argc == 1, let argv else { sqlite3_result_null(ctx); return }
+            let x = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[0])), floatingPoint: true)
+            SQLFunctions.setResult(ctx, QueryEvaluator.negate(x, floatingPoint: true))
+        }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+    }
+
+    /// A function argument's text, or nil when it is not text.
+    static func text(_ value: OpaquePointer?) -> String? {
+        guard let value, sqlite3_value_type(value) == SQLITE_TEXT, let p = sqlite3_value_text(value) else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
+    }
+
+    /// A function argument as a ``StoredValue``.
+    static func storedValue(_ value: OpaquePointer?) -> StoredValue {
+        guard let value else { return .null }
+        switch sqlite3_value_type(value) {
+        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
+        case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
+        case SQLITE_TEXT: return text(value).map { .text($0) } ?? .null
+        case SQLITE_BLOB:
+            let n = Int(sqlite3_value_bytes(value))
+            guard n > 0, let p = sqlite3_value_blob(value) else { return .blob(Data()) }
+            return .blob(Data(bytes: p, count: n))
+        default: return .null
+        }
+    }
+
+    /// Returns a ``StoredValue`` from a function.
+    static func setResult(_ ctx: OpaquePointer?, _ value: StoredValue) {
+        switch value {
+        case .null: sqlite3_result_null(ctx)
+        case .integer(let i): sqlite3_result_int64(ctx, i)
+        case .real(let d): sqlite3_result_double(ctx, d)
+        case .text(let t):
+            var t = t
+            t.withUTF8 { buf in
                 if let base = buf.baseAddress {
-                    sqlite3_result_text(ctx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
-                                        Int32(buf.count), coherence_sqlite3_transient())
+                    sqlite3_result_text(ctx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(buf.count),
+                                        coherence_sqlite3_transient())
                 } else {
                     sqlite3_result_text(ctx, "", 0, coherence_sqlite3_transient())
                 }
             }
-        }, nil, nil, nil)
-        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        case .blob(let d):
+            d.withUnsafeBytes { buf in
+                if let base = buf.baseAddress {
+                    sqlite3_result_blob64(ctx, base, sqlite3_uint64(buf.count), coherence_sqlite3_transient())
+                } else {
+                    sqlite3_result_zeroblob(ctx, 0)
+                }
+            }
+        }
     }
 }
 

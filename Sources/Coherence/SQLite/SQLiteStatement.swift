@@ -77,8 +77,14 @@ package final class SQLiteStatement {
         sqlite3_bind_int64(handle, index, value)
     }
 
+    /// Binds a `Double` exactly: a REAL, or for NaN (which SQLite would bind as NULL) and −0.0
+    /// (which a REAL column keeps as 0) the blob of ``StoredValue/init(double:)``.
     @inline(__always) package func bind(_ value: Double, at index: Int32) {
-        sqlite3_bind_double(handle, index, value)
+        if value.isNaN || value.bitPattern == StoredValue.negativeZeroBits {
+            bind(StoredValue(double: value), at: index)
+        } else {
+            sqlite3_bind_double(handle, index, value)
+        }
     }
 
     @inline(__always) package func bind(_ value: String, at index: Int32) {
@@ -107,7 +113,9 @@ package final class SQLiteStatement {
         switch value {
         case .null: sqlite3_bind_null(handle, index)
         case .integer(let v): sqlite3_bind_int64(handle, index, v)
-        case .real(let v): sqlite3_bind_double(handle, index, v)
+        case .real(let v):
+            // A NaN made as `.real` (not through `StoredValue(double:)`) still is not NULL.
+            if v.isNaN { bind(StoredValue(double: v), at: index) } else { sqlite3_bind_double(handle, index, v) }
         case .text(let v): bind(v, at: index)
         case .blob(let v): bind(v, at: index)
         }

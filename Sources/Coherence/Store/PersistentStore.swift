@@ -18,15 +18,20 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     public var migratesAutomatically: Bool
     /// Infer the mapping between model versions (reserved for staged migrations).
     public var infersMappingModelAutomatically: Bool
+    /// How much a SQLite store waits for the disk when it saves (default ``Synchronous/normal``:
+    /// a save survives a crashed process; ``Synchronous/full``: a power loss too).
+    public var synchronous: Synchronous
 
-    /// The defaults: infer and migrate.
-    public init(migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true) {
+    /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``.
+    public init(migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true,
+                synchronous: Synchronous = .normal) {
         self.migratesAutomatically = migratesAutomatically
         self.infersMappingModelAutomatically = infersMappingModelAutomatically
+        self.synchronous = synchronous
     }
 
     public var description: String {
-        "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically)"
+        "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically), synchronous: \(synchronous)"
     }
 }
 

@@ -127,16 +127,10 @@ final class QueryBuilder {
         case .path(let p):
             return try pathSQL(p)
         case .compare(let op, let a, let b):
+            if QueryEvaluator.domain(a, b) == .floatingPoint { return try floatingPointComparison(op, a, b) }
             let collate = isDecimal(a) || isDecimal(b) ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
             let l = try sql(a), r = try sql(b)
-            switch op {
-            case .equal: return "(\(l) IS \(r)\(collate))"
-            case .notEqual: return "(\(l) IS NOT \(r)\(collate))"
-            case .less: return "(\(l) < \(r)\(collate))"
-            case .lessOrEqual: return "(\(l) <= \(r)\(collate))"
-            case .greater: return "(\(l) > \(r)\(collate))"
-            case .greaterOrEqual: return "(\(l) >= \(r)\(collate))"
-            }
+            return comparison(op, l, r, collate: collate)
         case .and(let xs):
             if xs.isEmpty { return "1" }
             var parts: [String] = []
@@ -153,6 +147,7 @@ final class QueryBuilder {
             return "(\(try sql(x)) IS NULL)"
         case .arithmetic(let op, let a, let b):
             let l = try sql(a), r = try sql(b)
+            if QueryEvaluator.isFloatingPoint(e) { return "\(SQLFunctions.arithmeticFunction)('\(op.rawValue)', \(l), \(r))" }
             switch op {
             case .add: return "(\(l) + \(r))"
             case .subtract: return "(\(l) - \(r))"
@@ -162,24 +157,30 @@ final class QueryBuilder {
             case .remainder: return "(\(l) % \(r))"
             }
         case .negate(let x):
+            if QueryEvaluator.isFloatingPoint(x) { return "\(SQLFunctions.negateFunction)(\(try sql(x)))" }
             return "(- \(try sql(x)))"
         case .fold(let x):
             return "\(SQLFunctions.foldFunction)(\(try sql(x)))"
         case .string(let op, let a, let b):
+            // Prefixes and suffixes are cut from the UTF-8 bytes (text cast to a blob): on text,
+            // `length` and `substr` count characters and stop at the first NUL. `substr` of an
+            // empty blob is NULL, so an empty operand is tested first. (`instr` compares bytes,
+            // and a match of valid UTF-8 can only start at a character.) Parameters are bound in
+            // the order they appear in the text, so each operand is translated where it appears.
             let l = try sql(a)
             switch op {
             case .contains:
                 return "(instr(\(l), \(try sql(b))) > 0)"
             case .beginsWith:
-                let r1 = try sql(b), r2 = try sql(b)
-                return "(substr(\(l), 1, length(\(r1))) = \(r2))"
+                let r1 = try sql(b), l2 = try sql(a), r2 = try sql(b), r3 = try sql(b)
+                return "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE substr(CAST(\(l2) AS BLOB), 1, length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) END)"
             case .endsWith:
-                // Parameters are bound in the order they appear in the text.
-                let r1 = try sql(b), r2 = try sql(b), r3 = try sql(b), l2 = try sql(a)
-                return "(substr(\(l), -length(\(r1))) = \(r2) OR (length(\(r3)) = 0 AND \(l2) IS NOT NULL))"
+                let r1 = try sql(b), l2 = try sql(a), r2 = try sql(b), r3 = try sql(b), r4 = try sql(b), l3 = try sql(a)
+                return "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE (substr(CAST(\(l2) AS BLOB), -length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) OR (length(CAST(\(r4) AS BLOB)) = 0 AND \(l3) IS NOT NULL)) END)"
             }
         case .inList(let x, let values):
             if values.isEmpty { return "0" }
+            if QueryEvaluator.domain(x) == .floatingPoint { return try floatingPointMembership(x, values) }
             let collate = isDecimal(x) ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
             // Parameters are bound in the order they appear in the text, so the operand is only
             // translated where it is written (a list of nils alone only writes the IS NULL test).
@@ -199,6 +200,9 @@ final class QueryBuilder {
             if hasNull { parts.append("(\(try sql(x)) IS NULL)") }
             return "(" + parts.joined(separator: " OR ") + ")"
         case .between(let x, let lower, let upper, let inclusive):
+            if QueryEvaluator.domain(x, lower, upper) == .floatingPoint {
+                return try sql(.and([.compare(.greaterOrEqual, x, lower), .compare(inclusive ? .lessOrEqual : .less, x, upper)]))
+            }
             let decimal = isDecimal(x) || isDecimal(lower) || isDecimal(upper)
             let collate = decimal ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
             let l = try sql(x)
@@ -218,6 +222,104 @@ final class QueryBuilder {
         case .count(let path):
             return "(\(try subquery(path, scope: nil, select: "count(*)", predicate: nil, negate: false)))"
         }
+    }
+
+    /// A comparison of two translated operands.
+    private func comparison(_ op: ComparisonOperator, _ l: String, _ r: String, collate: String = "") -> String {
+        switch op {
+        case .equal: return "(\(l) IS \(r)\(collate))"
+        case .notEqual: return "(\(l) IS NOT \(r)\(collate))"
+        case .less: return "(\(l) < \(r)\(collate))"
+        case .lessOrEqual: return "(\(l) <= \(r)\(collate))"
+        case .greater: return "(\(l) > \(r)\(collate))"
+        case .greaterOrEqual: return "(\(l) >= \(r)\(collate))"
+        }
+    }
+
+    // MARK: Floating-point values
+
+    /// −0.0 as it is stored (see `StoredValue(double:)`).
+    static let negativeZero = "x'8000000000000000'"
+
+    /// A comparison of floating-point values, as Swift compares them: NaN is unordered and
+    /// unequal to everything, −0.0 equals 0.0. Both are stored as blobs, which SQL orders after
+    /// every number, so a column compared with a constant gets SQL that corrects for them and
+    /// still uses an index (``columnComparison(_:_:_:)``); anything else calls
+    /// `coherence_compare`, which is ``QueryEvaluator``'s comparison.
+    private func floatingPointComparison(_ op: ComparisonOperator, _ a: QueryExpression,
+                                         _ b: QueryExpression) throws(CoherenceError) -> String {
+        if case .path(let p) = a, let attribute = p.attribute, case .constant(let c) = b {
+            if let sql = try columnComparison(op, p, attribute, c) { return sql }
+        }
+        if case .constant(let c) = a, case .path(let p) = b, let attribute = p.attribute {
+            if let sql = try columnComparison(op.mirrored, p, attribute, c) { return sql }
+        }
+        let l = try sql(a), r = try sql(b)
+        return "\(SQLFunctions.compareFunction)('\(op.rawValue)', \(l), \(r))"
+    }
+
+    /// `column op constant` for a floating-point column, or nil when the constant is not a
+    /// number or NaN. A NaN row fails every test but `!=`; a −0.0 row passes where 0 would.
+    private func columnComparison(_ op: ComparisonOperator, _ path: PropertyPath, _ attribute: AttributeDescription,
+                                  _ constant: StoredValue) throws(CoherenceError) -> String? {
+        let c = QueryEvaluator.comparable(floatingPoint: constant)
+        let column = try pathSQL(path)
+        if c.isSpecialReal {   // NaN: only `!=` holds, for every row (nil included, as `==` is null-safe)
+            switch op {
+            case .equal: return "0"
+            case .notEqual: return "1"
+            default: return "(CASE WHEN \(column) IS NULL THEN NULL ELSE 0 END)"
+            }
+        }
+        switch c {
+        case .integer, .real: break
+        default: return nil
+        }
+        // Where 0 stands against the constant: whether a −0.0 row passes.
+        let zero = StoredValue.sqliteOrder(.integer(0), c)
+        let negativeZero = attribute.type.keepsNegativeZero
+        let value = bind(c)
+        switch op {
+        case .equal:
+            return negativeZero && zero == 0 ? "(\(column) IS \(value) OR \(column) IS \(Self.negativeZero))" : "(\(column) IS \(value))"
+        case .notEqual:
+            return negativeZero && zero == 0 ? "(\(column) IS NOT \(value) AND \(column) IS NOT \(Self.negativeZero))" : "(\(column) IS NOT \(value))"
+        case .less, .lessOrEqual:
+            // A NaN blob is not less than a number.
+            let passes = op == .less ? zero < 0 : zero <= 0
+            return negativeZero && passes ? "(\(column) \(op.rawValue) \(value) OR \(column) = \(Self.negativeZero))" : "(\(column) \(op.rawValue) \(value))"
+        case .greater, .greaterOrEqual:
+            // A blob is greater than every number: `< x''` (the least blob) leaves NaN out.
+            let passes = op == .greater ? zero > 0 : zero >= 0
+            let test = "(\(column) \(op.rawValue) \(value) AND \(column) < x'')"
+            return negativeZero && passes ? "(\(test) OR \(column) = \(Self.negativeZero))" : test
+        }
+    }
+
+    /// Whether a floating-point value is in a list, each element compared as by `==` (NaN is in
+    /// no list, −0.0 is where 0 is). A column and constants get `IN`; anything else a comparison
+    /// per element.
+    private func floatingPointMembership(_ x: QueryExpression, _ values: [QueryExpression]) throws(CoherenceError) -> String {
+        var constants: [StoredValue] = []
+        for v in values {
+            guard case .constant(let c) = v else { break }
+            constants.append(QueryEvaluator.comparable(floatingPoint: c))
+        }
+        guard case .path(let p) = x, let attribute = p.attribute, constants.count == values.count,
+              constants.allSatisfy({ $0.isNull || $0.isSpecialReal || QueryEvaluator.isNumber($0) }) else {
+            return try sql(.or(values.map { .compare(.equal, x, $0) }))
+        }
+        let column = try pathSQL(p)
+        let numbers = constants.filter(QueryEvaluator.isNumber)
+        var parts: [String] = []
+        if !numbers.isEmpty {
+            parts.append("coalesce(\(column) IN (\(numbers.map { bind($0) }.joined(separator: ", "))), 0)")
+        }
+        if attribute.type.keepsNegativeZero, numbers.contains(where: { StoredValue.sqliteOrder($0, .integer(0)) == 0 }) {
+            parts.append("(\(column) IS \(Self.negativeZero))")
+        }
+        if constants.contains(where: \.isNull) { parts.append("(\(column) IS NULL)") }
+        return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
     }
 
     /// A correlated subquery over the destinations of a to-many relationship.

@@ -196,6 +196,11 @@ package struct SQLGenerator: Sendable {
             var expr = try builder.sql(.path(key.path))
             if key.folded { expr = "\(SQLFunctions.foldFunction)(\(expr))" }
             if key.path.attribute?.type == .decimal { expr += " COLLATE \(SQLFunctions.decimalCollation)" }
+            if key.path.attribute?.type.keepsNegativeZero == true {
+                // −0.0 is a blob, which SQL sorts after every number: sort it as 0. (NaN, a blob
+                // too, sorts after every number, NaNs by their bits, as the evaluator sorts them.)
+                expr = "(CASE WHEN \(expr) = \(QueryBuilder.negativeZero) THEN 0.0 ELSE \(expr) END)"
+            }
             orderBy.append(expr + (key.ascending ? " ASC" : " DESC"))
         }
         let whereSQL = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")

@@ -13,6 +13,8 @@ package final class SQLiteStore: StoreEngine {
     package let metadata: [String: String]
     package let url: URL
     package let entities: [EntityDescription]
+    /// `PRAGMA synchronous` of every connection (the store's option).
+    let synchronous: StoreOptions.Synchronous
     let generator = SQLGenerator(dialect: .sqlite)
 
     private let writer: ConnectionBox
@@ -62,9 +64,15 @@ package final class SQLiteStore: StoreEngine {
     package var locationDescription: String { url.path }
 
     /// Opens or creates the store at `url` for the entities of `configuration`.
+    ///
+    /// Looking changes nothing: the file is only read until it is known to be a store of this
+    /// model (or empty, to become one); only then is it switched to WAL and, when new, given its
+    /// schema. A file that is refused is left byte for byte as it was, journal mode included,
+    /// and so is a write-ahead log it had (closing does not checkpoint it).
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store).
-    package init(url: URL, model: ManagedObjectModel, configuration: String?) throws(CoherenceError) {
+    package init(url: URL, model: ManagedObjectModel, configuration: String?,
+                 synchronous: StoreOptions.Synchronous = .normal) throws(CoherenceError) {
         let path = url.path
         guard let entities = model.entities(forConfiguration: configuration) else {
             throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configuration ?? "")'.", store: path)
@@ -75,9 +83,11 @@ package final class SQLiteStore: StoreEngine {
             throw CoherenceError(.storeOpenFailed, "The directory \(directory) does not exist.", store: path)
         }
         let existed = FileManager.default.fileExists(atPath: path)
+        // A log left by a program that crashed is not checkpointed into a file this refuses.
+        let hadLog = FileManager.default.fileExists(atPath: path + "-wal")
         let connection: SQLiteConnection
         do {
-            connection = try SQLiteConnection(location: .file(path))
+            connection = try SQLiteConnection(location: .file(path), switchesToWAL: false, synchronous: synchronous)
         } catch {
             throw Self.openError(error, path: path)
         }
@@ -99,11 +109,16 @@ package final class SQLiteStore: StoreEngine {
                                          "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).",
                                          store: path)
                 }
+                guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
+                    throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
+                }
+                try connection.switchToWAL()
             } else {
                 let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
                 guard tables == 0 else {
                     throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
                 }
+                try connection.switchToWAL()
                 metadata = [
                     "storeUUID": UUID().uuidString,
                     "modelVersionHash": expectedHash,
@@ -130,8 +145,10 @@ package final class SQLiteStore: StoreEngine {
                 }
             }
         } catch let error as CoherenceError {
+            if hadLog { connection.leaveLogOnClose() }
             throw error
         } catch {
+            if hadLog { connection.leaveLogOnClose() }
             throw Self.openError(error, path: path)
         }
         guard let uuidText = metadata["storeUUID"], let uuid = UUID(uuidString: uuidText) else {
@@ -142,6 +159,7 @@ package final class SQLiteStore: StoreEngine {
         self.metadata = metadata
         self.url = url
         self.entities = entities
+        self.synchronous = synchronous
         self.writer = ConnectionBox(connection)
     }
 
@@ -189,7 +207,7 @@ package final class SQLiteStore: StoreEngine {
             box = b
         } else {
             do {
-                let c = try SQLiteConnection(location: .file(url.path))
+                let c = try SQLiteConnection(location: .file(url.path), synchronous: synchronous)
                 try c.execute("PRAGMA query_only=1")
                 box = ConnectionBox(c)
             } catch {
@@ -236,6 +254,19 @@ package final class SQLiteStore: StoreEngine {
     /// Test hook: the writer connection's SQL trace.
     package func setWriterTrace(_ handler: ((String) -> Void)?) {
         writer.connection?.traceHandler = handler
+    }
+
+    /// Test hook: an integer `PRAGMA` as the writer connection and a reader connection see it.
+    package func pragmaValues(_ name: String) throws(CoherenceError) -> (writer: Int64, reader: Int64) {
+        let sql = "PRAGMA \(name)"
+        let writer: Int64
+        do {
+            writer = try writerConnectionForSave().prepare(sql).rows { $0.int64(0) }.first ?? -1
+        } catch {
+            throw storeError(error, "Reading \(sql) failed")
+        }
+        let reader = try withReader { try $0.prepare(sql).rows { $0.int64(0) }.first ?? -1 }
+        return (writer, reader)
     }
 
     /// Test hook: the SQL trace of reader connections (installed on each as it is used).
