@@ -245,12 +245,18 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 
     func sourceSnapshots(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: ObjectSnapshot] {
         let parent = self.parent
-        return parent.performAndWait {
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: ObjectSnapshot] in
             var result: [ObjectID: ObjectSnapshot] = [:]
             for id in ids {
                 let o = parent._object(for: id)
-                o._willAccess()
-                if o.isDeleted || o._flags.contains(.inaccessible) { continue }
+                if o.isDeleted { continue }
+                do throws(CoherenceError) {
+                    try o.fulfillFault()
+                } catch {
+                    // A row that is gone is left out; one that cannot be read is an error.
+                    if o._flags.contains(.inaccessible) { continue }
+                    throw error
+                }
                 result[id] = parent.currentSnapshot(o)
             }
             return result
@@ -259,10 +265,13 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 
     func sourceRelated(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
         let parent = self.parent
-        return parent.performAndWait {
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: [ObjectID]] in
             var result: [ObjectID: [ObjectID]] = [:]
             for id in ids {
                 let o = parent._object(for: id)
+                if !o.isInserted && !o.isDeleted && !o._flags.contains(.inaccessible) {
+                    try o.fulfillFault(forRelationshipNamed: relationship.name)
+                }
                 result[id] = o._relatedObjects(at: relationship.slot).filter { !$0.isDeleted }.map(\.objectID)
             }
             return result

@@ -11,6 +11,11 @@ extension ManagedObjectContext {
     /// ``mergePolicy``, the changes are written atomically, `didSave()` is called and DidSave
     /// posted. A save that fails leaves the stores as they were and the context's changes in
     /// place, so you can fix them and save again.
+    ///
+    /// Objects edited while their data could not be loaded (see
+    /// ``ManagedObject/fulfillFault()``) are loaded first, so their edits apply over their rows;
+    /// when one still cannot be loaded the save throws that error, naming the object, and
+    /// writes nothing.
     public func save() throws(CoherenceError) {
         assertOnExecutor()
         guard !isSaving else {
@@ -19,6 +24,8 @@ extension ManagedObjectContext {
         isSaving = true
         defer { isSaving = false }
         processPendingChanges()
+        // Objects edited while their data could not be loaded load now (or the save throws).
+        if !unloaded.isEmpty { try loadUnloadedChanges() }
         // The inserted objects ObjectsDidChange just reported: when they are all the inserted
         // objects, their sets serve WillSave and DidSave too (no second hashing of every object).
         let posted = postedInserted

@@ -113,6 +113,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     @exclusivity(unchecked) var deletedList: [ManagedObject] = []
     @exclusivity(unchecked) var deletedSet: Set<ObjectIdentifier> = []
     @exclusivity(unchecked) var unfilledFaults: [ObjectIdentifier: [ManagedObject]] = [:]
+    /// Objects whose data could not be loaded because reading failed (flagged `.loadFailed`,
+    /// or `.inaccessible` once a retry found the row gone while edits were kept), by object.
+    @exclusivity(unchecked) var unloaded: [ObjectIdentifier: UnloadedObject] = [:]
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
     @exclusivity(unchecked) var performDepth = 0
     @exclusivity(unchecked) var isSaving = false
@@ -312,14 +315,16 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// The object for an ID: the registered one, or a new fault. Touching a fault whose row is
     /// gone leaves it with default values and marks it inaccessible (``existingObject(with:)``
-    /// checks first).
+    /// checks first). Touching one whose row cannot be read (store detached, damaged file)
+    /// leaves it a fault and reports the error; ``ManagedObject/fulfillFault()`` throws it.
     public func object(with id: ObjectID) -> ManagedObject {
         assertOnExecutor()
         return _object(for: id)
     }
 
     /// The object for an ID, loaded and checked to exist.
-    /// - Throws: `.objectNotFound` when the object does not exist.
+    /// - Throws: `.objectNotFound` when the object does not exist; the error reading it met
+    ///   when it cannot be read (`.storeNotAttached`, `.storeOpenFailed`, …).
     public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
         assertOnExecutor()
         if let o = lookup(id) {
@@ -328,7 +333,17 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             }
             if !o.isFault || o._flags.contains(.prefilled) || o.isInserted { return o }
         }
-        guard !id.isTemporaryID, let snapshot = try source.sourceSnapshots(for: [id])[id] else {
+        let found: ObjectSnapshot?
+        do throws(CoherenceError) {
+            found = id.isTemporaryID ? nil : try source.sourceSnapshots(for: [id])[id]
+        } catch {
+            if let o = lookup(id) {
+                _noteLoadFailure(o, error)
+                throw Self.naming(o, in: error)
+            }
+            throw Self.naming(id, in: error)
+        }
+        guard let snapshot = found else {
             throw CoherenceError(.objectNotFound, "No object with ID \(id) exists.", entity: id.entity.name, objectID: id)
         }
         if let o = lookup(id) {
@@ -390,9 +405,14 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     package func _object(for id: ObjectID) -> ManagedObject {
         if let o = lookup(id) { return o }
         let entity = id.entity
-        if !entity.subentities.isEmpty, let snapshot = try? source.sourceSnapshots(for: [id])[id] {
-            // A relationship to a parent entity: the snapshot knows the concrete entity.
-            return materialize(snapshot, asFault: true, group: nil)
+        if !entity.subentities.isEmpty {
+            // A relationship to a parent entity: the snapshot knows the concrete entity. When it
+            // cannot be read, a fault of the entity named stands in (the error is reported).
+            do throws(CoherenceError) {
+                if let snapshot = try source.sourceSnapshots(for: [id])[id] { return materialize(snapshot, asFault: true, group: nil) }
+            } catch {
+                reportLoadError(Self.naming(id, in: error))
+            }
         }
         let o = entity.managedObjectClass.init(entity: entity)
         o._objectID = id
@@ -416,11 +436,26 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Fills a fault, loading a batch of other unfilled faults of the same entity hierarchy in
-    /// the same query.
-    package func _fulfill(_ object: ManagedObject) {
+    /// the same query. Returns false when the row could not be read: the object stays a fault
+    /// and the error is kept and reported (see ``_noteLoadFailure(_:_:)``).
+    @discardableResult
+    package func _fulfill(_ object: ManagedObject) -> Bool {
+        do throws(CoherenceError) {
+            try _fill(object)
+            return true
+        } catch {
+            _noteLoadFailure(object, error)
+            return false
+        }
+    }
+
+    /// Fills a fault (see ``_fulfill(_:)``), throwing when its row cannot be read.
+    private func _fill(_ object: ManagedObject) throws(CoherenceError) {
         let root = ObjectIdentifier(object.entity.rootEntity)
         var batch: [ManagedObject] = [object]
-        if var pending = unfilledFaults[root] {
+        // An object whose last load failed is retried alone (it fails on every access until its
+        // store is back).
+        if !object._flags.contains(.loadFailed), var pending = unfilledFaults[root] {
             while batch.count < 512, let o = pending.popLast() {
                 if o !== object && o._flags.contains(.fault) && !o._flags.contains(.prefilled) && o._context === self {
                     batch.append(o)
@@ -430,7 +465,17 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
         let ids = batch.map(\.objectID)
         let start = DispatchTime.now().uptimeNanoseconds
-        let snapshots = (try? source.sourceSnapshots(for: ids)) ?? [:]
+        let snapshots: [ObjectID: ObjectSnapshot]
+        do throws(CoherenceError) {
+            snapshots = try source.sourceSnapshots(for: ids)
+        } catch {
+            guard batch.count > 1 else { throw error }
+            // Another object of the batch may be the one that cannot be read (its store
+            // detached): the others go back to wait, and the object is read alone.
+            unfilledFaults[root, default: []].append(contentsOf: batch.dropFirst())
+            batch = [object]
+            snapshots = try source.sourceSnapshots(for: [object.objectID])
+        }
         statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         statistics.fetchedRows += snapshots.count
         for o in batch {
@@ -438,7 +483,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 o._install(s, asFault: o !== object, keepRelations: true)
             } else if o === object {
                 o._flags.insert(.inaccessible)
-                o._flags.remove(.fault)
+                o._flags.remove([.fault, .loadFailed])
+                // Edits made while it could not be loaded stay listed: the save reports them.
+                if unloaded[ObjectIdentifier(o)]?.editedSlots.isEmpty == true { unloaded[ObjectIdentifier(o)] = nil }
             }
         }
     }
@@ -498,12 +545,14 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// IDs of a relationship's destinations, loading the relationship for the object's whole
-    /// fetch group in one query.
-    package func _relatedIDs(_ r: RelationshipDescription, of object: ManagedObject) -> [ObjectID] {
+    /// fetch group in one query; throws when they cannot be read (nothing is marked loaded).
+    package func _loadRelatedIDs(_ r: RelationshipDescription, of object: ManagedObject) throws(CoherenceError) -> [ObjectID] {
         var sources: [ManagedObject] = [object]
-        if let group = object._group, !group.loadedSlots.contains(r.slot) {
-            group.loadedSlots.insert(r.slot)
-            for o in group.objects where o !== object && o._context === self && !o.isInserted && o.entity.isKindOf(r.entity ?? o.entity) {
+        var group: FetchGroup?
+        if let g = object._group, !g.loadedSlots.contains(r.slot) {
+            group = g
+            g.loadedSlots.insert(r.slot)
+            for o in g.objects where o !== object && o._context === self && !o.isInserted && o.entity.isKindOf(r.entity ?? o.entity) {
                 if r.isToMany {
                     if case .toMany(let m)? = o._relations?[r.slot], m.objects != nil { continue }
                 } else if o._relations?[r.slot] != nil {
@@ -515,18 +564,18 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         let ids = sources.compactMap { $0._objectID }.filter { !$0.isTemporaryID }
         guard !ids.isEmpty else { return [] }
         let start = DispatchTime.now().uptimeNanoseconds
-        let related = (try? source.sourceRelated(r, of: ids)) ?? [:]
+        let related: [ObjectID: [ObjectID]]
+        do throws(CoherenceError) {
+            related = try source.sourceRelated(r, of: ids)
+        } catch {
+            group?.loadedSlots.remove(r.slot)   // the next read loads the group again
+            throw error
+        }
         statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         for o in sources where o !== object {
             let targets = related[o.objectID] ?? []
             if r.isToMany {
-                let m = o._toManyState(r, load: false)
-                var objects = targets.map { _object(for: $0) }.filter { t in !t.isDeleted && !m.pendingRemoves.contains(ObjectIdentifier(t)) }
-                for a in m.pendingAdds where !objects.contains(where: { $0 === a }) { objects.append(a) }
-                m.objects = objects
-                m.committed = targets
-                m.pendingAdds = []
-                m.pendingRemoves = []
+                o._fill(o._toManyState(r, load: false), with: targets, in: self)
             } else {
                 o._setRelationState(.toOne(targets.first.map { _object(for: $0) }), at: r.slot)
             }
@@ -709,6 +758,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         deletedList = []
         deletedSet = []
         unfilledFaults = [:]
+        unloaded = [:]
         discardPendingChanges()
         pendingChanges.invalidatedAll = true
         processPendingChanges()
@@ -725,6 +775,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             pendingChanges.invalidated[ObjectIdentifier(o)] = o
         }
         for o in deletedList { o._flags.remove(.deleted) }
+        if !unloaded.isEmpty { discardUnloadedEdits() }
         var touched = Array(updatedCandidates.values) + deletedList
         // Objects whose relationships changed through inverses are candidates too.
         touched += registered.values.filter { $0._relations != nil && !touched.contains($0) }
@@ -757,7 +808,20 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         if mergeChanges {
             let changed = object.isFault ? [:] : changedSlots(object)
             let relations = object._relations
-            guard let snapshot = (try? source.sourceSnapshots(for: [object.objectID]))?[object.objectID] else { return }
+            let found: ObjectSnapshot?
+            do throws(CoherenceError) {
+                found = try source.sourceSnapshots(for: [object.objectID])[object.objectID]
+            } catch {
+                // Not readable: the object stays as it is (a fault stays one, without data), and
+                // the error is reported.
+                if object._flags.contains(.fault) && !object._flags.contains(.prefilled) {
+                    _noteLoadFailure(object, error)
+                } else {
+                    reportLoadError(Self.naming(object, in: error))
+                }
+                return
+            }
+            guard let snapshot = found else { return }
             object._install(snapshot, asFault: false)
             for (slot, value) in changed { object._values[slot] = value }
             // Keep locally changed to-one relationships; reload to-many ones.
@@ -767,6 +831,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 }
             }
         } else {
+            forgetLoadFailure(object)
             object._relations = nil
             object._flags.insert(.fault)
             object._flags.remove(.prefilled)

@@ -296,6 +296,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Rows for object IDs (faults), from the row cache or the stores; missing rows are left out.
+    /// - Throws: `.storeNotAttached` for an ID of a store that is not attached (its rows are
+    ///   not known to be gone); the store's error when reading fails.
     package func rows(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: StoreRow] {
         var result: [ObjectID: StoreRow] = [:]
         var missing: [UUID: [ObjectIdentifier: (EntityDescription, [Int64])]] = [:]
@@ -309,7 +311,9 @@ public final class PersistentStoreCoordinator: Sendable {
             }
         }
         for (sid, groups) in missing {
-            guard let store = persistentStore(withIdentifier: sid) else { continue }
+            guard let store = persistentStore(withIdentifier: sid) else {
+                throw Self.detachedStoreError(sid, entity: groups.values.first?.0)
+            }
             for (_, (root, keys)) in groups {
                 for row in try store.engine.rows(of: root, keys: keys) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
@@ -321,7 +325,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return result
     }
 
+    /// The error for objects of a store that is not attached (their rows are not known to be gone).
+    private static func detachedStoreError(_ store: UUID, entity: EntityDescription?) -> CoherenceError {
+        CoherenceError(.storeNotAttached, "The store \(store.uuidString) is not attached to this coordinator, so its objects cannot be read.",
+                       entity: entity?.name, store: store.uuidString)
+    }
+
     /// Destinations of a relationship for several objects (all in one query per store).
+    /// - Throws: `.storeNotAttached` for an ID of a store that is not attached.
     package func related(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
         // The callers' IDs by store and key, so results map back without scanning `ids` per row.
         var byStore: [UUID: [Int64: ObjectID]] = [:]
@@ -330,7 +341,9 @@ public final class PersistentStoreCoordinator: Sendable {
         let byNumber = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.entityNumber, $0) })
         var result: [ObjectID: [ObjectID]] = [:]
         for (sid, sources) in byStore {
-            guard let store = persistentStore(withIdentifier: sid) else { continue }
+            guard let store = persistentStore(withIdentifier: sid) else {
+                throw Self.detachedStoreError(sid, entity: relationship.entity)
+            }
             let related = try store.engine.related(relationship, sources: Array(sources.keys))
             for (source, targets) in related {
                 guard let sourceID = sources[source] else { continue }

@@ -1,0 +1,128 @@
+import Foundation
+
+/// An object whose data could not be loaded because reading its row failed (not because the row
+/// is gone): the error met, and the attribute slots edited since (their values are in the
+/// object; they are applied over the row once it loads).
+struct UnloadedObject {
+    let object: ManagedObject
+    var error: CoherenceError
+    var editedSlots: [Int] = []
+}
+
+extension ManagedObjectContext {
+    // MARK: Faults that cannot be filled
+
+    /// Reports an error met while loading an object's data or relationships: never thrown at
+    /// the caller who happened to touch the object, never silent.
+    func reportLoadError(_ error: CoherenceError) {
+        // LOG: the single place load errors are reported; route it to the library's logger.
+        reportPropagationError(error)
+    }
+
+    /// The error with the object named (an error from a store names no object).
+    static func naming(_ object: ManagedObject, in error: CoherenceError) -> CoherenceError {
+        naming(object._objectID, in: error)
+    }
+
+    /// The error with the object `id` names named.
+    static func naming(_ id: ObjectID?, in error: CoherenceError) -> CoherenceError {
+        var error = error
+        if error.objectID == nil { error.objectID = id }
+        if error.entityName == nil { error.entityName = id?.entity.name }
+        return error
+    }
+
+    /// Records that filling `object` failed with `error`: the object stays a fault with no data
+    /// (its entity's defaults: nothing from an earlier load is presented as its row), the error
+    /// is kept, and reported the first time. Edits made since are kept (see
+    /// ``_noteUnloadedEdit(_:slot:)``).
+    func _noteLoadFailure(_ object: ManagedObject, _ error: CoherenceError) {
+        let error = Self.naming(object, in: error)
+        let key = ObjectIdentifier(object)
+        if unloaded[key] != nil, object._flags.contains(.loadFailed) {
+            unloaded[key]?.error = error
+            return
+        }
+        object._flags.remove([.prefilled, .inaccessible])
+        object._flags.insert([.fault, .loadFailed])
+        object._committed = nil
+        object._committedToOneStorage = nil
+        object._toOneCache = nil
+        object._toOneCacheSlot = -1
+        object._valueStorage = object.entity.initialValues
+        object._version = 0
+        unloaded[key] = UnloadedObject(object: object, error: error)
+        reportLoadError(error)
+    }
+
+    /// Notes an edit of an object whose data could not be loaded.
+    func _noteUnloadedEdit(_ object: ManagedObject, slot: Int) {
+        let key = ObjectIdentifier(object)
+        guard unloaded[key] != nil else { return }
+        if unloaded[key]?.editedSlots.contains(slot) == false { unloaded[key]?.editedSlots.append(slot) }
+    }
+
+    /// Forgets the record of an object whose data now loaded, returning the slots edited meanwhile.
+    func _takeUnloadedEdits(_ object: ManagedObject) -> [Int] {
+        unloaded.removeValue(forKey: ObjectIdentifier(object))?.editedSlots ?? []
+    }
+
+    /// Drops the edits made to objects whose data could not be loaded (rollback): they read
+    /// their entity's defaults again until they load.
+    func discardUnloadedEdits() {
+        for (key, record) in unloaded where !record.editedSlots.isEmpty {
+            record.object._valueStorage = record.object.entity.initialValues
+            if record.object._flags.contains(.loadFailed) {
+                unloaded[key]?.editedSlots = []
+            } else {
+                unloaded[key] = nil   // its row turned out gone: nothing is left to keep
+            }
+        }
+    }
+
+    /// Forgets an object's load failure (its changes are discarded or it left the context).
+    func forgetLoadFailure(_ object: ManagedObject) {
+        guard !unloaded.isEmpty, unloaded.removeValue(forKey: ObjectIdentifier(object)) != nil else { return }
+        if object._flags.contains(.loadFailed) {
+            object._flags.remove(.loadFailed)
+            object._valueStorage = object.entity.initialValues
+        }
+    }
+
+    /// Before a save: loads every changed object whose data could not be loaded, so its edits
+    /// apply over its row; throws when one still cannot load (its edits are kept).
+    func loadUnloadedChanges() throws(CoherenceError) {
+        var failures: [CoherenceError] = []
+        func load(_ o: ManagedObject) {
+            guard let record = unloaded[ObjectIdentifier(o)],
+                  o.isDeleted || !record.editedSlots.isEmpty || o._hasRelationshipChanges else { return }
+            do throws(CoherenceError) {
+                try o.fulfillFault()
+            } catch {
+                failures.append(error)
+            }
+        }
+        updatedCandidates.values.forEach(load)
+        deletedList.forEach(load)
+        guard let first = failures.first else { return }
+        var error = CoherenceError(first.code,
+                                   "\(first.objectID.map { "\($0)" } ?? "An object") has unsaved changes, but its data could not be loaded, so they were not saved (they are kept): \(first.message)",
+                                   entity: first.entityName, objectID: first.objectID, store: first.store, sql: first.sql)
+        error.underlyingErrors = failures
+        throw error
+    }
+
+    /// Destinations of a relationship for an object, loading it for the object's whole fetch
+    /// group in one query; nil when it cannot be read (the error is reported, and the
+    /// relationship stays a fault, to be read again later).
+    package func _relatedIDs(_ r: RelationshipDescription, of object: ManagedObject) -> [ObjectID]? {
+        do throws(CoherenceError) {
+            return try _loadRelatedIDs(r, of: object)
+        } catch {
+            var error = Self.naming(object, in: error)
+            if error.propertyName == nil { error.propertyName = r.name }
+            reportLoadError(error)
+            return nil
+        }
+    }
+}

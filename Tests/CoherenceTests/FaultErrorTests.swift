@@ -1,0 +1,310 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+@testable import Coherence
+
+/// Collects the errors a context reports (its strategy error hook, called on a global queue).
+final class ReportedErrors: Sendable {
+    private let errors = Mutex<[CoherenceError]>([])
+    private let arrived = DispatchSemaphore(value: 0)
+
+    /// Installs the recorder as `context`'s error hook.
+    func watch(_ context: ManagedObjectContext) {
+        context.hooks.errorHandler = { [self] error in
+            errors.withLock { $0.append(error as? CoherenceError ?? CoherenceError(.invalidRequest, "\(error)")) }
+            arrived.signal()
+        }
+    }
+
+    /// Waits until `count` errors arrived (or gives up after a minute, so a missing report
+    /// fails the test instead of hanging it) and returns every error so far.
+    func wait(for count: Int) -> [CoherenceError] {
+        var received = 0
+        while received < count, arrived.wait(timeout: .now() + 60) == .success { received += 1 }
+        return errors.withLock { $0 }
+    }
+}
+
+/// Faults whose rows cannot be read (store detached, damaged file) fail loudly: the object
+/// stays a fault, the error is kept, thrown and reported, and edits are never dropped.
+@Suite("Faults that cannot be filled")
+struct FaultErrorTests {
+    /// Paris with Ada (30) and Bob (40); returns the IDs of Ada and Paris.
+    static func seed(_ coordinator: PersistentStoreCoordinator) throws -> (ada: ObjectID, paris: ObjectID) {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "seed")
+        return try context.performAndWait {
+            let paris = Town(context: context)
+            paris.name = "Paris"
+            let ada = Person(context: context)
+            ada.name = "Ada"
+            ada.age = 30
+            ada.town = paris
+            let bob = Person(context: context)
+            bob.name = "Bob"
+            bob.age = 40
+            bob.town = paris
+            try context.save()
+            return (ada.objectID, paris.objectID)
+        }
+    }
+
+    /// Ada's stored name, age and score, read through a new coordinator.
+    static func storedAda(_ url: URL, _ id: ObjectID, model: ManagedObjectModel) throws -> (name: String, age: Int, score: Double) {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        return try context.performAndWait {
+            let ada = try #require(try context.existingObject(with: id) as? Person)
+            return (ada.name, ada.age, ada.score)
+        }
+    }
+
+    @Test func aFaultOfADetachedStoreKeepsItsErrorAndEditUntilTheStoreIsBack() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, _) = try Self.seed(coordinator)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let reported = ReportedErrors()
+        reported.watch(context)
+        try context.performAndWait {
+            let ada = try #require(context.object(with: adaID) as? Person)
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+
+            // Reading gives no data: the object stays a fault and the error is kept and thrown.
+            _ = ada.name
+            #expect(ada.isFault)
+            let error = #expect(throws: CoherenceError.self) { try ada.fulfillFault() }
+            #expect(error?.code == .storeNotAttached)
+            #expect(error?.objectID == adaID)
+            let existing = #expect(throws: CoherenceError.self) { try context.existingObject(with: adaID) }
+            #expect(existing?.code == .storeNotAttached, "not 'deleted': \(String(describing: existing))")
+
+            // Edits are kept, also one to the default value; the save refuses, naming the object.
+            ada.age = 0
+            ada.score = 1.5
+            #expect(ada.age == 0 && ada.score == 1.5)
+            #expect(context.hasChanges)
+            #expect(context.updatedObjects.contains(ada))
+            let saveError = #expect(throws: CoherenceError.self) { try context.save() }
+            #expect(saveError?.code == .storeNotAttached)
+            #expect(saveError?.objectID == adaID)
+            #expect(context.hasChanges)
+
+            // The store is back: the next access loads the row under the edits, and the save writes them.
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            #expect(ada.name == "Ada")
+            #expect(!ada.isFault)
+            #expect(ada.age == 0 && ada.score == 1.5)
+            #expect(ada.changedValues().keys.sorted() == ["age", "score"])
+            try context.save()
+            #expect(!context.hasChanges)
+        }
+        let stored = try Self.storedAda(url, adaID, model: coordinator.managedObjectModel)
+        #expect(stored.name == "Ada" && stored.age == 0 && stored.score == 1.5)
+        #expect(reported.wait(for: 1).contains { $0.code == .storeNotAttached && $0.objectID == adaID })
+    }
+
+    @Test func aFetchOrExistingObjectLoadsAnObjectWhoseLoadFailedAndKeepsItsEdit() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, _) = try Self.seed(coordinator)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let ada = try #require(context.object(with: adaID) as? Person)
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            ada.age = 31
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            // A fetch returning faults fills it, with the edit on top.
+            let fetched = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]))
+            #expect(fetched.first === ada)
+            #expect(ada.age == 31 && ada.name == "Ada")
+            #expect(ada.isUpdated)
+            #expect(try context.existingObject(with: adaID) === ada)
+            try context.save()
+        }
+        #expect(try Self.storedAda(url, adaID, model: coordinator.managedObjectModel).age == 31)
+    }
+
+    @Test func rollbackAndRefreshDiscardTheEditsOfAnObjectThatCouldNotLoad() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, parisID) = try Self.seed(coordinator)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let ada = try #require(context.object(with: adaID) as? Person)
+            let paris = try #require(context.object(with: parisID) as? Town)
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            ada.age = 99
+            paris.population = 5
+            context.rollback()
+            context.refresh(paris, mergeChanges: false)
+            #expect(!context.hasChanges)
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            #expect(ada.age == 30 && paris.population == 0 && paris.name == "Paris")
+            #expect(!context.hasChanges)
+        }
+    }
+
+    @Test func relationshipFaultsOfADetachedStoreStayFaultsAndLoadLater() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, parisID) = try Self.seed(coordinator)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let reported = ReportedErrors()
+        reported.watch(context)
+        try context.performAndWait {
+            let ada = try #require(try context.existingObject(with: adaID) as? Person)
+            let paris = try #require(try context.existingObject(with: parisID) as? Town)
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+
+            // To-many: not loaded, so not "empty" for good; the error is thrown on request.
+            _ = paris.people
+            let error = #expect(throws: CoherenceError.self) { try paris.fulfillFault(forRelationshipNamed: "people") }
+            #expect(error?.code == .storeNotAttached)
+            #expect(throws: CoherenceError.self) { try ada.fulfillFault(forRelationshipNamed: "nope") }
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            #expect(paris.people.map(\.name).sorted() == ["Ada", "Bob"])
+            #expect(!context.hasChanges)
+        }
+        #expect(reported.wait(for: 1).contains { $0.code == .storeNotAttached && $0.objectID == parisID && $0.propertyName == "people" })
+
+        // To-one: the destination is known from Ada's row, but its data is not loaded.
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try other.performAndWait {
+            let ada = try #require(try other.existingObject(with: adaID) as? Person)
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            let town = try #require(ada.town)
+            _ = town.population
+            #expect(town.isFault)
+            #expect(throws: CoherenceError.self) { try town.fulfillFault() }
+            try ada.fulfillFault(forRelationshipNamed: "town")   // Ada's own row is loaded
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            #expect(ada.town?.name == "Paris")
+            #expect(!other.hasChanges)
+        }
+    }
+
+    @Test func refreshReportsAnErrorAndKeepsTheObject() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, parisID) = try Self.seed(coordinator)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let reported = ReportedErrors()
+        reported.watch(context)
+        try context.performAndWait {
+            let ada = try #require(try context.existingObject(with: adaID) as? Person)
+            let paris = try #require(context.object(with: parisID) as? Town)
+            ada.age = 5
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            context.refresh(ada, mergeChanges: true)
+            context.refresh(paris, mergeChanges: true)
+            #expect(ada.name == "Ada" && ada.age == 5 && !ada.isFault)
+            #expect(paris.isFault)
+            #expect(throws: CoherenceError.self) { try paris.fulfillFault() }
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            context.refresh(ada, mergeChanges: true)
+            #expect(ada.name == "Ada" && ada.age == 5)
+            #expect(paris.name == "Paris")
+        }
+        let errors = reported.wait(for: 2)
+        #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == adaID })
+        #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == parisID })
+    }
+
+    @Test func aChildContextSeesTheErrorOfItsParent() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, parisID) = try Self.seed(coordinator)
+        let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        try coordinator.remove(try #require(coordinator.persistentStores.first))
+        try child.performAndWait {
+            let ada = try #require(child.object(with: adaID) as? Person)
+            let error = #expect(throws: CoherenceError.self) { try ada.fulfillFault() }
+            #expect(error?.code == .storeNotAttached)
+            #expect(throws: CoherenceError.self) { try child.existingObject(with: parisID) }
+            ada.age = 7
+            #expect(throws: CoherenceError.self) { try child.save() }
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            #expect(ada.name == "Ada" && ada.age == 7)
+            let paris = try #require(try child.existingObject(with: parisID) as? Town)
+            #expect(paris.people.count == 2)
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        #expect(try Self.storedAda(url, adaID, model: coordinator.managedObjectModel).age == 7)
+    }
+
+    @Test func aDeletedRowIsStillReportedAsDeleted() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, _) = try Self.seed(coordinator)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let ada = try #require(context.object(with: adaID) as? Person)
+            try other.performAndWait {
+                other.delete(try other.existingObject(with: adaID))
+                try other.save()
+            }
+            let error = #expect(throws: CoherenceError.self) { try ada.fulfillFault() }
+            #expect(error?.code == .objectNotFound)
+            #expect(throws: CoherenceError.self) { try context.existingObject(with: adaID) }
+        }
+    }
+
+    @Test func aCorruptPageGivesATypedErrorNeverDefaults() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        // Enough rows for the table to span several pages.
+        let ids: [ObjectID] = try writer.performAndWait {
+            let people = (0..<300).map { n -> Person in
+                let p = Person(context: writer)
+                p.name = "Person \(n) " + String(repeating: "x", count: 100)
+                return p
+            }
+            try writer.save()
+            return people.map(\.objectID)
+        }
+        try coordinator.remove(try #require(coordinator.persistentStores.first))
+
+        // Overwrite the Person table's root page (not the schema) through a second handle.
+        let (root, pageSize): (Int64, Int64) = try {
+            let c = try SQLiteConnection(location: .file(url.path))
+            let root = try c.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = 'Person'").rows { $0.int64(0) }.first
+            let size = try c.prepare("PRAGMA page_size").rows { $0.int64(0) }.first
+            return (try #require(root), try #require(size))
+        }()
+        #expect(root > 1)
+        let file = try FileHandle(forWritingTo: url)
+        try file.seek(toOffset: UInt64((root - 1) * pageSize))
+        try file.write(contentsOf: Data(repeating: 0xA5, count: Int(pageSize)))
+        try file.close()
+
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let reported = ReportedErrors()
+        reported.watch(context)
+        try context.performAndWait {
+            let person = try #require(context.object(with: ids[150]) as? Person)
+            _ = person.name
+            #expect(person.isFault)   // no data was read: the default it returned is not presented as the row's
+            let error = #expect(throws: CoherenceError.self) { try person.fulfillFault() }
+            #expect(error?.objectID == ids[150])
+            #expect(error?.underlyingErrors.contains { ($0 as? SQLiteError)?.resultCode == SQLiteError.corrupt } == true,
+                    "\(String(describing: error))")
+            #expect(throws: CoherenceError.self) { try context.existingObject(with: ids[3]) }
+            #expect(throws: CoherenceError.self) { try context.fetch(FetchRequest<Person>()) }
+        }
+        #expect(reported.wait(for: 1).contains { $0.objectID == ids[150] })
+    }
+}
