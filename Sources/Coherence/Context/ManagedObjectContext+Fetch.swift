@@ -11,6 +11,10 @@ extension ManagedObjectContext {
     /// ```swift
     /// let adults = try context.fetch(FetchRequest<Person>(predicate: #Predicate { $0.age >= 18 }))
     /// ```
+    ///
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity (also with no
+    ///   store at all, and in a child context), as a save of it does: never an empty answer
+    ///   about data the context cannot see. Errors of the request and the stores.
     public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [T] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
@@ -29,6 +33,7 @@ extension ManagedObjectContext {
     }
 
     /// The IDs of the objects a request matches (unsaved changes included).
+    /// - Throws: as ``fetch(_:)``.
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
@@ -39,6 +44,7 @@ extension ManagedObjectContext {
     }
 
     /// The number of objects a request matches (unsaved changes included).
+    /// - Throws: as ``fetch(_:)``.
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)

@@ -159,18 +159,30 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// The store new objects of `entity` go to: the first attached store that holds it.
     package func assignedStore(for entity: EntityDescription) throws(CoherenceError) -> PersistentStore {
-        guard let store = stores(for: entity).first else {
-            throw CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
-        }
+        guard let store = stores(for: entity).first else { throw Self.noStoreError(entity) }
         return store
+    }
+
+    /// The stores that hold `entity`, for a read or a save of it.
+    /// - Throws: `.noStoreForEntity` when no attached store holds it: a fetch must not answer
+    ///   "nothing" about data it cannot see.
+    package func readStores(for entity: EntityDescription) throws(CoherenceError) -> [PersistentStore] {
+        let stores = self.stores(for: entity)
+        if stores.isEmpty { throw Self.noStoreError(entity) }
+        return stores
+    }
+
+    private static func noStoreError(_ entity: EntityDescription) -> CoherenceError {
+        CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
     }
 
     // MARK: Fetching
 
     /// Rows matching a compiled fetch, with their object IDs, across every store holding the
     /// entity.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     package func fetchRows(_ fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
-        let stores = self.stores(for: fetch.entity)
+        let stores = try readStores(for: fetch.entity)
         if stores.count == 1, let store = stores.first {
             return try store.engine.fetch(fetch).map { (ObjectID(entity: $0.entity, storeIdentifier: store.identifier, primaryKey: $0.primaryKey), $0) }
         }
@@ -187,13 +199,14 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// When exactly one store holds the fetch's entity, hands each row to `body` as the store
-    /// reads it and returns true; returns false otherwise. Before the first row, `begin` learns
-    /// the store's identifier and how many rows it expects (see
+    /// reads it and returns true; returns false when several do. Before the first row, `begin`
+    /// learns the store's identifier and how many rows it expects (see
     /// ``StoreEngine/fetch(_:expecting:each:)``). Contexts register objects this way without
     /// holding every row first.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     package func forEachSingleStoreRow(_ fetch: StoreFetch, begin: (_ store: UUID, _ expectedRows: Int) -> Void,
                                        _ body: (consuming StoreRow) -> Void) throws(CoherenceError) -> Bool {
-        let stores = self.stores(for: fetch.entity)
+        let stores = try readStores(for: fetch.entity)
         guard stores.count == 1, let store = stores.first else { return false }
         let identifier = store.identifier
         try store.engine.fetch(fetch, expecting: { begin(identifier, $0) }, each: body)
@@ -220,9 +233,11 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The IDs of the objects a request matches.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity (as a save of it
+    ///   does), and errors of the request or the stores.
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
         let fetch = try request.storeFetch(in: managedObjectModel)
-        let stores = self.stores(for: fetch.entity)
+        let stores = try readStores(for: fetch.entity)
         if stores.count == 1, let store = stores.first {
             let byNumber = Dictionary(uniqueKeysWithValues: SQLGenerator.hierarchy(of: fetch.entity).map { ($0.entityNumber, $0) })
             return try store.engine.fetchKeys(fetch).compactMap { key in
@@ -233,15 +248,16 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The number of objects a request matches (limit and offset applied).
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
         try count(try request.storeFetch(in: managedObjectModel))
     }
 
     /// The number of rows a compiled fetch matches across its stores (limit and offset applied).
     package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
-        let stores = self.stores(for: fetch.entity)
-        if stores.count <= 1 {
-            return try stores.first?.engine.count(fetch) ?? 0
+        let stores = try readStores(for: fetch.entity)
+        if stores.count == 1, let store = stores.first {
+            return try store.engine.count(fetch)
         }
         var total = 0
         var unlimited = fetch
@@ -255,6 +271,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The matching objects as dictionaries of `request.propertiesToFetch` (every attribute when
     /// nil): attributes as their Swift values, to-one relationships as ``ObjectID``s. Nil values
     /// are left out, as in Core Data.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [[String: any Sendable]] {
         let fetch = try request.storeFetch(in: managedObjectModel)
         let properties: [PropertyDescription]
