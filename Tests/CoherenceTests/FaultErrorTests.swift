@@ -30,55 +30,70 @@ final class ReportedErrors: Sendable {
 /// stays a fault, the error is kept, thrown and reported, and edits are never dropped.
 @Suite("Faults that cannot be filled")
 struct FaultErrorTests {
-    /// Paris with Ada (30) and Bob (40); returns the IDs of Ada and Paris.
-    static func seed(_ coordinator: PersistentStoreCoordinator) throws -> (ada: ObjectID, paris: ObjectID) {
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "seed")
-        return try context.performAndWait {
-            let paris = Town(context: context)
-            paris.name = "Paris"
-            let ada = Person(context: context)
-            ada.name = "Ada"
-            ada.age = 30
-            ada.town = paris
-            let bob = Person(context: context)
-            bob.name = "Bob"
-            bob.age = 40
-            bob.town = paris
-            try context.save()
-            return (ada.objectID, paris.objectID)
-        }
-    }
+    /// A SQLite store holding Paris with Ada (30) and Bob (40), and a context on it whose
+    /// reported errors are collected.
+    final class Fixture {
+        let dir: TemporaryDirectory
+        let url: URL
+        let coordinator: PersistentStoreCoordinator
+        let ada: ObjectID
+        let paris: ObjectID
+        let context: ManagedObjectContext
+        let reported = ReportedErrors()
 
-    /// Ada's stored name, age and score, read through a new coordinator.
-    static func storedAda(_ url: URL, _ id: ObjectID, model: ManagedObjectModel) throws -> (name: String, age: Int, score: Double) {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        try coordinator.addPersistentStore(type: .sqlite, at: url)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        return try context.performAndWait {
-            let ada = try #require(try context.existingObject(with: id) as? Person)
-            return (ada.name, ada.age, ada.score)
+        init(_ name: String = #function) throws {
+            dir = try TemporaryDirectory(name)
+            url = dir.file("store.sqlite")
+            coordinator = try makeCoordinator(.sqlite, in: dir)
+            let seed = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "seed")
+            (ada, paris) = try seed.performAndWait {
+                let paris = Town(context: seed)
+                paris.name = "Paris"
+                for (name, age) in [("Ada", 30), ("Bob", 40)] {
+                    let p = Person(context: seed)
+                    p.name = name
+                    p.age = age
+                    p.town = paris
+                }
+                try seed.save()
+                let ada = try #require(try seed.fetch(FetchRequest<Person>(predicate: #Predicate { $0.name == "Ada" })).first)
+                return (ada.objectID, paris.objectID)
+            }
+            context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            reported.watch(context)
+        }
+
+        /// Detaches the store (the objects' rows cannot be read).
+        func detach() throws { try coordinator.remove(try #require(coordinator.persistentStores.first)) }
+        /// Attaches the same file again.
+        func reattach() throws { try coordinator.addPersistentStore(type: .sqlite, at: url) }
+
+        /// Ada's stored name, age and score, read through a new coordinator.
+        func storedAda() throws -> (name: String, age: Int, score: Double) {
+            let other = PersistentStoreCoordinator(managedObjectModel: coordinator.managedObjectModel)
+            try other.addPersistentStore(type: .sqlite, at: url)
+            let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+            return try reader.performAndWait {
+                let ada = try #require(try reader.existingObject(with: self.ada) as? Person)
+                return (ada.name, ada.age, ada.score)
+            }
         }
     }
 
     @Test func aFaultOfADetachedStoreKeepsItsErrorAndEditUntilTheStoreIsBack() throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let (adaID, _) = try Self.seed(coordinator)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let reported = ReportedErrors()
-        reported.watch(context)
+        let f = try Fixture()
+        let context = f.context
         try context.performAndWait {
-            let ada = try #require(context.object(with: adaID) as? Person)
-            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            let ada = try #require(context.object(with: f.ada) as? Person)
+            try f.detach()
 
             // Reading gives no data: the object stays a fault and the error is kept and thrown.
             _ = ada.name
             #expect(ada.isFault)
             let error = #expect(throws: CoherenceError.self) { try ada.fulfillFault() }
             #expect(error?.code == .storeNotAttached)
-            #expect(error?.objectID == adaID)
-            let existing = #expect(throws: CoherenceError.self) { try context.existingObject(with: adaID) }
+            #expect(error?.objectID == f.ada)
+            let existing = #expect(throws: CoherenceError.self) { try context.existingObject(with: f.ada) }
             #expect(existing?.code == .storeNotAttached, "not 'deleted': \(String(describing: existing))")
 
             // Edits are kept, also one to the default value; the save refuses, naming the object.
@@ -89,11 +104,11 @@ struct FaultErrorTests {
             #expect(context.updatedObjects.contains(ada))
             let saveError = #expect(throws: CoherenceError.self) { try context.save() }
             #expect(saveError?.code == .storeNotAttached)
-            #expect(saveError?.objectID == adaID)
+            #expect(saveError?.objectID == f.ada)
             #expect(context.hasChanges)
 
             // The store is back: the next access loads the row under the edits, and the save writes them.
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try f.reattach()
             #expect(ada.name == "Ada")
             #expect(!ada.isFault)
             #expect(ada.age == 0 && ada.score == 1.5)
@@ -101,162 +116,140 @@ struct FaultErrorTests {
             try context.save()
             #expect(!context.hasChanges)
         }
-        let stored = try Self.storedAda(url, adaID, model: coordinator.managedObjectModel)
+        let stored = try f.storedAda()
         #expect(stored.name == "Ada" && stored.age == 0 && stored.score == 1.5)
-        #expect(reported.wait(for: 1).contains { $0.code == .storeNotAttached && $0.objectID == adaID })
+        #expect(f.reported.wait(for: 1).contains { $0.code == .storeNotAttached && $0.objectID == f.ada })
     }
 
     @Test func aFetchOrExistingObjectLoadsAnObjectWhoseLoadFailedAndKeepsItsEdit() throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let (adaID, _) = try Self.seed(coordinator)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let f = try Fixture()
+        let context = f.context
         try context.performAndWait {
-            let ada = try #require(context.object(with: adaID) as? Person)
-            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            let ada = try #require(context.object(with: f.ada) as? Person)
+            try f.detach()
             ada.age = 31
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try f.reattach()
             // A fetch returning faults fills it, with the edit on top.
             let fetched = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]))
             #expect(fetched.first === ada)
             #expect(ada.age == 31 && ada.name == "Ada")
             #expect(ada.isUpdated)
-            #expect(try context.existingObject(with: adaID) === ada)
+            #expect(try context.existingObject(with: f.ada) === ada)
             try context.save()
         }
-        #expect(try Self.storedAda(url, adaID, model: coordinator.managedObjectModel).age == 31)
+        #expect(try f.storedAda().age == 31)
     }
 
     @Test func rollbackAndRefreshDiscardTheEditsOfAnObjectThatCouldNotLoad() throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let (adaID, parisID) = try Self.seed(coordinator)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let f = try Fixture()
+        let context = f.context
         try context.performAndWait {
-            let ada = try #require(context.object(with: adaID) as? Person)
-            let paris = try #require(context.object(with: parisID) as? Town)
-            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            let ada = try #require(context.object(with: f.ada) as? Person)
+            let paris = try #require(context.object(with: f.paris) as? Town)
+            try f.detach()
             ada.age = 99
             paris.population = 5
             context.rollback()
             context.refresh(paris, mergeChanges: false)
             #expect(!context.hasChanges)
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try f.reattach()
             #expect(ada.age == 30 && paris.population == 0 && paris.name == "Paris")
             #expect(!context.hasChanges)
         }
     }
 
     @Test func relationshipFaultsOfADetachedStoreStayFaultsAndLoadLater() throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let (adaID, parisID) = try Self.seed(coordinator)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let reported = ReportedErrors()
-        reported.watch(context)
+        let f = try Fixture()
+        let context = f.context
         try context.performAndWait {
-            let ada = try #require(try context.existingObject(with: adaID) as? Person)
-            let paris = try #require(try context.existingObject(with: parisID) as? Town)
-            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            let ada = try #require(try context.existingObject(with: f.ada) as? Person)
+            let paris = try #require(try context.existingObject(with: f.paris) as? Town)
+            try f.detach()
 
             // To-many: not loaded, so not "empty" for good; the error is thrown on request.
             _ = paris.people
             let error = #expect(throws: CoherenceError.self) { try paris.fulfillFault(forRelationshipNamed: "people") }
             #expect(error?.code == .storeNotAttached)
             #expect(throws: CoherenceError.self) { try ada.fulfillFault(forRelationshipNamed: "nope") }
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try f.reattach()
             #expect(paris.people.map(\.name).sorted() == ["Ada", "Bob"])
             #expect(!context.hasChanges)
         }
-        #expect(reported.wait(for: 1).contains { $0.code == .storeNotAttached && $0.objectID == parisID && $0.propertyName == "people" })
+        #expect(f.reported.wait(for: 1).contains { $0.code == .storeNotAttached && $0.objectID == f.paris && $0.propertyName == "people" })
 
         // To-one: the destination is known from Ada's row, but its data is not loaded.
-        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: f.coordinator)
         try other.performAndWait {
-            let ada = try #require(try other.existingObject(with: adaID) as? Person)
-            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            let ada = try #require(try other.existingObject(with: f.ada) as? Person)
+            try f.detach()
             let town = try #require(ada.town)
             _ = town.population
             #expect(town.isFault)
             #expect(throws: CoherenceError.self) { try town.fulfillFault() }
             try ada.fulfillFault(forRelationshipNamed: "town")   // Ada's own row is loaded
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try f.reattach()
             #expect(ada.town?.name == "Paris")
             #expect(!other.hasChanges)
         }
     }
 
     @Test func refreshReportsAnErrorAndKeepsTheObject() throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let (adaID, parisID) = try Self.seed(coordinator)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let reported = ReportedErrors()
-        reported.watch(context)
+        let f = try Fixture()
+        let context = f.context
         try context.performAndWait {
-            let ada = try #require(try context.existingObject(with: adaID) as? Person)
-            let paris = try #require(context.object(with: parisID) as? Town)
+            let ada = try #require(try context.existingObject(with: f.ada) as? Person)
+            let paris = try #require(context.object(with: f.paris) as? Town)
             ada.age = 5
-            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            try f.detach()
             context.refresh(ada, mergeChanges: true)
             context.refresh(paris, mergeChanges: true)
             #expect(ada.name == "Ada" && ada.age == 5 && !ada.isFault)
             #expect(paris.isFault)
             #expect(throws: CoherenceError.self) { try paris.fulfillFault() }
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try f.reattach()
             context.refresh(ada, mergeChanges: true)
             #expect(ada.name == "Ada" && ada.age == 5)
             #expect(paris.name == "Paris")
         }
-        let errors = reported.wait(for: 2)
-        #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == adaID })
-        #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == parisID })
+        let errors = f.reported.wait(for: 2)
+        #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == f.ada })
+        #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == f.paris })
     }
 
     @Test func aChildContextSeesTheErrorOfItsParent() throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let (adaID, parisID) = try Self.seed(coordinator)
-        let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
-        try coordinator.remove(try #require(coordinator.persistentStores.first))
+        let f = try Fixture()
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: f.context)
+        try f.detach()
         try child.performAndWait {
-            let ada = try #require(child.object(with: adaID) as? Person)
+            let ada = try #require(child.object(with: f.ada) as? Person)
             let error = #expect(throws: CoherenceError.self) { try ada.fulfillFault() }
             #expect(error?.code == .storeNotAttached)
-            #expect(throws: CoherenceError.self) { try child.existingObject(with: parisID) }
+            #expect(throws: CoherenceError.self) { try child.existingObject(with: f.paris) }
             ada.age = 7
             #expect(throws: CoherenceError.self) { try child.save() }
-            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            try f.reattach()
             #expect(ada.name == "Ada" && ada.age == 7)
-            let paris = try #require(try child.existingObject(with: parisID) as? Town)
+            let paris = try #require(try child.existingObject(with: f.paris) as? Town)
             #expect(paris.people.count == 2)
             try child.save()
         }
-        try parent.performAndWait { try parent.save() }
-        #expect(try Self.storedAda(url, adaID, model: coordinator.managedObjectModel).age == 7)
+        try f.context.performAndWait { try f.context.save() }
+        #expect(try f.storedAda().age == 7)
     }
 
     @Test func aDeletedRowIsStillReportedAsDeleted() throws {
-        let dir = try TemporaryDirectory()
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let (adaID, _) = try Self.seed(coordinator)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let f = try Fixture()
+        let context = f.context
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: f.coordinator)
         try context.performAndWait {
-            let ada = try #require(context.object(with: adaID) as? Person)
+            let ada = try #require(context.object(with: f.ada) as? Person)
             try other.performAndWait {
-                other.delete(try other.existingObject(with: adaID))
+                other.delete(try other.existingObject(with: f.ada))
                 try other.save()
             }
             let error = #expect(throws: CoherenceError.self) { try ada.fulfillFault() }
             #expect(error?.code == .objectNotFound)
-            #expect(throws: CoherenceError.self) { try context.existingObject(with: adaID) }
+            #expect(throws: CoherenceError.self) { try context.existingObject(with: f.ada) }
         }
     }
 
