@@ -193,6 +193,38 @@ struct FaultErrorTests {
         }
     }
 
+    @Test func aOneToOneKeptOnTheOtherSideStaysUnresolvedUntilItCanBeRead() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [MapOwner.self, MapPassport.self]))
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let ids: (owner: ObjectID, passport: ObjectID) = try context.performAndWait {
+            let owner = MapOwner(context: context)
+            owner.name = "Ada"
+            let passport = MapPassport(context: context)
+            passport.number = "P1"
+            owner.passport = passport
+            try context.save()
+            return (owner.objectID, passport.objectID)
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let owner = try #require(try reader.existingObject(with: ids.owner) as? MapOwner)
+            let passport = try #require(try reader.existingObject(with: ids.passport) as? MapPassport)
+            // The side without the foreign key needs a query to resolve.
+            let ownerSideHasKey = try #require(owner.entity.relationshipsByName["passport"]).hasForeignKey
+            let (object, name): (ManagedObject, String) = ownerSideHasKey ? (passport, "owner") : (owner, "passport")
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+            #expect(ownerSideHasKey ? passport.owner == nil : owner.passport == nil)
+            let error = #expect(throws: CoherenceError.self) { try object.fulfillFault(forRelationshipNamed: name) }
+            #expect(error?.code == .storeNotAttached)
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            #expect(passport.owner === owner && owner.passport === passport)
+            #expect(!reader.hasChanges)
+        }
+    }
+
     @Test func refreshReportsAnErrorAndKeepsTheObject() throws {
         let f = try Fixture()
         let context = f.context
