@@ -225,6 +225,25 @@ struct FaultErrorTests {
         }
     }
 
+    @Test func aDeleteWhoseRelationshipsCannotBeReadCompletesItsRulesAtSave() throws {
+        let f = try Fixture()
+        let context = f.context
+        try context.performAndWait {
+            let paris = try #require(try context.existingObject(with: f.paris) as? Town)
+            try f.detach()
+            // Town.people cascades, but the people cannot be read now.
+            context.delete(paris)
+            let error = #expect(throws: CoherenceError.self) { try context.save() }
+            #expect(error?.code == .storeNotAttached)
+            #expect(error?.objectID == f.paris)
+            #expect(paris.isDeleted && context.hasChanges)
+            try f.reattach()
+            try context.save()
+            #expect(try context.count(for: FetchRequest<Person>()) == 0)
+            #expect(try context.count(for: FetchRequest<Town>()) == 0)
+        }
+    }
+
     @Test func refreshReportsAnErrorAndKeepsTheObject() throws {
         let f = try Fixture()
         let context = f.context
@@ -285,6 +304,58 @@ struct FaultErrorTests {
         }
     }
 
+    /// Detaches the store at `url` and overwrites the root page of `table` (not the schema)
+    /// through a second handle, then attaches the store again.
+    static func corruptTable(_ table: String, of coordinator: PersistentStoreCoordinator, at url: URL) throws {
+        try coordinator.remove(try #require(coordinator.persistentStore(for: url)))   // closes it (and checkpoints the WAL)
+        let (root, pageSize): (Int64, Int64) = try {
+            let c = try SQLiteConnection(location: .file(url.path))
+            let root = try c.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = '\(table)'").rows { $0.int64(0) }.first
+            let size = try c.prepare("PRAGMA page_size").rows { $0.int64(0) }.first
+            return (try #require(root), try #require(size))
+        }()
+        #expect(root > 1)
+        let file = try FileHandle(forWritingTo: url)
+        try file.seek(toOffset: UInt64((root - 1) * pageSize))
+        try file.write(contentsOf: Data(repeating: 0xA5, count: Int(pageSize)))
+        try file.close()
+    }
+
+    @Test func aDenyRuleWhoseDestinationsCannotBeReadRefusesTheDelete() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("teams.sqlite")
+        let model = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Team", properties: [
+                AttributeDescription(name: "name", type: .string, defaultValue: ""),
+                RelationshipDescription(name: "members", destination: "Member", inverse: "team", isToMany: true, deleteRule: .deny),
+            ]),
+            EntityDescription(name: "Member", properties: [
+                AttributeDescription(name: "name", type: .string, defaultValue: ""),
+                RelationshipDescription(name: "team", destination: "Team", inverse: "members"),
+            ]),
+        ])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let teamID: ObjectID = try writer.performAndWait {
+            let team = try writer.insertNewObject(forEntityName: "Team")
+            let member = try writer.insertNewObject(forEntityName: "Member")
+            let slot = try #require(member.entity.relationshipsByName["team"]?.slot)
+            member._setRelatedObjects([team], at: slot)
+            try writer.save()
+            return team.objectID
+        }
+        try Self.corruptTable("Member", of: coordinator, at: url)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            context.delete(try context.existingObject(with: teamID))
+            let error = #expect(throws: CoherenceError.self) { try context.save() }
+            #expect(error?.underlyingErrors.contains { ($0 as? CoherenceError)?.objectID == teamID } == true, "\(String(describing: error))")
+        }
+        #expect(try coordinator.count(for: FetchRequest<ManagedObject>(entityName: "Team")) == 1)
+    }
+
     @Test func aCorruptPageGivesATypedErrorNeverDefaults() throws {
         let dir = try TemporaryDirectory()
         let url = dir.file("store.sqlite")
@@ -300,21 +371,7 @@ struct FaultErrorTests {
             try writer.save()
             return people.map(\.objectID)
         }
-        try coordinator.remove(try #require(coordinator.persistentStores.first))
-
-        // Overwrite the Person table's root page (not the schema) through a second handle.
-        let (root, pageSize): (Int64, Int64) = try {
-            let c = try SQLiteConnection(location: .file(url.path))
-            let root = try c.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = 'Person'").rows { $0.int64(0) }.first
-            let size = try c.prepare("PRAGMA page_size").rows { $0.int64(0) }.first
-            return (try #require(root), try #require(size))
-        }()
-        #expect(root > 1)
-        let file = try FileHandle(forWritingTo: url)
-        try file.seek(toOffset: UInt64((root - 1) * pageSize))
-        try file.write(contentsOf: Data(repeating: 0xA5, count: Int(pageSize)))
-        try file.close()
-
+        try Self.corruptTable("Person", of: coordinator, at: url)
         try coordinator.addPersistentStore(type: .sqlite, at: url)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let reported = ReportedErrors()

@@ -104,12 +104,54 @@ extension ManagedObjectContext {
         }
         updatedCandidates.values.forEach(load)
         deletedList.forEach(load)
-        guard let first = failures.first else { return }
+        if !failures.isEmpty { throw Self.unsavable(failures, "has unsaved changes, but its data could not be loaded") }
+    }
+
+    /// The save's error when objects' changes cannot be saved: the first failure's code and
+    /// object, every failure in `underlyingErrors`.
+    private static func unsavable(_ failures: [CoherenceError], _ problem: String) -> CoherenceError {
+        let first = failures[0]
         var error = CoherenceError(first.code,
-                                   "\(first.objectID.map { "\($0)" } ?? "An object") has unsaved changes, but its data could not be loaded, so they were not saved (they are kept): \(first.message)",
+                                   "\(first.objectID.map { "\($0)" } ?? "An object") \(problem), so the save wrote nothing (the changes are kept): \(first.message)",
                                    entity: first.entityName, objectID: first.objectID, store: first.store, sql: first.sql)
         error.underlyingErrors = failures
-        throw error
+        return error
+    }
+
+    /// Whether the cascade or nullify rule of `r` ran without knowing all of `o`'s destinations
+    /// (the relationship could not be read when `o` was deleted).
+    func deleteRuleMissedDestinations(_ r: RelationshipDescription, of o: ManagedObject) -> Bool {
+        guard !r.isTransient, r.deleteRule == .cascade || r.deleteRule == .nullify, !o.isInserted else { return false }
+        if r.isToMany {
+            guard case .toMany(let m)? = o._relations?[r.slot] else { return false }
+            return m.objects == nil
+        }
+        // A to-one destination comes from the object's row, or (kept on the other side) is resolved.
+        return r.hasForeignKey ? o._flags.contains(.loadFailed) : o._relations?[r.slot] == nil
+    }
+
+    /// Before a save: completes the delete rules of deleted objects whose relationships could
+    /// not be read when they were deleted (loading them now); throws when one still cannot be
+    /// read (the deletes are kept).
+    func completePendingDeleteRules() throws(CoherenceError) {
+        var failures: [CoherenceError] = []
+        var blocked: [ManagedObject] = []
+        while let o = pendingDeleteRules.popLast() {
+            guard o.isDeleted, o._context === self else { continue }
+            do throws(CoherenceError) {
+                try o.fulfillFault()
+                for r in o.entity.relationships where deleteRuleMissedDestinations(r, of: o) {
+                    try o.fulfillFault(forRelationshipNamed: r.name)
+                }
+            } catch {
+                failures.append(Self.naming(o, in: error))
+                blocked.append(o)
+                continue
+            }
+            applyDeleteRules(o)
+        }
+        pendingDeleteRules = blocked
+        if !failures.isEmpty { throw Self.unsavable(failures, "is deleted, but its relationships could not be read to apply its delete rules") }
     }
 
     /// Destinations of a relationship for an object, loading it for the object's whole fetch

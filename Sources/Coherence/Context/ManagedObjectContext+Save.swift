@@ -26,6 +26,7 @@ extension ManagedObjectContext {
         processPendingChanges()
         // Objects edited while their data could not be loaded load now (or the save throws).
         if !unloaded.isEmpty { try loadUnloadedChanges() }
+        if !pendingDeleteRules.isEmpty { try completePendingDeleteRules() }
         // The inserted objects ObjectsDidChange just reported: when they are all the inserted
         // objects, their sets serve WillSave and DidSave too (no second hashing of every object).
         let posted = postedInserted
@@ -113,6 +114,15 @@ extension ManagedObjectContext {
         }
         for o in deletedList {
             for r in o.entity.relationships where r.deleteRule == .deny && !r.isTransient {
+                // Unreadable destinations are not counted as none (a row that is gone has none).
+                if !o._flags.contains(.inaccessible) {
+                    do throws(CoherenceError) {
+                        try o.fulfillFault(forRelationshipNamed: r.name)
+                    } catch {
+                        failures.append(Self.naming(o, in: error))
+                        continue
+                    }
+                }
                 let remaining = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }
                 if !remaining.isEmpty {
                     failures.append(CoherenceError(.deleteDenied,
@@ -184,6 +194,15 @@ extension ManagedObjectContext {
             }
         }
         for r in entity.constrainedRelationships {
+            if !o.isInserted {
+                // Destinations that cannot be read are not counted as none: the error is the failure.
+                do throws(CoherenceError) {
+                    try o.fulfillFault(forRelationshipNamed: r.name)
+                } catch {
+                    failures.append(Self.naming(o, in: error))
+                    continue
+                }
+            }
             if r.isToMany {
                 let n = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }.count
                 if r.minCount > 0 && n < r.minCount { fail(r, "has \(n) object(s), fewer than the minimum \(r.minCount)") }

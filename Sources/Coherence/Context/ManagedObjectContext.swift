@@ -116,6 +116,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// Objects whose data could not be loaded because reading failed (flagged `.loadFailed`,
     /// or `.inaccessible` once a retry found the row gone while edits were kept), by object.
     @exclusivity(unchecked) var unloaded: [ObjectIdentifier: UnloadedObject] = [:]
+    /// Deleted objects whose delete rules ran without every destination (a relationship could
+    /// not be read): the save completes them first.
+    @exclusivity(unchecked) var pendingDeleteRules: [ManagedObject] = []
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
     @exclusivity(unchecked) var performDepth = 0
     @exclusivity(unchecked) var isSaving = false
@@ -642,7 +645,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         applyDeleteRules(object)
     }
 
-    private func applyDeleteRules(_ object: ManagedObject) {
+    /// Applies an object's delete rules (again, harmlessly, for one whose rules ran without
+    /// every destination; see `pendingDeleteRules`).
+    func applyDeleteRules(_ object: ManagedObject) {
         for r in object.entity.relationships where !r.isTransient {
             switch r.deleteRule.kind {
             case .cascade:
@@ -653,6 +658,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             case .deny, .noAction:
                 break
             }
+        }
+        if object.entity.relationships.contains(where: { deleteRuleMissedDestinations($0, of: object) }) {
+            pendingDeleteRules.append(object)
         }
     }
 
@@ -759,6 +767,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         deletedSet = []
         unfilledFaults = [:]
         unloaded = [:]
+        pendingDeleteRules = []
         discardPendingChanges()
         pendingChanges.invalidatedAll = true
         processPendingChanges()
@@ -776,6 +785,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
         for o in deletedList { o._flags.remove(.deleted) }
         if !unloaded.isEmpty { discardUnloadedEdits() }
+        pendingDeleteRules = []
         var touched = Array(updatedCandidates.values) + deletedList
         // Objects whose relationships changed through inverses are candidates too.
         touched += registered.values.filter { $0._relations != nil && !touched.contains($0) }
