@@ -68,6 +68,14 @@ struct FaultErrorTests {
         /// Attaches the same file again.
         func reattach() throws { try coordinator.addPersistentStore(type: .sqlite, at: url) }
 
+        /// Each person's stored town, read through a new context.
+        func storedTowns() throws -> [String: String?] {
+            let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            return try reader.performAndWait {
+                Dictionary(uniqueKeysWithValues: try reader.fetch(FetchRequest<Person>()).map { ($0.name, $0.town?.name) })
+            }
+        }
+
         /// Ada's stored name, age and score, read through a new coordinator.
         func storedAda() throws -> (name: String, age: Int, score: Double) {
             let other = PersistentStoreCoordinator(managedObjectModel: coordinator.managedObjectModel)
@@ -191,6 +199,48 @@ struct FaultErrorTests {
             #expect(ada.town?.name == "Paris")
             #expect(!other.hasChanges)
         }
+    }
+
+    @Test func aToManyReplacedWhileItCannotBeReadDropsTheOldMembersOnceItLoads() throws {
+        let f = try Fixture()
+        let context = f.context
+        try context.performAndWait {
+            let paris = try #require(try context.existingObject(with: f.paris) as? Town)
+            try f.detach()
+            paris.people = []
+            #expect(throws: CoherenceError.self) { try context.save() }
+            try f.reattach()
+            #expect(paris.people.isEmpty)   // read now: Ada and Bob left
+            #expect(context.hasChanges)
+            try context.save()
+        }
+        #expect(try f.storedTowns() == ["Ada": nil, "Bob": nil])
+        // Also when the save is what loads it (the members leaving are faults).
+        let setup = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: f.coordinator)
+        try setup.performAndWait {
+            let paris = try #require(try setup.existingObject(with: f.paris) as? Town)
+            for p in try setup.fetch(FetchRequest<Person>()) { p.town = paris }
+            try setup.save()
+        }
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: f.coordinator)
+        try other.performAndWait {
+            let paris = try #require(try other.existingObject(with: f.paris) as? Town)
+            try f.detach()
+            paris.people = []
+            try f.reattach()
+            try other.save()
+        }
+        #expect(try f.storedTowns() == ["Ada": nil, "Bob": nil])
+    }
+
+    @Test func aForeignKeyChangedOnAFaultThroughItsInverseIsSaved() throws {
+        let f = try Fixture()
+        try f.context.performAndWait {
+            let paris = try #require(try f.context.existingObject(with: f.paris) as? Town)
+            paris.people = []   // Ada and Bob are faults: their foreign keys change through the inverse
+            try f.context.save()
+        }
+        #expect(try f.storedTowns() == ["Ada": nil, "Bob": nil])
     }
 
     @Test func aOneToOneKeptOnTheOtherSideStaysUnresolvedUntilItCanBeRead() throws {

@@ -89,22 +89,34 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Before a save: loads every changed object whose data could not be loaded, so its edits
-    /// apply over its row; throws when one still cannot load (its edits are kept).
-    func loadUnloadedChanges() throws(CoherenceError) {
+    /// Before a save: loads the changed objects whose data is not in memory but is needed to
+    /// save them — objects edited or deleted while it could not be loaded (the edits then apply
+    /// over their rows), and faults whose foreign key changed through an inverse relationship
+    /// (the change only shows against their row). Throws when one cannot be loaded (its
+    /// changes are kept).
+    func loadChangedFaults() throws(CoherenceError) {
         var failures: [CoherenceError] = []
         func load(_ o: ManagedObject) {
-            guard let record = unloaded[ObjectIdentifier(o)],
-                  o.isDeleted || !record.editedSlots.isEmpty || o._hasRelationshipChanges else { return }
+            guard needsDataToSave(o) else { return }
             do throws(CoherenceError) {
                 try o.fulfillFault()
             } catch {
                 failures.append(error)
             }
         }
-        updatedCandidates.values.forEach(load)
-        deletedList.forEach(load)
+        updatedCandidates.values.forEachBorrowed { load($0) }
+        if !unloaded.isEmpty { deletedList.forEachBorrowed { load($0) } }
         if !failures.isEmpty { throw Self.unsavable(failures, "has unsaved changes, but its data could not be loaded") }
+    }
+
+    private func needsDataToSave(_ o: ManagedObject) -> Bool {
+        let flags = o._flags
+        if flags.contains(.fault) && !flags.contains(.prefilled) {
+            if flags.contains(.deleted) || o._changesForeignKeyWhileFault { return true }
+            return flags.contains(.loadFailed) && o._hasUnloadedEdits
+        }
+        // Its row turned out gone while edits were kept: fulfillFault() says so.
+        return flags.contains(.inaccessible) && !unloaded.isEmpty && unloaded[ObjectIdentifier(o)] != nil
     }
 
     /// The save's error when objects' changes cannot be saved: the first failure's code and
@@ -152,6 +164,25 @@ extension ManagedObjectContext {
         }
         pendingDeleteRules = blocked
         if !failures.isEmpty { throw Self.unsavable(failures, "is deleted, but its relationships could not be read to apply its delete rules") }
+    }
+
+    /// Before a save: loads the to-many relationships replaced while they could not be read,
+    /// so the members they had leave them; throws when one still cannot be read (the
+    /// replacement is kept).
+    func completePendingReplaces() throws(CoherenceError) {
+        var failures: [CoherenceError] = []
+        var blocked: [(object: ManagedObject, relationship: RelationshipDescription)] = []
+        while let (o, r) = pendingReplaces.popLast() {
+            guard o._context === self, !o.isDeleted, case .toMany(let m)? = o._relations?[r.slot], m.replacedWhileUnread else { continue }
+            do throws(CoherenceError) {
+                try o.fulfillFault(forRelationshipNamed: r.name)
+            } catch {
+                failures.append(Self.naming(o, in: error))
+                blocked.append((o, r))
+            }
+        }
+        pendingReplaces = blocked
+        if !failures.isEmpty { throw Self.unsavable(failures, "has a relationship replaced while it could not be read, and it still cannot be") }
     }
 
     /// Destinations of a relationship for an object, loading it for the object's whole fetch

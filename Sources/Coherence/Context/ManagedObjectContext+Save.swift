@@ -24,9 +24,11 @@ extension ManagedObjectContext {
         isSaving = true
         defer { isSaving = false }
         processPendingChanges()
-        // Objects edited while their data could not be loaded load now (or the save throws).
-        if !unloaded.isEmpty { try loadUnloadedChanges() }
+        // Delete rules and replacements that could not read their relationships complete, and
+        // changed objects whose data is needed and not in memory load (or the save throws).
         if !pendingDeleteRules.isEmpty { try completePendingDeleteRules() }
+        if !pendingReplaces.isEmpty { try completePendingReplaces() }
+        try loadChangedFaults()
         // The inserted objects ObjectsDidChange just reported: when they are all the inserted
         // objects, their sets serve WillSave and DidSave too (no second hashing of every object).
         let posted = postedInserted

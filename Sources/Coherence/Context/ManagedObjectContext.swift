@@ -119,6 +119,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// Deleted objects whose delete rules ran without every destination (a relationship could
     /// not be read): the save completes them first.
     @exclusivity(unchecked) var pendingDeleteRules: [ManagedObject] = []
+    /// To-many relationships replaced as a whole while they could not be read: the save loads
+    /// them first, so the members they had leave (see `ToManyState.replacedWhileUnread`).
+    @exclusivity(unchecked) var pendingReplaces: [(object: ManagedObject, relationship: RelationshipDescription)] = []
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
     @exclusivity(unchecked) var performDepth = 0
     @exclusivity(unchecked) var isSaving = false
@@ -578,7 +581,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         for o in sources where o !== object {
             let targets = related[o.objectID] ?? []
             if r.isToMany {
-                o._fill(o._toManyState(r, load: false), with: targets, in: self)
+                o._fill(o._toManyState(r, load: false), of: r, with: targets, in: self)
             } else {
                 o._setRelationState(.toOne(targets.first.map { _object(for: $0) }), at: r.slot)
             }
@@ -768,6 +771,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         unfilledFaults = [:]
         unloaded = [:]
         pendingDeleteRules = []
+        pendingReplaces = []
         discardPendingChanges()
         pendingChanges.invalidatedAll = true
         processPendingChanges()
@@ -786,6 +790,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         for o in deletedList { o._flags.remove(.deleted) }
         if !unloaded.isEmpty { discardUnloadedEdits() }
         pendingDeleteRules = []
+        pendingReplaces = []
         var touched = Array(updatedCandidates.values) + deletedList
         // Objects whose relationships changed through inverses are candidates too.
         touched += registered.values.filter { $0._relations != nil && !touched.contains($0) }

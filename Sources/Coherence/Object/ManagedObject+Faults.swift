@@ -59,7 +59,7 @@ extension ManagedObject {
             let m = _toManyState(r, load: false)
             guard m.objects == nil else { return }
             let ids = try context._loadRelatedIDs(r, of: self)
-            if m.objects == nil { _fill(m, with: ids, in: context) }
+            if m.objects == nil { _fill(m, of: r, with: ids, in: context) }
         } else if !r.hasForeignKey, _relations?[r.slot] == nil {
             let ids = try context._loadRelatedIDs(r, of: self)
             _setRelationState(.toOne(ids.first.map { context._object(for: $0) }), at: r.slot)
@@ -84,6 +84,16 @@ extension ManagedObject {
             _valueStorage[edit.slot] = edit.value
         }
         _didChange()
+    }
+
+    /// Whether a to-one relationship kept in this object's row (a foreign key) was set while the
+    /// object is a fault (through the inverse side): whether it changed shows only against the row.
+    var _changesForeignKeyWhileFault: Bool {
+        guard let relations = _relations else { return false }
+        return relations.contains { slot, state in
+            guard case .toOne = state else { return false }
+            return (entity.properties[slot] as? RelationshipDescription)?.hasForeignKey == true
+        }
     }
 
     /// Whether the context lists edits made while the object's data could not be loaded.

@@ -52,6 +52,9 @@ package final class ToManyState {
     package var pendingAdds: [ManagedObject] = []
     /// Destinations removed while a fault.
     package var pendingRemoves: Set<ObjectIdentifier> = []
+    /// Replaced as a whole while it could not be read: when it loads, the stored destinations
+    /// not added since (not in `pendingAdds`) are removed.
+    package var replacedWhileUnread = false
 
     init(objects: [ManagedObject]?, committed: [ObjectID]?) {
         self.objects = objects
@@ -290,17 +293,24 @@ extension ManagedObject {
         guard let context = _context else { m.objects = []; m.committed = []; return }
         // Not readable (reported by the context): the relationship stays a fault.
         guard let ids = context._relatedIDs(r, of: self) else { return }
-        _fill(m, with: ids, in: context)
+        _fill(m, of: r, with: ids, in: context)
     }
 
-    /// Fills a to-many state with its loaded destinations and the edits made while it was a fault.
-    func _fill(_ m: ToManyState, with ids: [ObjectID], in context: ManagedObjectContext) {
+    /// Fills a to-many state with its loaded destinations and the edits made while it was a
+    /// fault (for one replaced then, the stored destinations not added since leave it).
+    func _fill(_ m: ToManyState, of r: RelationshipDescription, with ids: [ObjectID], in context: ManagedObjectContext) {
+        let intended = m.replacedWhileUnread ? m.pendingAdds : nil
         var objects = ids.map { context._object(for: $0) }.filter { o in !o.isDeleted && !m.pendingRemoves.contains(ObjectIdentifier(o)) }
         for o in m.pendingAdds where !objects.contains(where: { $0 === o }) { objects.append(o) }
         m.objects = objects
         m.committed = ids
         m.pendingAdds = []
         m.pendingRemoves = []
+        guard let intended else { return }
+        m.replacedWhileUnread = false
+        let kept = Set(intended.map(ObjectIdentifier.init))
+        for o in objects where !kept.contains(ObjectIdentifier(o)) { _removeRelated(o, r) }
+        if r.isOrdered { m.objects = intended.filter { !$0.isDeleted } }
     }
 
     /// The to-many destinations.
@@ -379,6 +389,11 @@ extension ManagedObject {
         _willAccess()
         for o in newObjects { _adopt(o) }
         let current = _toMany(r)
+        if let context = _context, !isInserted, case .toMany(let m)? = _relations?[r.slot], m.objects == nil {
+            // Not readable: the members it has in the store are removed once it loads.
+            m.replacedWhileUnread = true
+            context.pendingReplaces.append((self, r))
+        }
         let newSet = Set(newObjects.map(ObjectIdentifier.init))
         let currentSet = Set(current.map(ObjectIdentifier.init))
         for o in current where !newSet.contains(ObjectIdentifier(o)) { _removeRelated(o, r) }
