@@ -338,6 +338,19 @@ struct FaultErrorTests {
         #expect(try f.storedAda().age == 7)
     }
 
+    @Test func aFaultWhoseContextWasResetStaysAFault() throws {
+        let f = try Fixture()
+        let ada: Person = try f.context.performAndWait {
+            let ada = try #require(f.context.object(with: f.ada) as? Person)
+            f.context.reset()
+            return ada
+        }
+        _ = ada.name
+        #expect(ada.isFault)
+        let error = #expect(throws: CoherenceError.self) { try ada.fulfillFault() }
+        #expect(error?.code == .invalidRequest)
+    }
+
     @Test func aDeletedRowIsStillReportedAsDeleted() throws {
         let f = try Fixture()
         let context = f.context

@@ -21,10 +21,18 @@ extension ManagedObject {
     /// once it loads, and ``ManagedObjectContext/save()`` loads it first (or throws).
     ///
     /// - Throws: the error reading the row met (`.storeNotAttached`, `.storeOpenFailed` with
-    ///   the SQLite error in `underlyingErrors`, …), with ``CoherenceError/objectID`` set; or
-    ///   `.objectNotFound` when the row no longer exists.
+    ///   the SQLite error in `underlyingErrors`, …), with ``CoherenceError/objectID`` set;
+    ///   `.objectNotFound` when the row no longer exists; `.invalidRequest` for a fault whose
+    ///   context is gone (or was reset), which nothing can load.
     public func fulfillFault() throws(CoherenceError) {
-        guard let context = _context else { return }
+        guard let context = _context else {
+            _willAccess()
+            guard !_flags.contains(.fault) else {
+                throw CoherenceError(.invalidRequest, "\(objectID) is a fault whose context is gone (or was reset): nothing can load its data.",
+                                     entity: entity.name, objectID: _objectID)
+            }
+            return
+        }
         context.assertOnExecutor(touching: self)
         _willAccess()
         if _flags.contains(.loadFailed), let error = context.unloaded[ObjectIdentifier(self)]?.error { throw error }

@@ -164,7 +164,8 @@ extension ManagedObject {
     // MARK: Faults
 
     /// Fills the object's values. When reading them fails the object stays a fault (flagged
-    /// `.loadFailed`, the error kept by the context) and is not awoken.
+    /// `.loadFailed`, the error kept by the context) and is not awoken; so does a fault whose
+    /// context is gone (nothing can load it).
     @usableFromInline
     package final func _fireFault() {
         if _flags.contains(.prefilled) {
@@ -172,7 +173,7 @@ extension ManagedObject {
         } else if let context = _context {
             guard context._fulfill(self) else { return }
         } else {
-            _flags.remove(.fault)
+            return
         }
         awakeFromFetch()
     }
