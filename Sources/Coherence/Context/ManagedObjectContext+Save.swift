@@ -13,9 +13,10 @@ extension ManagedObjectContext {
     /// place, so you can fix them and save again.
     ///
     /// Objects edited while their data could not be loaded (see
-    /// ``ManagedObject/fulfillFault()``) are loaded first, so their edits apply over their rows;
-    /// when one still cannot be loaded the save throws that error, naming the object, and
-    /// writes nothing.
+    /// ``ManagedObject/fulfillFault()``) are loaded first, so their edits apply over their rows,
+    /// and delete rules or relationship replacements that could not read their destinations
+    /// are completed; when one still cannot be read the save throws that error, naming the
+    /// object, and writes nothing.
     public func save() throws(CoherenceError) {
         assertOnExecutor()
         guard !isSaving else {
@@ -23,12 +24,13 @@ extension ManagedObjectContext {
         }
         isSaving = true
         defer { isSaving = false }
-        processPendingChanges()
         // Delete rules and replacements that could not read their relationships complete, and
-        // changed objects whose data is needed and not in memory load (or the save throws).
+        // changed objects whose data is needed and not in memory load (or the save throws);
+        // what that changes is announced with the rest just below.
         if !pendingDeleteRules.isEmpty { try completePendingDeleteRules() }
         if !pendingReplaces.isEmpty { try completePendingReplaces() }
         try loadChangedFaults()
+        processPendingChanges()
         // The inserted objects ObjectsDidChange just reported: when they are all the inserted
         // objects, their sets serve WillSave and DidSave too (no second hashing of every object).
         let posted = postedInserted
