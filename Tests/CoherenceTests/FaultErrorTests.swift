@@ -317,6 +317,43 @@ struct FaultErrorTests {
         #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == f.paris })
     }
 
+    @Test func aMergeStillReloadsTheObjectsOfStoresThatAreAttached() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        func insert(_ name: String) throws -> ObjectID {
+            try writer.performAndWait {
+                let p = Person(context: writer)
+                p.name = name
+                try writer.save()
+                return p.objectID
+            }
+        }
+        // Ada in a.sqlite, Bob in b.sqlite (new objects go to the first store holding the entity).
+        let a = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("a.sqlite"))
+        let adaID = try insert("Ada")
+        try coordinator.remove(a)
+        let b = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("b.sqlite"))
+        let bobID = try insert("Bob")
+        try coordinator.addPersistentStore(type: .sqlite, at: dir.file("a.sqlite"))
+        let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let reported = ReportedErrors()
+        reported.watch(view)
+        let ada = try view.performAndWait {
+            _ = try view.existingObject(with: bobID)
+            return try #require(try view.existingObject(with: adaID) as? Person)
+        }
+        try writer.performAndWait {
+            try #require(try writer.existingObject(with: adaID) as? Person).age = 36
+            try #require(try writer.existingObject(with: bobID) as? Person).age = 37
+            try writer.save()
+        }
+        try coordinator.remove(b)
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: ["updated": [adaID, bobID]], into: [view])
+        view.performAndWait { #expect(ada.age == 36) }
+        #expect(reported.wait(for: 1).contains { $0.code == .storeNotAttached })
+    }
+
     @Test func aChildContextSeesTheErrorOfItsParent() throws {
         let f = try Fixture()
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: f.context)
