@@ -317,25 +317,56 @@ struct FaultErrorTests {
         #expect(errors.contains { $0.code == .storeNotAttached && $0.objectID == f.paris })
     }
 
-    @Test func aMergeStillReloadsTheObjectsOfStoresThatAreAttached() throws {
-        let dir = try TemporaryDirectory()
+    /// A coordinator with Ada in a.sqlite and Bob, in the Chess club, in b.sqlite (new objects
+    /// go to the first store holding the entity).
+    static func twoStores(_ dir: TemporaryDirectory) throws -> (PersistentStoreCoordinator, b: PersistentStore, ada: ObjectID, bob: ObjectID) {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        func insert(_ name: String) throws -> ObjectID {
+        func insert(_ name: String, club: String?) throws -> ObjectID {
             try writer.performAndWait {
                 let p = Person(context: writer)
                 p.name = name
+                if let club {
+                    let c = Club(context: writer)
+                    c.title = club
+                    p.clubs = [c]
+                }
                 try writer.save()
                 return p.objectID
             }
         }
-        // Ada in a.sqlite, Bob in b.sqlite (new objects go to the first store holding the entity).
         let a = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("a.sqlite"))
-        let adaID = try insert("Ada")
+        let ada = try insert("Ada", club: "Chess")
         try coordinator.remove(a)
         let b = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("b.sqlite"))
-        let bobID = try insert("Bob")
+        let bob = try insert("Bob", club: nil)
         try coordinator.addPersistentStore(type: .sqlite, at: dir.file("a.sqlite"))
+        return (coordinator, b, ada, bob)
+    }
+
+    @Test func anObjectOfAnAttachedStoreLoadsWhenAnotherOfItsBatchCannot() throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, b, adaID, bobID) = try Self.twoStores(dir)
+        // Relationships load for a whole fetch: Bob's, of the store detached next, is in Ada's.
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let people = try reader.performAndWait { try reader.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)])) }
+        #expect(people.map(\.objectID) == [adaID, bobID])
+        try coordinator.remove(b)
+        reader.performAndWait { #expect(people[0].clubs.map(\.title) == ["Chess"]) }
+        // Faults fill in batches: Bob's is in Ada's.
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let bob = try #require(context.object(with: bobID) as? Person)
+            let ada = try #require(context.object(with: adaID) as? Person)
+            #expect(ada.name == "Ada")
+            #expect(bob.isFault)
+        }
+    }
+
+    @Test func aMergeStillReloadsTheObjectsOfStoresThatAreAttached() throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, b, adaID, bobID) = try Self.twoStores(dir)
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let reported = ReportedErrors()
         reported.watch(view)

@@ -575,7 +575,11 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             related = try source.sourceRelated(r, of: ids)
         } catch {
             group?.loadedSlots.remove(r.slot)   // the next read loads the group again
-            throw error
+            // Another member may be the one that cannot be read (its store detached): the
+            // object is read alone.
+            guard sources.count > 1, let id = object._objectID, !id.isTemporaryID else { throw error }
+            sources = [object]
+            related = try source.sourceRelated(r, of: [id])
         }
         statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         for o in sources where o !== object {
