@@ -11,6 +11,10 @@ extension ManagedObjectContext {
     /// ```swift
     /// let adults = try context.fetch(FetchRequest<Person>(predicate: #Predicate { $0.age >= 18 }))
     /// ```
+    ///
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity (also with no
+    ///   store at all, and in a child context), as a save of it does: never an empty answer
+    ///   about data the context cannot see. Errors of the request and the stores.
     public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [T] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
@@ -29,6 +33,7 @@ extension ManagedObjectContext {
     }
 
     /// The IDs of the objects a request matches (unsaved changes included).
+    /// - Throws: as ``fetch(_:)``.
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
@@ -39,6 +44,7 @@ extension ManagedObjectContext {
     }
 
     /// The number of objects a request matches (unsaved changes included).
+    /// - Throws: as ``fetch(_:)``.
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
@@ -245,12 +251,18 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 
     func sourceSnapshots(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: ObjectSnapshot] {
         let parent = self.parent
-        return parent.performAndWait {
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: ObjectSnapshot] in
             var result: [ObjectID: ObjectSnapshot] = [:]
             for id in ids {
                 let o = parent._object(for: id)
-                o._willAccess()
-                if o.isDeleted || o._flags.contains(.inaccessible) { continue }
+                if o.isDeleted { continue }
+                do throws(CoherenceError) {
+                    try o.fulfillFault()
+                } catch {
+                    // A row that is gone is left out; one that cannot be read is an error.
+                    if o._flags.contains(.inaccessible) { continue }
+                    throw error
+                }
                 result[id] = parent.currentSnapshot(o)
             }
             return result
@@ -259,10 +271,13 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 
     func sourceRelated(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
         let parent = self.parent
-        return parent.performAndWait {
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: [ObjectID]] in
             var result: [ObjectID: [ObjectID]] = [:]
             for id in ids {
                 let o = parent._object(for: id)
+                if !o.isInserted && !o.isDeleted && !o._flags.contains(.inaccessible) {
+                    try o.fulfillFault(forRelationshipNamed: relationship.name)
+                }
                 result[id] = o._relatedObjects(at: relationship.slot).filter { !$0.isDeleted }.map(\.objectID)
             }
             return result

@@ -55,10 +55,21 @@ extension ManagedObjectContext {
         applyPermanentIDs(event.permanentIDs)
         // Updated objects: reload registered ones, keeping local edits.
         let updated = event.updated.compactMap { registered[$0] }.filter { !$0.isInserted && $0._context === self }
-        let loaded = updated.filter { !$0._flags.contains(.fault) || $0._flags.contains(.prefilled) }
+        var loaded = updated.filter { !$0._flags.contains(.fault) || $0._flags.contains(.prefilled) }
         var reloaded: [ObjectID: ObjectSnapshot]?
         if !loaded.isEmpty {
-            do { reloaded = try source.sourceSnapshots(for: loaded.map(\.objectID)) } catch { reportPropagationError(error) }
+            do throws(CoherenceError) {
+                reloaded = try source.sourceSnapshots(for: loaded.map(\.objectID))
+            } catch {
+                reportPropagationError(error)
+                // A store detached since the save: its objects cannot be reloaded, the others can.
+                let coordinator = persistentStoreCoordinator
+                let attached = loaded.filter { $0.objectID.storeIdentifier.flatMap { coordinator.persistentStore(withIdentifier: $0) } != nil }
+                if attached.count < loaded.count && !attached.isEmpty {
+                    loaded = attached
+                    do { reloaded = try source.sourceSnapshots(for: attached.map(\.objectID)) } catch { reportPropagationError(error) }
+                }
+            }
         }
         if let snapshots = reloaded {
             for o in loaded {

@@ -11,6 +11,12 @@ extension ManagedObjectContext {
     /// ``mergePolicy``, the changes are written atomically, `didSave()` is called and DidSave
     /// posted. A save that fails leaves the stores as they were and the context's changes in
     /// place, so you can fix them and save again.
+    ///
+    /// Objects edited while their data could not be loaded (see
+    /// ``ManagedObject/fulfillFault()``) are loaded first, so their edits apply over their rows,
+    /// and delete rules or relationship replacements that could not read their destinations
+    /// are completed; when one still cannot be read the save throws that error, naming the
+    /// object, and writes nothing.
     public func save() throws(CoherenceError) {
         assertOnExecutor()
         guard !isSaving else {
@@ -18,6 +24,12 @@ extension ManagedObjectContext {
         }
         isSaving = true
         defer { isSaving = false }
+        // Delete rules and replacements that could not read their relationships complete, and
+        // changed objects whose data is needed and not in memory load (or the save throws);
+        // what that changes is announced with the rest just below.
+        if !pendingDeleteRules.isEmpty { try completePendingDeleteRules() }
+        if !pendingReplaces.isEmpty { try completePendingReplaces() }
+        try loadChangedFaults()
         processPendingChanges()
         // The inserted objects ObjectsDidChange just reported: when they are all the inserted
         // objects, their sets serve WillSave and DidSave too (no second hashing of every object).
@@ -125,6 +137,15 @@ extension ManagedObjectContext {
         }
         for o in deletedList {
             for r in o.entity.relationships where r.deleteRule == .deny && !r.isTransient {
+                // Unreadable destinations are not counted as none (a row that is gone has none).
+                if !o._flags.contains(.inaccessible) {
+                    do throws(CoherenceError) {
+                        try o.fulfillFault(forRelationshipNamed: r.name)
+                    } catch {
+                        failures.append(Self.naming(o, in: error))
+                        continue
+                    }
+                }
                 let remaining = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }
                 if !remaining.isEmpty {
                     failures.append(CoherenceError(.deleteDenied,
@@ -197,6 +218,15 @@ extension ManagedObjectContext {
             }
         }
         for r in entity.constrainedRelationships {
+            if !o.isInserted {
+                // Destinations that cannot be read are not counted as none: the error is the failure.
+                do throws(CoherenceError) {
+                    try o.fulfillFault(forRelationshipNamed: r.name)
+                } catch {
+                    failures.append(Self.naming(o, in: error))
+                    continue
+                }
+            }
             if r.isToMany {
                 let n = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }.count
                 if r.minCount > 0 && n < r.minCount { fail(r, "has \(n) object(s), fewer than the minimum \(r.minCount)") }

@@ -116,6 +116,15 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// The stores inserted objects were assigned to (``assign(_:to:)``): store identifier by
     /// temporary ID. Usually empty.
     @exclusivity(unchecked) var assignedStores: [ObjectID: UUID] = [:]
+    /// Objects whose data could not be loaded because reading failed (flagged `.loadFailed`,
+    /// or `.inaccessible` once a retry found the row gone while edits were kept), by object.
+    @exclusivity(unchecked) var unloaded: [ObjectIdentifier: UnloadedObject] = [:]
+    /// Deleted objects whose delete rules ran without every destination (a relationship could
+    /// not be read): the save completes them first.
+    @exclusivity(unchecked) var pendingDeleteRules: [ManagedObject] = []
+    /// To-many relationships replaced as a whole while they could not be read: the save loads
+    /// them first, so the members they had leave (see `ToManyState.replacedWhileUnread`).
+    @exclusivity(unchecked) var pendingReplaces: [(object: ManagedObject, relationship: RelationshipDescription)] = []
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
     @exclusivity(unchecked) var performDepth = 0
     @exclusivity(unchecked) var isSaving = false
@@ -141,6 +150,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         /// change has an attached store to go to, so that a save into a store that was
         /// detached fails at once instead of in the root context.
         package var checksStoresOnSave = false
+        /// Called with every error met while loading an object's data (after it is logged).
+        package var loadErrorObserver: (@Sendable (CoherenceError) -> Void)?
     }
     private let hookStorage = Mutex(Hooks())
     /// The strategy hooks.
@@ -324,7 +335,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// The object for an ID: the registered one, or a new fault. Touching a fault whose row is
     /// gone leaves it with default values and marks it inaccessible (``existingObject(with:)``
-    /// checks first).
+    /// checks first). Touching one whose row cannot be read (store detached, damaged file)
+    /// leaves it a fault and reports the error; ``ManagedObject/fulfillFault()`` throws it.
     public func object(with id: ObjectID) -> ManagedObject {
         assertOnExecutor()
         return _object(for: id)
@@ -332,7 +344,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// The object for an ID, loaded and checked to exist.
     /// - Throws: `.objectNotFound` when the object does not exist, or when the ID's key names an
-    ///   object of another entity (a Circle ID whose key is a Square's).
+    ///   object of another entity (a Circle ID whose key is a Square's); the error reading it met
+    ///   when it cannot be read (`.storeNotAttached`, `.storeOpenFailed`, …).
     public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
         assertOnExecutor()
         if let o = lookup(id) {
@@ -345,7 +358,17 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             }
             if !o.isFault || o._flags.contains(.prefilled) || o.isInserted { return o }
         }
-        guard !id.isTemporaryID, let snapshot = try source.sourceSnapshots(for: [id])[id] else {
+        let found: ObjectSnapshot?
+        do throws(CoherenceError) {
+            found = id.isTemporaryID ? nil : try source.sourceSnapshots(for: [id])[id]
+        } catch {
+            if let o = lookup(id) {
+                _noteLoadFailure(o, error)
+                throw Self.naming(o, in: error)
+            }
+            throw Self.naming(id, in: error)
+        }
+        guard let snapshot = found else {
             throw CoherenceError(.objectNotFound, "No object with ID \(id) exists.", entity: id.entity.name, objectID: id)
         }
         if let o = lookup(id) {
@@ -407,9 +430,14 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     package func _object(for id: ObjectID) -> ManagedObject {
         if let o = lookup(id) { return o }
         let entity = id.entity
-        if !entity.subentities.isEmpty, let snapshot = try? source.sourceSnapshots(for: [id])[id] {
-            // A relationship to a parent entity: the snapshot knows the concrete entity.
-            return materialize(snapshot, asFault: true, group: nil)
+        if !entity.subentities.isEmpty {
+            // A relationship to a parent entity: the snapshot knows the concrete entity. When it
+            // cannot be read, a fault of the entity named stands in (the error is reported).
+            do throws(CoherenceError) {
+                if let snapshot = try source.sourceSnapshots(for: [id])[id] { return materialize(snapshot, asFault: true, group: nil) }
+            } catch {
+                reportLoadError(Self.naming(id, in: error))
+            }
         }
         let o = entity.managedObjectClass.init(entity: entity)
         o._objectID = id
@@ -433,11 +461,26 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Fills a fault, loading a batch of other unfilled faults of the same entity hierarchy in
-    /// the same query.
-    package func _fulfill(_ object: ManagedObject) {
+    /// the same query. Returns false when the row could not be read: the object stays a fault
+    /// and the error is kept and reported (see ``_noteLoadFailure(_:_:)``).
+    @discardableResult
+    package func _fulfill(_ object: ManagedObject) -> Bool {
+        do throws(CoherenceError) {
+            try _fill(object)
+            return true
+        } catch {
+            _noteLoadFailure(object, error)
+            return false
+        }
+    }
+
+    /// Fills a fault (see ``_fulfill(_:)``), throwing when its row cannot be read.
+    private func _fill(_ object: ManagedObject) throws(CoherenceError) {
         let root = ObjectIdentifier(object.entity.rootEntity)
         var batch: [ManagedObject] = [object]
-        if var pending = unfilledFaults[root] {
+        // An object whose last load failed is retried alone (it fails on every access until its
+        // store is back).
+        if !object._flags.contains(.loadFailed), var pending = unfilledFaults[root] {
             while batch.count < 512, let o = pending.popLast() {
                 if o !== object && o._flags.contains(.fault) && !o._flags.contains(.prefilled) && o._context === self {
                     batch.append(o)
@@ -447,7 +490,17 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
         let ids = batch.map(\.objectID)
         let start = DispatchTime.now().uptimeNanoseconds
-        let snapshots = (try? source.sourceSnapshots(for: ids)) ?? [:]
+        let snapshots: [ObjectID: ObjectSnapshot]
+        do throws(CoherenceError) {
+            snapshots = try source.sourceSnapshots(for: ids)
+        } catch {
+            guard batch.count > 1 else { throw error }
+            // Another object of the batch may be the one that cannot be read (its store
+            // detached): the others go back to wait, and the object is read alone.
+            unfilledFaults[root, default: []].append(contentsOf: batch.dropFirst())
+            batch = [object]
+            snapshots = try source.sourceSnapshots(for: [object.objectID])
+        }
         statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         statistics.fetchedRows += snapshots.count
         for o in batch {
@@ -455,7 +508,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 o._install(s, asFault: o !== object, keepRelations: true)
             } else if o === object {
                 o._flags.insert(.inaccessible)
-                o._flags.remove(.fault)
+                o._flags.remove([.fault, .loadFailed])
+                // Edits made while it could not be loaded stay listed: the save reports them.
+                if unloaded[ObjectIdentifier(o)]?.editedSlots.isEmpty == true { unloaded[ObjectIdentifier(o)] = nil }
             }
         }
     }
@@ -515,12 +570,14 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// IDs of a relationship's destinations, loading the relationship for the object's whole
-    /// fetch group in one query.
-    package func _relatedIDs(_ r: RelationshipDescription, of object: ManagedObject) -> [ObjectID] {
+    /// fetch group in one query; throws when they cannot be read (nothing is marked loaded).
+    package func _loadRelatedIDs(_ r: RelationshipDescription, of object: ManagedObject) throws(CoherenceError) -> [ObjectID] {
         var sources: [ManagedObject] = [object]
-        if let group = object._group, !group.loadedSlots.contains(r.slot) {
-            group.loadedSlots.insert(r.slot)
-            for o in group.objects where o !== object && o._context === self && !o.isInserted && o.entity.isKindOf(r.entity ?? o.entity) {
+        var group: FetchGroup?
+        if let g = object._group, !g.loadedSlots.contains(r.slot) {
+            group = g
+            g.loadedSlots.insert(r.slot)
+            for o in g.objects where o !== object && o._context === self && !o.isInserted && o.entity.isKindOf(r.entity ?? o.entity) {
                 if r.isToMany {
                     if case .toMany(let m)? = o._relations?[r.slot], m.objects != nil { continue }
                 } else if o._relations?[r.slot] != nil {
@@ -532,18 +589,22 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         let ids = sources.compactMap { $0._objectID }.filter { !$0.isTemporaryID }
         guard !ids.isEmpty else { return [] }
         let start = DispatchTime.now().uptimeNanoseconds
-        let related = (try? source.sourceRelated(r, of: ids)) ?? [:]
+        let related: [ObjectID: [ObjectID]]
+        do throws(CoherenceError) {
+            related = try source.sourceRelated(r, of: ids)
+        } catch {
+            group?.loadedSlots.remove(r.slot)   // the next read loads the group again
+            // Another member may be the one that cannot be read (its store detached): the
+            // object is read alone.
+            guard sources.count > 1, let id = object._objectID, !id.isTemporaryID else { throw error }
+            sources = [object]
+            related = try source.sourceRelated(r, of: [id])
+        }
         statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         for o in sources where o !== object {
             let targets = related[o.objectID] ?? []
             if r.isToMany {
-                let m = o._toManyState(r, load: false)
-                var objects = targets.map { _object(for: $0) }.filter { t in !t.isDeleted && !m.pendingRemoves.contains(ObjectIdentifier(t)) }
-                for a in m.pendingAdds where !objects.contains(where: { $0 === a }) { objects.append(a) }
-                m.objects = objects
-                m.committed = targets
-                m.pendingAdds = []
-                m.pendingRemoves = []
+                o._fill(o._toManyState(r, load: false), of: r, with: targets, in: self)
             } else {
                 o._setRelationState(.toOne(targets.first.map { _object(for: $0) }), at: r.slot)
             }
@@ -610,7 +671,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         applyDeleteRules(object)
     }
 
-    private func applyDeleteRules(_ object: ManagedObject) {
+    /// Applies an object's delete rules (again, harmlessly, for one whose rules ran without
+    /// every destination; see `pendingDeleteRules`).
+    func applyDeleteRules(_ object: ManagedObject) {
         for r in object.entity.relationships where !r.isTransient {
             switch r.deleteRule.kind {
             case .cascade:
@@ -621,6 +684,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             case .deny, .noAction:
                 break
             }
+        }
+        if object.entity.relationships.contains(where: { deleteRuleMissedDestinations($0, of: object) }) {
+            pendingDeleteRules.append(object)
         }
     }
 
@@ -781,6 +847,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         deletedSet = []
         unfilledFaults = [:]
         assignedStores = [:]
+        unloaded = [:]
+        pendingDeleteRules = []
+        pendingReplaces = []
         discardPendingChanges()
         pendingChanges.invalidatedAll = true
         processPendingChanges()
@@ -797,6 +866,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             pendingChanges.invalidated[ObjectIdentifier(o)] = o
         }
         for o in deletedList { o._flags.remove(.deleted) }
+        if !unloaded.isEmpty { discardUnloadedEdits() }
+        pendingDeleteRules = []
+        pendingReplaces = []
         var touched = Array(updatedCandidates.values) + deletedList
         // Objects whose relationships changed through inverses are candidates too.
         touched += registered.values.filter { $0._relations != nil && !touched.contains($0) }
@@ -830,7 +902,20 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         if mergeChanges {
             let changed = object.isFault ? [:] : changedSlots(object)
             let relations = object._relations
-            guard let snapshot = (try? source.sourceSnapshots(for: [object.objectID]))?[object.objectID] else { return }
+            let found: ObjectSnapshot?
+            do throws(CoherenceError) {
+                found = try source.sourceSnapshots(for: [object.objectID])[object.objectID]
+            } catch {
+                // Not readable: the object stays as it is (a fault stays one, without data), and
+                // the error is reported.
+                if object._flags.contains(.fault) && !object._flags.contains(.prefilled) {
+                    _noteLoadFailure(object, error)
+                } else {
+                    reportLoadError(Self.naming(object, in: error))
+                }
+                return
+            }
+            guard let snapshot = found else { return }
             object._install(snapshot, asFault: false)
             for (slot, value) in changed { object._values[slot] = value }
             // Keep locally changed to-one relationships; reload to-many ones.
@@ -840,6 +925,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 }
             }
         } else {
+            forgetLoadFailure(object)
             object._relations = nil
             object._flags.insert(.fault)
             object._flags.remove(.prefilled)

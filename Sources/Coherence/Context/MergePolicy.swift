@@ -160,6 +160,7 @@ extension ManagedObjectContext {
         updatedCandidates.remove(object)
         if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === object } }
         if object._flags.contains(.inserted) { insertedList.removeAll { $0 === object } }
+        if !unloaded.isEmpty { unloaded[key] = nil }
         object._flags = [.inaccessible]
         pendingChanges.invalidated[key] = object
     }

@@ -179,17 +179,31 @@ public final class PersistentStoreCoordinator: Sendable {
             return store
         }
         guard let store = stores(for: id.entity).first else {
-            throw CoherenceError(.noStoreForEntity, "No attached store holds entity '\(id.entity.name)'.", entity: id.entity.name)
+            throw Self.noStoreError(id.entity)
         }
         return store
+    }
+
+    /// The stores that hold `entity`, for a read or a save of it.
+    /// - Throws: `.noStoreForEntity` when no attached store holds it: a fetch must not answer
+    ///   "nothing" about data it cannot see.
+    package func readStores(for entity: EntityDescription) throws(CoherenceError) -> [PersistentStore] {
+        let stores = self.stores(for: entity)
+        if stores.isEmpty { throw Self.noStoreError(entity) }
+        return stores
+    }
+
+    private static func noStoreError(_ entity: EntityDescription) -> CoherenceError {
+        CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
     }
 
     // MARK: Fetching
 
     /// Rows matching a compiled fetch, with their object IDs, across every store holding the
     /// entity.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     package func fetchRows(_ fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
-        let stores = self.stores(for: fetch.entity)
+        let stores = try readStores(for: fetch.entity)
         if stores.count == 1, let store = stores.first {
             return try store.engine.fetch(fetch).map { (ObjectID(entity: $0.entity, storeIdentifier: store.identifier, primaryKey: $0.primaryKey), $0) }
         }
@@ -206,13 +220,14 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// When exactly one store holds the fetch's entity, hands each row to `body` as the store
-    /// reads it and returns true; returns false otherwise. Before the first row, `begin` learns
-    /// the store's identifier and how many rows it expects (see
+    /// reads it and returns true; returns false when several do. Before the first row, `begin`
+    /// learns the store's identifier and how many rows it expects (see
     /// ``StoreEngine/fetch(_:expecting:each:)``). Contexts register objects this way without
     /// holding every row first.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     package func forEachSingleStoreRow(_ fetch: StoreFetch, begin: (_ store: UUID, _ expectedRows: Int) -> Void,
                                        _ body: (consuming StoreRow) -> Void) throws(CoherenceError) -> Bool {
-        let stores = self.stores(for: fetch.entity)
+        let stores = try readStores(for: fetch.entity)
         guard stores.count == 1, let store = stores.first else { return false }
         let identifier = store.identifier
         try store.engine.fetch(fetch, expecting: { begin(identifier, $0) }, each: body)
@@ -239,9 +254,11 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The IDs of the objects a request matches.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity (as a save of it
+    ///   does), and errors of the request or the stores.
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
         let fetch = try request.storeFetch(in: managedObjectModel)
-        let stores = self.stores(for: fetch.entity)
+        let stores = try readStores(for: fetch.entity)
         if stores.count == 1, let store = stores.first {
             let byNumber = Dictionary(uniqueKeysWithValues: SQLGenerator.hierarchy(of: fetch.entity).map { ($0.entityNumber, $0) })
             return try store.engine.fetchKeys(fetch).compactMap { key in
@@ -252,15 +269,16 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The number of objects a request matches (limit and offset applied).
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
         try count(try request.storeFetch(in: managedObjectModel))
     }
 
     /// The number of rows a compiled fetch matches across its stores (limit and offset applied).
     package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
-        let stores = self.stores(for: fetch.entity)
-        if stores.count <= 1 {
-            return try stores.first?.engine.count(fetch) ?? 0
+        let stores = try readStores(for: fetch.entity)
+        if stores.count == 1, let store = stores.first {
+            return try store.engine.count(fetch)
         }
         var total = 0
         var unlimited = fetch
@@ -274,6 +292,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The matching objects as dictionaries of `request.propertiesToFetch` (every attribute when
     /// nil): attributes as their Swift values, to-one relationships as ``ObjectID``s. Nil values
     /// are left out, as in Core Data.
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [[String: any Sendable]] {
         let fetch = try request.storeFetch(in: managedObjectModel)
         let properties: [PropertyDescription]
@@ -317,6 +336,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Rows for object IDs (faults), from the row cache or the stores, each of its concrete
     /// entity. Missing rows are left out, and so are rows of another entity than the ID's (or
     /// one of its sub-entities): a Circle ID whose key is a Square's finds nothing.
+    /// - Throws: `.storeNotAttached` for an ID of a store that is not attached (its rows are
+    ///   not known to be gone); the store's error when reading fails.
     package func rows(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: StoreRow] {
         var result: [ObjectID: StoreRow] = [:]
         var missing: [UUID: [ObjectIdentifier: (EntityDescription, [Int64])]] = [:]
@@ -332,7 +353,9 @@ public final class PersistentStoreCoordinator: Sendable {
             }
         }
         for (sid, groups) in missing {
-            guard let store = persistentStore(withIdentifier: sid) else { continue }
+            guard let store = persistentStore(withIdentifier: sid) else {
+                throw Self.detachedStoreError(sid, entity: groups.values.first?.0)
+            }
             for (_, (entity, keys)) in groups {
                 for row in try store.engine.rows(of: entity, keys: keys) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
@@ -344,7 +367,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return result
     }
 
+    /// The error for objects of a store that is not attached (their rows are not known to be gone).
+    private static func detachedStoreError(_ store: UUID, entity: EntityDescription?) -> CoherenceError {
+        CoherenceError(.storeNotAttached, "The store \(store.uuidString) is not attached to this coordinator, so its objects cannot be read.",
+                       entity: entity?.name, store: store.uuidString)
+    }
+
     /// Destinations of a relationship for several objects (all in one query per store).
+    /// - Throws: `.storeNotAttached` for an ID of a store that is not attached.
     package func related(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
         // The callers' IDs by store and key, so results map back without scanning `ids` per row.
         var byStore: [UUID: [Int64: ObjectID]] = [:]
@@ -353,7 +383,15 @@ public final class PersistentStoreCoordinator: Sendable {
         let byNumber = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.entityNumber, $0) })
         var result: [ObjectID: [ObjectID]] = [:]
         for (sid, sources) in byStore {
-            guard let store = persistentStore(withIdentifier: sid) else { continue }
+            guard let store = persistentStore(withIdentifier: sid) else {
+                throw Self.detachedStoreError(sid, entity: relationship.entity)
+            }
+            // A store without the destination entity (a model whose configurations split related
+            // entities) holds no destinations: relationships never cross stores.
+            guard store.holds(dest) else {
+                for id in sources.values { result[id] = [] }
+                continue
+            }
             let related = try store.engine.related(relationship, sources: Array(sources.keys))
             for (source, targets) in related {
                 guard let sourceID = sources[source] else { continue }

@@ -15,6 +15,11 @@ package struct ObjectFlags: OptionSet, Sendable {
     @inlinable package static var prefilled: ObjectFlags { ObjectFlags(rawValue: 1 << 3) }
     /// Firing the fault found no row: the object's data is gone.
     @inlinable package static var inaccessible: ObjectFlags { ObjectFlags(rawValue: 1 << 4) }
+    /// Firing the fault failed with an error (store detached, I/O error, damaged file), not for
+    /// want of a row: the object is still a fault and holds no data (its entity's defaults, and
+    /// the edits made since, which the context lists with the error). The next access tries
+    /// again. See `ManagedObjectContext.unloaded`.
+    @inlinable package static var loadFailed: ObjectFlags { ObjectFlags(rawValue: 1 << 5) }
     /// Listed in the context's changes for the next ObjectsDidChange.
     @inlinable package static var pendingUpdate: ObjectFlags { ObjectFlags(rawValue: 1 << 6) }
 }
@@ -47,6 +52,9 @@ package final class ToManyState {
     package var pendingAdds: [ManagedObject] = []
     /// Destinations removed while a fault.
     package var pendingRemoves: Set<ObjectIdentifier> = []
+    /// Replaced as a whole while it could not be read: when it loads, the stored destinations
+    /// not added since (not in `pendingAdds`) are removed.
+    package var replacedWhileUnread = false
 
     init(objects: [ManagedObject]?, committed: [ObjectID]?) {
         self.objects = objects
@@ -88,12 +96,13 @@ extension ManagedObject {
 
     /// Whether a stored attribute differs from the committed snapshot (no allocation).
     var _hasAttributeChanges: Bool {
-        guard !_flags.contains(.fault) else { return false }
+        // An object whose data could not be loaded has changes when it was edited since.
+        guard !_flags.contains(.fault) else { return _flags.contains(.loadFailed) && _hasUnloadedEdits }
         if let originals = _originals {
             let isStored = entity.isStoredAttributeSlot
             return originals.contains { isStored[$0.slot] && _values[$0.slot] != $0.value }
         }
-        guard let committed = _committedStorage else { return false }
+        guard let committed = _committedStorage else { return _flags.contains(.inaccessible) && _hasUnloadedEdits }
         // Values share their storage with the snapshot until the first change (copy-on-write).
         if _values.sharesStorage(with: committed) { return false }
         return _values.differs(from: committed, at: entity.storedAttributeSlots)
@@ -154,14 +163,17 @@ extension ManagedObject {
 
     // MARK: Faults
 
-    /// Fills the object's values.
+    /// Fills the object's values. When reading them fails the object stays a fault (flagged
+    /// `.loadFailed`, the error kept by the context) and is not awoken; so does a fault whose
+    /// context is gone (nothing can load it).
     @usableFromInline
     package final func _fireFault() {
-        _flags.remove(.fault)
         if _flags.contains(.prefilled) {
-            _flags.remove(.prefilled)
+            _flags.remove([.fault, .prefilled])
         } else if let context = _context {
-            context._fulfill(self)
+            guard context._fulfill(self) else { return }
+        } else {
+            return
         }
         awakeFromFetch()
     }
@@ -172,6 +184,10 @@ extension ManagedObject {
     /// (for example the inverse side of `person.town = townFault`); reloads that replace the
     /// object's state (merges, refreshes) drop them.
     package final func _install(_ snapshot: consuming ObjectSnapshot, asFault: Bool, keepRelations: Bool = false) {
+        if _flags.contains(.loadFailed) {
+            _installOverUnloadedEdits(snapshot, asFault: asFault, keepRelations: keepRelations)
+            return
+        }
         let values = snapshot.values
         _committed = values
         _values = values
@@ -237,8 +253,13 @@ extension ManagedObject {
             return destination
         }
         guard let context = handle.context else { return nil }
-        // One-to-one kept on the other side.
-        guard !isInserted, let id = context._relatedIDs(r, of: self).first else {
+        // One-to-one kept on the other side. When it cannot be read it stays unresolved (the
+        // context reports the error; the next read tries again).
+        guard !isInserted, let ids = context._relatedIDs(r, of: self) else {
+            if isInserted { _setRelationState(.toOne(nil), at: r.slot) }
+            return nil
+        }
+        guard let id = ids.first else {
             _setRelationState(.toOne(nil), at: r.slot)
             return nil
         }
@@ -271,19 +292,35 @@ extension ManagedObject {
 
     private func _load(_ m: ToManyState, _ r: RelationshipDescription) {
         guard let context = _context else { m.objects = []; m.committed = []; return }
-        let ids = context._relatedIDs(r, of: self)
+        // Not readable (reported by the context): the relationship stays a fault.
+        guard let ids = context._relatedIDs(r, of: self) else { return }
+        _fill(m, of: r, with: ids, in: context)
+    }
+
+    /// Fills a to-many state with its loaded destinations and the edits made while it was a
+    /// fault (for one replaced then, the stored destinations not added since leave it).
+    func _fill(_ m: ToManyState, of r: RelationshipDescription, with ids: [ObjectID], in context: ManagedObjectContext) {
+        let intended = m.replacedWhileUnread ? m.pendingAdds : nil
         var objects = ids.map { context._object(for: $0) }.filter { o in !o.isDeleted && !m.pendingRemoves.contains(ObjectIdentifier(o)) }
         for o in m.pendingAdds where !objects.contains(where: { $0 === o }) { objects.append(o) }
         m.objects = objects
         m.committed = ids
         m.pendingAdds = []
         m.pendingRemoves = []
+        guard let intended else { return }
+        m.replacedWhileUnread = false
+        let kept = Set(intended.map(ObjectIdentifier.init))
+        for o in objects where !kept.contains(ObjectIdentifier(o)) { _removeRelated(o, r) }
+        if r.isOrdered { m.objects = intended.filter { !$0.isDeleted } }
     }
 
     /// The to-many destinations.
     package final func _toMany(_ r: RelationshipDescription) -> [ManagedObject] {
         _willAccess()
-        return _toManyState(r, load: true).objects ?? []
+        let m = _toManyState(r, load: true)
+        // Still a fault only when it could not be read: the destinations added here are all
+        // that is known.
+        return m.objects ?? m.pendingAdds
     }
 
     /// Adds to a to-many relationship without touching the inverse.
@@ -353,6 +390,11 @@ extension ManagedObject {
         _willAccess()
         for o in newObjects { _adopt(o) }
         let current = _toMany(r)
+        if let context = _context, !isInserted, case .toMany(let m)? = _relations?[r.slot], m.objects == nil {
+            // Not readable: the members it has in the store are removed once it loads.
+            m.replacedWhileUnread = true
+            context.pendingReplaces.append((self, r))
+        }
         let newSet = Set(newObjects.map(ObjectIdentifier.init))
         let currentSet = Set(current.map(ObjectIdentifier.init))
         for o in current where !newSet.contains(ObjectIdentifier(o)) { _removeRelated(o, r) }

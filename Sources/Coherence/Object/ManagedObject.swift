@@ -270,7 +270,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @inlinable @inline(__always)
     package final func _setStoredValue(_ value: StoredValue, at slot: Int) {
         _willAccess()
-        if _valueStorage[slot] == value { return }
+        // (The values of an object whose data could not be loaded are not its row's: every
+        // write there is an edit.)
+        if _valueStorage[slot] == value && !_flags.contains(.loadFailed) { return }
         _noteOriginal(at: slot)
         _valueStorage[slot] = value
         _didChange()
@@ -288,6 +290,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         } else if let committed = _committedStorage, _valueStorage.sharesStorage(with: committed) {
             _originals = [SlotValue(slot: slot, value: _valueStorage[slot])]
             _committedStorage = nil   // the values are now the storage's only owner
+        } else if _flags.contains(.loadFailed) {
+            // No data loaded: the context keeps the edited slots, to apply them over the row once it loads.
+            _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUnloadedEdit(self, slot: slot) } }
         }
     }
 

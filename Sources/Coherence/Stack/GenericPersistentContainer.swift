@@ -178,10 +178,9 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
            managedObjectModel.configurations[config] == nil {
             throw CoherenceError(.invalidRequest, "The model '\(name)' has no configuration named '\(config)'.")
         }
-        if let fileName = configuration.fileName {
-            // A file name is one path component: it cannot escape the location.
-            try StoreLocation.validateComponent(fileName, what: "store file name")
-        }
+        // The file name, or the container and configuration names it is made of, are one path
+        // component each: the file cannot escape the location.
+        try configuration.validateFileName(containerName: name)
         let store: PersistentStore
         if let url = configuration.url(in: location, containerName: name) {
             try StoreLocation.createDirectory(url.deletingLastPathComponent())

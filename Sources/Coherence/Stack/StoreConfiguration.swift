@@ -45,6 +45,20 @@ public struct StoreConfiguration: Equatable, Sendable, CustomStringConvertible {
         return location.appendingPathComponent(file)
     }
 
+    /// Checks that the names the store's file name is made of are one path component each, so
+    /// the file stays in its location: the `fileName`, or else (for a SQLite store) the
+    /// container's name and the configuration's name, as ``StoreLocation/validateComponent(_:what:)``.
+    /// - Throws: `.invalidLocation`.
+    func validateFileName(containerName: String) throws(CoherenceError) {
+        if let fileName {
+            try StoreLocation.validateComponent(fileName, what: "store file name")
+            return
+        }
+        guard type == .sqlite else { return }
+        try StoreLocation.validateComponent(containerName, what: "container name")
+        if let name { try StoreLocation.validateComponent(name, what: "configuration name") }
+    }
+
     public var description: String {
         var parts: [String] = []
         if let fileName { parts.append("fileName: '\(fileName)'") }
@@ -95,21 +109,9 @@ public enum StoreLocation {
         }
     }
 
-    /// Creates `directory` (and missing parents) readable by the owner only.
+    /// Creates `directory` (and missing parents) readable by the owner only, from the moment
+    /// each exists (see `OwnerOnlyFiles`).
     static func createDirectory(_ directory: URL) throws(CoherenceError) {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw CoherenceError(.invalidLocation, "\(directory.path) exists and is not a directory.", store: directory.path)
-            }
-            return
-        }
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CoherenceError(.invalidLocation, "Cannot create the directory \(directory.path): \(error.localizedDescription)",
-                                 store: directory.path)
-        }
+        try OwnerOnlyFiles.createDirectory(directory)
     }
 }

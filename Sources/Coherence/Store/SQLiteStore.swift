@@ -82,18 +82,17 @@ package final class SQLiteStore: StoreEngine {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CoherenceError(.storeOpenFailed, "The directory \(directory) does not exist.", store: path)
         }
-        let existed = FileManager.default.fileExists(atPath: path)
         // A log left by a program that crashed is not checkpointed into a file this refuses.
         let hadLog = FileManager.default.fileExists(atPath: path + "-wal")
+        // Store files are readable by their owner only, from the moment they exist: made here
+        // with that mode before SQLite opens them (SQLite gives the -wal and -shm files the
+        // main file's mode).
+        try OwnerOnlyFiles.createFile(atPath: path)
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(location: .file(path), switchesToWAL: false, synchronous: synchronous)
         } catch {
             throw Self.openError(error, path: path)
-        }
-        if !existed {
-            // Store files are readable by their owner only.
-            _ = chmod(path, 0o600)
         }
         let expectedHash = model.versionHash(forConfiguration: configuration) ?? model.versionHash
         let generator = self.generator
