@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -8,7 +7,7 @@ import Testing
 final class MergeRun<T: ManagedObject>: EntityAction {
     typealias ManagedObjectType = T
     let body: @Sendable (ActionContext) throws -> MergeSummary
-    let summary = Mutex<MergeSummary?>(nil)
+    let summary = LockedValue<MergeSummary?>(nil)
     init(_ body: @escaping @Sendable (ActionContext) throws -> MergeSummary) { self.body = body }
     func execute(context: ActionContext) throws {
         let s = try body(context)
@@ -365,7 +364,7 @@ struct ActionMergeBehaviourTests {
         let dir = try TemporaryDirectory()
         let connect = try makeBehaviourConnect(dir)
         try connect.start()
-        let policy = Mutex<MergePolicy?>(nil)
+        let policy = LockedValue<MergePolicy?>(nil)
         let action = MergeRun<ActProduct> { context in
             policy.withLock { $0 = context.mergePolicy }
             context.performAndWait {
@@ -489,8 +488,8 @@ struct ActionLifecycleBehaviourTests {
         let proxyA = try connect.execute(queuedA, completionBlock: completion.block)
         let proxyB = try connect.execute(queuedB)
 
-        let returned = Mutex(false)
-        let stopError = Mutex<String?>(nil)
+        let returned = LockedValue(false)
+        let stopError = LockedValue<String?>(nil)
         let stopped = DispatchSemaphore(value: 0)
         Thread {
             do { try connect.stop() } catch { stopError.withLock { $0 = "\(error)" } }

@@ -76,7 +76,7 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
 
 /// A one-shot gate that async code can await.
 final class ActLatch: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = LockedValue<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     func open() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.open = true
@@ -100,7 +100,7 @@ final class ActLatch: Sendable {
 
 /// Counts concurrent executions and keeps the most seen at once.
 final class ConcurrencyGauge: Sendable {
-    private let state = Mutex((current: 0, peak: 0, total: 0))
+    private let state = LockedValue((current: 0, peak: 0, total: 0))
     func enter() { state.withLock { $0.current += 1; $0.peak = max($0.peak, $0.current) } }
     func leave() { state.withLock { $0.current -= 1; $0.total += 1 } }
     var peak: Int { state.withLock { $0.peak } }
@@ -110,7 +110,7 @@ final class ConcurrencyGauge: Sendable {
 /// `parties` threads wait until all arrived.
 final class Rendezvous: Sendable {
     let parties: Int
-    private let arrived = Mutex(0)
+    private let arrived = LockedValue(0)
     private let gate = DispatchSemaphore(value: 0)
     init(_ parties: Int) { self.parties = parties }
     /// False when the others did not come (after a generous guard time).
@@ -171,8 +171,8 @@ final class GaugedEntityAction<T: ManagedObject>: EntityAction {
 final class GateAction: GenericAction {
     let started = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
-    let runs = Mutex(0)
-    let cancels = Mutex(0)
+    let runs = LockedValue(0)
+    let cancels = LockedValue(0)
     let throwsAtEnd: Bool
     let releaseOnCancel: Bool
     init(throwsAtEnd: Bool = false, releaseOnCancel: Bool = true) {
@@ -196,7 +196,7 @@ final class GateProductAction: EntityAction {
     typealias ManagedObjectType = ActProduct
     let started = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
-    let runs = Mutex(0)
+    let runs = LockedValue(0)
     let items: [[String: any Sendable]]?
     init(merging items: [[String: any Sendable]]? = nil) { self.items = items }
     func execute(context: ActionContext) throws {
@@ -210,20 +210,20 @@ final class GateProductAction: EntityAction {
 /// An entity action that only counts its runs.
 final class CountingEntityAction<T: ManagedObject>: EntityAction {
     typealias ManagedObjectType = T
-    let runs = Mutex(0)
+    let runs = LockedValue(0)
     func execute(context: ActionContext) throws { runs.withLock { $0 += 1 } }
 }
 
 /// Records a proxy's completion-block calls and the state seen in each.
 final class CompletionRecorder: Sendable {
-    let states = Mutex<[ActionProxy.State]>([])
+    let states = LockedValue<[ActionProxy.State]>([])
     var block: @Sendable (ActionProxy) -> Void { { [self] p in states.withLock { $0.append(p.state) } } }
     var calls: [ActionProxy.State] { states.withLock { $0 } }
 }
 
 /// Records action notifications (NotificationCenter) for chosen proxies.
 final class ActionNotificationLog: @unchecked Sendable {
-    // @unchecked Sendable: `entries` is behind a Mutex; the tokens are set once in init.
+    // @unchecked Sendable: `entries` is behind a lock; the tokens are set once in init.
     struct Entry: Sendable {
         let name: Notification.Name
         /// Held strongly: an ObjectIdentifier of a freed proxy could be reused by a later one.
@@ -231,7 +231,7 @@ final class ActionNotificationLog: @unchecked Sendable {
         let object: ObjectIdentifier?
         let stateAtPost: ActionProxy.State?
     }
-    private let entries = Mutex<[Entry]>([])
+    private let entries = LockedValue<[Entry]>([])
     private var tokens: [any NSObjectProtocol] = []
 
     init() {
@@ -570,7 +570,7 @@ struct ActionProxyBehaviourTests {
         let proxy = try connect.execute(action)
         // A thread blocked in waitUntilFinished returns only after the action finished.
         let waited = DispatchSemaphore(value: 0)
-        let stateSeenByWaiter = Mutex<ActionProxy.State?>(nil)
+        let stateSeenByWaiter = LockedValue<ActionProxy.State?>(nil)
         Thread {
             proxy.waitUntilFinished()
             stateSeenByWaiter.withLock { $0 = proxy.state }
@@ -598,7 +598,7 @@ struct ActionProxyBehaviourTests {
         let proxy = try connect.execute(action)
         let readers = 4
         let ready = Rendezvous(readers + 1)
-        let problems = Mutex<[String]>([])
+        let problems = LockedValue<[String]>([])
         let done = DispatchGroup()
         let order: [ActionProxy.State] = [.created, .pending, .executing, .finished]
         for _ in 0..<readers {
@@ -644,9 +644,9 @@ struct ActionProxyBehaviourTests {
 /// Parks in a continuation that its cancel() resumes.
 final class ParkedAsyncAction: AsyncGenericAction {
     let started = ActLatch()
-    let parked = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    let cancels = Mutex(0)
-    let sawCancelled = Mutex<Bool?>(nil)
+    let parked = LockedValue<CheckedContinuation<Void, Never>?>(nil)
+    let cancels = LockedValue(0)
+    let sawCancelled = LockedValue<Bool?>(nil)
     func execute() async throws {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             parked.withLock { $0 = c }
@@ -668,9 +668,9 @@ final class ParkedAsyncAction: AsyncGenericAction {
 final class TaskCancelledEntityAction: AsyncEntityAction {
     typealias ManagedObjectType = ActProduct
     let started = ActLatch()
-    let parked = Mutex<(continuation: CheckedContinuation<Void, Never>?, cancelled: Bool)>((nil, false))
-    let cancels = Mutex(0)
-    let sawCancelled = Mutex<Bool?>(nil)
+    let parked = LockedValue<(continuation: CheckedContinuation<Void, Never>?, cancelled: Bool)>((nil, false))
+    let cancels = LockedValue(0)
+    let sawCancelled = LockedValue<Bool?>(nil)
     func execute(context: ActionContext) async throws {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -98,7 +97,7 @@ struct ActionMergePathTests {
         let connect = try makeBehaviourConnect(dir)
         try connect.start()
         try await seedProducts(connect, 3)
-        let seen = Mutex<[String]>([])
+        let seen = LockedValue<[String]>([])
         try await runMerge(connect, ActProduct.self) { context in
             let held = try context.performAndWait {
                 try context.fetch(FetchRequest<ActProduct>(sortBy: [SortDescriptor(\.sku)]))
@@ -118,7 +117,7 @@ struct ActionMergePathTests {
         let connect = try makeCounterConnect(dir)
         try connect.start()
         try await runMerge(connect, ActCounter.self) { try $0.merge(objects: (0..<4).map { counter($0) }, for: ActCounter.self) }
-        let asked = Mutex<[Int]>([])
+        let asked = LockedValue<[Int]>([])
         let summary = try await runMerge(connect, ActCounter.self) { context in
             try context.merge(objects: [counter(0), counter(1, "changed"), counter(2), counter(9)], for: ActCounter.self,
                               condition: { c in asked.withLock { $0.append(c.number) }; return c.number != 3 })

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -25,7 +24,7 @@ func makeActionConnect(_ dir: TemporaryDirectory) throws -> GenericConnect<Conte
 }
 
 final class Counter: GenericAction {
-    let count = Mutex(0)
+    let count = LockedValue(0)
     func execute() throws { count.withLock { $0 += 1 } }
 }
 
@@ -39,7 +38,7 @@ final class Failing: GenericAction {
 final class Blocking: GenericAction {
     let started = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
-    let cancels = Mutex(0)
+    let cancels = LockedValue(0)
     let throwsAfterCancel: Bool
     init(throwsAfterCancel: Bool = false) { self.throwsAfterCancel = throwsAfterCancel }
     func execute() throws {
@@ -73,7 +72,7 @@ struct ActionTests {
         let dir = try TemporaryDirectory()
         let connect = try makeActionConnect(dir)
         let action = Counter()
-        let completions = Mutex(0)
+        let completions = LockedValue(0)
         let proxy = try connect.execute(action) { p in
             #expect(p.state == .finished)
             completions.withLock { $0 += 1 }

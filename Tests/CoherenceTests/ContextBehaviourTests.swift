@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -10,7 +9,7 @@ import Testing
 
 /// Collects values from any thread (notification observers, concurrent tasks).
 final class Collector<T: Sendable>: Sendable {
-    private let items = Mutex<[T]>([])
+    private let items = LockedValue<[T]>([])
     func append(_ item: T) { items.withLock { $0.append(item) } }
     var all: [T] { items.withLock { $0 } }
     var count: Int { items.withLock { $0.count } }

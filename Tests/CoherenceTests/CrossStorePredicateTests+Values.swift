@@ -38,12 +38,12 @@ extension CrossData {
     static let payloadNaN = Double(nan: 0x1234, signaling: false)
 
     static let readings: [ReadingSpec] = {
-        let values: [Double] = [1.5, -1, 0, -0.0, .nan, negativeNaN, payloadNaN, .infinity, -.infinity, 5e-324, -5e-324, 1e-310,
+        let values: [Double] = [1.5, -1, 0, -0.0, .nan, negativeNaN, payloadNaN, .infinity, -.infinity, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Double(sign: .plus, exponent: -1030, significand: 1),
                                 .greatestFiniteMagnitude, 2.5, .signalingNaN, 0, -0.0, 100]
-        let optionals: [Double?] = [nil, .nan, -0.0, 0, 1.5, -1, .infinity, nil, negativeNaN, 2.5, -.infinity, 5e-324, nil,
-                                    payloadNaN, 7, -0.0, 0, 1e-310]
+        let optionals: [Double?] = [nil, .nan, -0.0, 0, 1.5, -1, .infinity, nil, negativeNaN, 2.5, -.infinity, .leastNonzeroMagnitude, nil,
+                                    payloadNaN, 7, -0.0, 0, Double(sign: .plus, exponent: -1030, significand: 1)]
         let singles: [Float] = [1.5, -1, 0, -0.0, .nan, -.nan, Float(nan: 0x12, signaling: false), .infinity, -.infinity,
-                                .leastNonzeroMagnitude, 2.5, 0.1, .signalingNaN, 3, -0.0, 0, 1e-40, 100]
+                                .leastNonzeroMagnitude, 2.5, 0.1, .signalingNaN, 3, -0.0, 0, Float(sign: .plus, exponent: -133, significand: 1), 100]
         let dates: [Double?] = [1, nil, .nan, 0, -5, 3, nil, .nan, 2, 1e9, -0.0, 7, .infinity, 4, nil, 6, 1, 8]
         return values.indices.map { i in
             ReadingSpec(label: "r\(i)", value: values[i], optionalValue: optionals[i], single: singles[i],
@@ -129,7 +129,7 @@ extension CrossCase {
 extension CrossCases {
     static func floatingPoint() -> [CrossCase] {
         let constants: [(String, Double)] = [("0", 0), ("-0", -0.0), ("1.5", 1.5), ("-1", -1), ("nan", .nan), ("inf", .infinity),
-                                             ("-inf", -.infinity), ("subnormal", 5e-324)]
+                                             ("-inf", -.infinity), ("subnormal", .leastNonzeroMagnitude)]
         var cases: [CrossCase] = []
         for (n, c) in constants {
             cases += [

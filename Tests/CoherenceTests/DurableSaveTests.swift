@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -99,14 +98,14 @@ final class DurableHarness: Sendable {
     @discardableResult
     func gateRoot() -> @Sendable () -> Void {
         let gate = DispatchSemaphore(value: 0)
-        let opened = Mutex(false)
+        let opened = LockedValue(false)
         let open: @Sendable () -> Void = {
             let first = opened.withLock { o -> Bool in defer { o = true }; return !o }
             if first { gate.signal() }
         }
         onWait(open)
         guard let root else { return open }
-        let closed = Mutex(false)
+        let closed = LockedValue(false)
         let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: view, queue: nil) { _ in
             let first = closed.withLock { c -> Bool in defer { c = true }; return !c }
             if first { root.perform { gate.wait() } }

@@ -1,13 +1,12 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
 /// Collects the errors a context reports: load errors (its load-error hook) and errors met
 /// while merging (its propagation error hook, called on a global queue).
 final class ReportedErrors: Sendable {
-    private let errors = Mutex<[CoherenceError]>([])
+    private let errors = LockedValue<[CoherenceError]>([])
     private let arrived = DispatchSemaphore(value: 0)
 
     /// Installs the recorder as `context`'s load-error hook.

@@ -21,14 +21,14 @@ func makeReadingModel() throws -> ManagedObjectModel {
 /// infinities, both zeros, subnormals and the extremes.
 let specialDoubles: [Double] = [
     .nan, -.nan, .signalingNaN, Double(nan: 0x5_1234_5678, signaling: false), Double(nan: 0x77, signaling: true),
-    .infinity, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, 1e-310, -2.5e-320,
+    .infinity, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Double(sign: .plus, exponent: -1030, significand: 1), Double(sign: .minus, exponent: -1062, significand: 1.25),
     .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNormalMagnitude, 1.5, -7,
 ]
 
 /// The same for `Float`.
 let specialFloats: [Float] = [
     .nan, -.nan, .signalingNaN, Float(nan: 0x1234, signaling: false), Float(nan: 0x3, signaling: true),
-    .infinity, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, 1e-40,
+    .infinity, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Float(sign: .plus, exponent: -133, significand: 1),
     .greatestFiniteMagnitude, .leastNormalMagnitude, 0.1, -3,
 ]
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -58,7 +57,7 @@ struct OwnerOnlyFilesTests {
     /// and records the mode of everything created, seen right after the call that created it
     /// and at the end.
     static func probe(in directory: URL) throws -> String {
-        let seen = Mutex<[String]>([])
+        let seen = LockedValue<[String]>([])
         OwnerOnlyFiles.creationObserver.withLock { observer in
             observer = { path in
                 let mode = Self.mode(path).map { String($0, radix: 8) } ?? "missing"

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Coherence
 
@@ -107,7 +106,7 @@ final class SpecialLabelled: Labelled {
         let entity = try #require(model.entitiesByName["Labelled"])
         let labelSlot = try #require(entity.propertiesByName["label"]?.slot)
         // A subclass the model does not know: its layout is read on first use, from many threads.
-        let failures = Mutex(0)
+        let failures = LockedValue(0)
         DispatchQueue.concurrentPerform(iterations: 8) { i in
             for n in 0..<50 {
                 let object = SpecialLabelled(entity: entity)
@@ -138,7 +137,7 @@ final class SpecialLabelled: Labelled {
     @Test func reflectingOnOneThreadWhileOthersMakeObjects() throws {
         let model = try ManagedObjectModel(types: [Pair.self])
         let entity = try #require(model.entitiesByName["Pair"])
-        let failures = Mutex(0)
+        let failures = LockedValue(0)
         // Reflection records declarations only on its own thread: objects made meanwhile on
         // other threads keep no tokens, and reflected models get every declaration.
         DispatchQueue.concurrentPerform(iterations: 8) { i in

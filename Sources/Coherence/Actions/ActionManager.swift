@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// Runs actions for the app: generic actions on a shared concurrent queue, entity actions on
 /// their entity's serial queue. ``GenericConnect`` conforms.
@@ -57,7 +56,7 @@ final class ActionEngine: Sendable {
         var queues: [String: ActionQueue] = [:]
         var suspended = false
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     var managedEntities: [String: [String]] { state.withLock { $0.managed ?? [:] } }
 

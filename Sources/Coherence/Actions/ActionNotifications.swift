@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 extension Notification.Name {
     /// Posted when an action starts executing; `object` is the connect,
@@ -33,8 +32,8 @@ public struct ActionEvent: Sendable, CustomStringConvertible {
 
 /// Posts a connect's action notifications and feeds its `actionEvents` streams.
 final class ActionNotifier: Sendable {
-    private let owner = Mutex<WeakObject?>(nil)
-    private let continuations = Mutex<[UUID: AsyncStream<ActionEvent>.Continuation]>([:])
+    private let owner = LockedValue<WeakObject?>(nil)
+    private let continuations = LockedValue<[UUID: AsyncStream<ActionEvent>.Continuation]>([:])
 
     func setOwner(_ object: AnyObject & Sendable) { owner.withLock { $0 = WeakObject(object) } }
 

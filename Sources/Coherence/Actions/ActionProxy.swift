@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A handle on an action the connect runs: its state, outcome, statistics and cancellation.
 ///
@@ -72,10 +71,10 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         var settled = false
     }
 
-    private let inner = Mutex(Inner())
+    private let inner = LockedValue(Inner())
     private let group = DispatchGroup()
     /// Removes the proxy from its queue when cancelled before running.
-    let dequeue = Mutex<(@Sendable () -> Bool)?>(nil)
+    let dequeue = LockedValue<(@Sendable () -> Bool)?>(nil)
     /// Posts notifications for the connect.
     let notifier: ActionNotifier
 

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A FIFO queue running at most `width` actions at a time on Dispatch's global queue (width 1:
 /// a serial queue). Suspending holds queued actions; running ones finish.
@@ -21,11 +20,11 @@ final class ActionQueue: Sendable {
     }
 
     let label: String
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     init(label: String, width: Int) {
         self.label = label
-        self.state = Mutex(State(width: max(1, width)))
+        self.state = LockedValue(State(width: max(1, width)))
     }
 
     var width: Int {

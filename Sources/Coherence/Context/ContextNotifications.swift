@@ -349,7 +349,7 @@ struct UserInfoTemplate: @unchecked Sendable {
 
 /// Hands events to every `events` subscriber.
 final class EventBroadcaster: Sendable {
-    private let continuations = Mutex<[UUID: AsyncStream<ContextEvent>.Continuation]>([:])
+    private let continuations = LockedValue<[UUID: AsyncStream<ContextEvent>.Continuation]>([:])
 
     func stream() -> AsyncStream<ContextEvent> {
         let id = UUID()
@@ -379,7 +379,7 @@ final class EventBroadcaster: Sendable {
 
 /// The root contexts of a coordinator that merge other contexts' saves automatically.
 final class ContextRegistry: Sendable {
-    private let contexts = Mutex<[WeakContext]>([])
+    private let contexts = LockedValue<[WeakContext]>([])
     /// Whether any context was ever added: until one is, a save has no peer to hand its changes
     /// to and skips the scan (which loads a weak reference per context).
     private let someContextMerges = Atomic<Bool>(false)

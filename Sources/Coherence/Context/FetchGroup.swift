@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The objects of one fetch result. When a relationship fault fires on one of them, the
 /// relationship is loaded for all of them in one query (so walking 100,000 fetched objects
@@ -24,7 +23,7 @@ package final class FetchGroup {
     /// The members in fetch order; nil where a member left or was deallocated.
     @exclusivity(unchecked) private var members: [Unmanaged<ManagedObject>?] = []
     /// Serializes ``removeMemberOfAGoneContext(at:)``.
-    private let removals = Mutex(())
+    private let removals = LockedValue(())
     /// Relationship slots already loaded for the whole group.
     @exclusivity(unchecked) package var loadedSlots: Set<Int> = []
 

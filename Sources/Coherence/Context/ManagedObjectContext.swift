@@ -30,7 +30,7 @@ import Synchronization
 public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
     // @unchecked Sendable: every mutable field is touched only on the context's executor (its
     // serial queue or the main queue), reached through perform/performAndWait and checked in
-    // debug builds; the settings other threads may read are behind a Mutex.
+    // debug builds; the settings other threads may read are behind a lock.
 
     /// How a context runs its work.
     public struct ConcurrencyType: Hashable, Sendable, CustomStringConvertible {
@@ -81,7 +81,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         var mergePolicy: MergePolicy = .error
         var automaticallyMergesChangesFromParent = false
     }
-    private let settings: Mutex<Settings>
+    private let settings: LockedValue<Settings>
 
     // Executor-confined state. `@exclusivity(unchecked)`: these are touched only on the
     // context's executor, and the run-time exclusivity checks cost more than the work itself on
@@ -136,7 +136,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     @exclusivity(unchecked) var postedUpdated: (ids: Set<ObjectID>, objects: Set<ManagedObject>, list: [ManagedObject])?
     /// Statistics for actions (counts and times of fetches and saves).
     @exclusivity(unchecked) package var statistics = ContextStatistics()
-    let children = Mutex<[WeakContext]>([])
+    let children = LockedValue<[WeakContext]>([])
     let broadcaster = EventBroadcaster()
 
     /// Hooks a container's strategy installs: what to do after a save, and where errors raised
@@ -153,7 +153,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         /// Called with every error met while loading an object's data (after it is logged).
         package var loadErrorObserver: (@Sendable (CoherenceError) -> Void)?
     }
-    private let hookStorage = Mutex(Hooks())
+    private let hookStorage = LockedValue(Hooks())
     /// The strategy hooks.
     package var hooks: Hooks {
         get { hookStorage.withLock { $0 } }
@@ -176,7 +176,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         self.persistentStoreCoordinator = coordinator
         self.parent = nil
         self.source = coordinator
-        self.settings = Mutex(Settings(name: name))
+        self.settings = LockedValue(Settings(name: name))
         self.token = ContextToken()
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "private")")
         if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueKey }
@@ -192,7 +192,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         self.persistentStoreCoordinator = parent.persistentStoreCoordinator
         self.parent = parent
         self.source = ParentSource(parent: parent)
-        self.settings = Mutex(Settings(name: name))
+        self.settings = LockedValue(Settings(name: name))
         self.token = ContextToken()
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "Coherence.context.\(name ?? "child")")
         if concurrencyType != .mainQueue { queue.setSpecific(key: Self.queueKey, value: token) } else { _ = Self.mainQueueKey }

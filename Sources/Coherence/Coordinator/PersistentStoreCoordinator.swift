@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Connects a model to its stores, as Core Data's `NSPersistentStoreCoordinator`.
 ///
@@ -23,9 +22,9 @@ public final class PersistentStoreCoordinator: Sendable {
     package let rowCache = RowCache()
     /// The root contexts using this coordinator (for automatic merges).
     let contextRegistry = ContextRegistry()
-    private let stores = Mutex<[PersistentStore]>([])
+    private let stores = LockedValue<[PersistentStore]>([])
     /// Serializes saves (and key allocation) across contexts.
-    private let saveLock = Mutex<Void>(())
+    private let saveLock = LockedValue<Void>(())
 
     /// Creates a coordinator with no stores.
     public init(managedObjectModel: ManagedObjectModel) {

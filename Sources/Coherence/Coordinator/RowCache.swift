@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The coordinator's cache of row snapshots (values and version) by object ID, shared by its
 /// contexts: faults fill from it without a query, and conflicts report its snapshot.
@@ -16,7 +15,7 @@ package final class RowCache: Sendable {
         var order: [ObjectID] = []
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     package let capacity: Int
 
     package init(capacity: Int = 50_000) { self.capacity = capacity }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Where Coherence's log messages go. The library writes nothing to standard error or
 /// standard output except through the logger in ``CoherenceLogging/logger``.
@@ -47,7 +46,7 @@ public struct LogMessage: Sendable, CustomStringConvertible {
 /// CoherenceLogging.logger = StandardErrorLogger(level: .off)    // silence Coherence
 /// ```
 public enum CoherenceLogging {
-    private static let current = Mutex<any CoherenceLogger>(StandardErrorLogger(level: .warning))
+    private static let current = LockedValue<any CoherenceLogger>(StandardErrorLogger(level: .warning))
 
     /// The logger (default: ``StandardErrorLogger`` writing errors and warnings).
     public static var logger: any CoherenceLogger {

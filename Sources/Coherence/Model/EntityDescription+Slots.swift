@@ -1,5 +1,4 @@
 @_spi(Reflection) import Swift
-import Synchronization
 
 /// A property wrapper (``Attribute``, ``Relationship``, ``Transformed``) whose storage in each
 /// object holds the slot of its property.

@@ -17,7 +17,7 @@ import Synchronization
 /// Entities are immutable once their model is loaded and can be shared across threads.
 public final class EntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
     // @unchecked Sendable: `let`s, plus fields written only while the owning model is loaded
-    // (before it is published); the key-path cache is behind a Mutex.
+    // (before it is published); the key-path cache is behind a lock.
 
     /// The entity's name.
     public let name: String
@@ -79,8 +79,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// loads; never freed, like the entity).
     @exclusivity(unchecked) var slotPlacementBuffer: UnsafeBufferPointer<SlotPlacement>?
     /// The same for objects of other classes (subclasses, probes), made on first use.
-    let otherClassPlacements = Mutex<[ObjectIdentifier: [SlotPlacement]]>([:])
-    private let resolvedKeyPaths = Mutex<[SendableKeyPath: PropertyDescription]>([:])
+    let otherClassPlacements = LockedValue<[ObjectIdentifier: [SlotPlacement]]>([:])
+    private let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
 
     /// Creates an entity description.
     public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, isAbstract: Bool = false,

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Turns values of a transformable attribute into data and back, as Core Data's
 /// `ValueTransformer`. Register one under the name an attribute's `valueTransformerName` uses;
@@ -21,7 +20,7 @@ public protocol AttributeTransformer: Sendable {
 
 /// The registry of named ``AttributeTransformer``s.
 public enum AttributeTransformers {
-    private static let registry = Mutex<[String: any AttributeTransformer]>([:])
+    private static let registry = LockedValue<[String: any AttributeTransformer]>([:])
 
     /// Registers a transformer under `name` (replacing any earlier one).
     public static func register(_ transformer: any AttributeTransformer, forName name: String) {

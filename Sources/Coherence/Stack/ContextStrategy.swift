@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// How a container arranges its view context and background contexts. A strategy gets what
 /// it needs — the coordinator and the container's error handler — and builds the contexts.
@@ -41,7 +40,7 @@ extension ContextStrategyType {
 /// that a drain on that context's own executor (the main thread, for the view context) can run
 /// them at once instead of waiting for a queue it is blocking.
 final class QueuedParentSaves: Sendable {
-    private let count = Mutex(0)
+    private let count = LockedValue(0)
 
     func enqueued() { count.withLock { $0 += 1 } }
     func started() { count.withLock { $0 -= 1 } }

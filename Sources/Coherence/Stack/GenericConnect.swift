@@ -60,7 +60,7 @@ public protocol Connect: PersistentStack, ActionManager {
 /// try connect.attachPersistentStore(at: StoreLocation.location(forUser: "alice"), for: StoreConfiguration(name: "UserData"))
 /// ```
 public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersistentContainer<Strategy>, Connect, @unchecked Sendable {
-    // @unchecked Sendable: as GenericPersistentContainer; the lifecycle is behind a Mutex.
+    // @unchecked Sendable: as GenericPersistentContainer; the lifecycle is behind a lock.
 
     /// The lifecycle of a connect.
     public enum State: Sendable, Equatable, CustomStringConvertible {
@@ -82,8 +82,8 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
         }
     }
 
-    private let lifecycle = Mutex<State>(.stopped)
-    let suspendedFlag = Mutex(false)
+    private let lifecycle = LockedValue<State>(.stopped)
+    let suspendedFlag = LockedValue(false)
     /// Queues and managed entities for actions.
     let actionEngine = ActionEngine()
 

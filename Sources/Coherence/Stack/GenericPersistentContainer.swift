@@ -15,7 +15,7 @@ import Synchronization
 /// attaching a store (or `start()` on ``GenericConnect``) throws it.
 open class GenericPersistentContainer<Strategy: ContextStrategyType>: PersistentStack, @unchecked Sendable {
     // @unchecked Sendable: the `let`s are Sendable; the attached-store list and the error handler
-    // are behind Mutexes.
+    // are behind locks.
 
     /// The container's name.
     public let name: String
@@ -28,8 +28,8 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
     /// The strategy that arranges the contexts.
     public let strategy: Strategy
 
-    private let attached = Mutex<[PersistentStore]>([])
-    private let location = Mutex<URL?>(nil)
+    private let attached = LockedValue<[PersistentStore]>([])
+    private let location = LockedValue<URL?>(nil)
 
     /// Where stores go when no location is given: ``defaultStoreLocation()`` unless set.
     public var storeLocation: URL {
@@ -120,7 +120,7 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         get { waitHook.withLock { $0 } }
         set { waitHook.withLock { $0 = newValue } }
     }
-    private let waitHook = Mutex<(@Sendable () -> Void)?>(nil)
+    private let waitHook = LockedValue<(@Sendable () -> Void)?>(nil)
 
     private func waitForStrategy() {
         willWaitForPendingSaves?()
@@ -268,10 +268,10 @@ final class ErrorSink: Sendable {
         var firstUnclaimed: (any Error)?
         var last: (any Error)?
     }
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     init(containerName: String) {
-        state = Mutex(State(handler: { error in
+        state = LockedValue(State(handler: { error in
             CoherenceLogging.log(.error, "stack", "container '\(containerName)': error while propagating changes: \(error)")
         }))
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A store kept in memory only, with the same semantics as ``SQLiteStore``: row versions,
 /// uniqueness constraints, relationships, and predicates evaluated by ``QueryEvaluator`` with
@@ -9,7 +8,7 @@ package final class InMemoryStore: StoreEngine {
     package let configurationName: String?
     package let metadata: [String: String]
     package let entities: [EntityDescription]
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     package var locationDescription: String { "in-memory \(identifier.uuidString)" }
 
@@ -52,7 +51,7 @@ package final class InMemoryStore: StoreEngine {
             "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
             "storeType": "InMemory",
         ]
-        self.state = Mutex(State())
+        self.state = LockedValue(State())
     }
 
     package func close() {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -25,7 +24,7 @@ package enum OwnerOnlyFiles {
 
     /// Test hook: called with the path of each directory and file this type creates, right
     /// after the call that created it and before anything else is done to it.
-    package static let creationObserver = Mutex<(@Sendable (String) -> Void)?>(nil)
+    package static let creationObserver = LockedValue<(@Sendable (String) -> Void)?>(nil)
 
     private static func didCreate(_ path: String) {
         if let observe = creationObserver.withLock({ $0 }) { observe(path) }

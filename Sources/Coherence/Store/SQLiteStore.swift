@@ -1,6 +1,5 @@
 import CCoherenceSQLite
 import Foundation
-import Synchronization
 
 /// A store in a SQLite file: one table per entity hierarchy, WAL journal, row versions for
 /// optimistic locking, metadata that records the model's version hash.
@@ -18,18 +17,18 @@ package final class SQLiteStore: StoreEngine {
     let generator = SQLGenerator(dialect: .sqlite)
 
     private let writer: ConnectionBox
-    private let readers = Mutex<ReaderPool>(ReaderPool())
-    private let plans = Mutex<[ObjectIdentifier: SelectPlan]>([:])
+    private let readers = LockedValue<ReaderPool>(ReaderPool())
+    private let plans = LockedValue<[ObjectIdentifier: SelectPlan]>([:])
     /// Primary keys reserved in the store but not handed out yet, by root entity: saves take keys
     /// from here instead of running the allocation statement every time. Reserved inside a save's
     /// transaction and forgotten when that transaction rolls back.
-    private let keyBlocks = Mutex<[ObjectIdentifier: (next: Int64, end: Int64)]>([:])
+    private let keyBlocks = LockedValue<[ObjectIdentifier: (next: Int64, end: Int64)]>([:])
     /// How many keys a save reserves at least.
     static let keyBlockSize = 64
     /// Generated write SQL by statement shape, so a save does not rebuild SQL text per row.
-    private let writeSQL = Mutex<[WriteShape: String]>([:])
+    private let writeSQL = LockedValue<[WriteShape: String]>([:])
     /// How each entity's rows bind to its INSERT, worked out once per entity.
-    private let insertLayouts = Mutex<[ObjectIdentifier: InsertLayout]>([:])
+    private let insertLayouts = LockedValue<[ObjectIdentifier: InsertLayout]>([:])
 
     /// The INSERT layout of an entity (made on first use).
     func insertLayout(for entity: EntityDescription) -> InsertLayout {
@@ -54,7 +53,7 @@ package final class SQLiteStore: StoreEngine {
         return s
     }
     /// Test hook: a trace installed on reader connections as they are used.
-    private let readerTrace = Mutex<(@Sendable (String) -> Void)?>(nil)
+    private let readerTrace = LockedValue<(@Sendable (String) -> Void)?>(nil)
 
     struct ReaderPool {
         var idle: [ConnectionBox] = []
