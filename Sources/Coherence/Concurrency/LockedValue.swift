@@ -63,3 +63,16 @@ package final class LockedValue<Value>: @unchecked Sendable {
         assert(status == 0, "pthread_mutex_unlock failed: \(status)")
     }
 }
+
+extension LockedValue where Value == Void {
+    /// Creates a lock that guards no value, only a section of code.
+    package convenience init() { self.init(()) }
+
+    /// Runs `body` while holding the lock.
+    @inlinable
+    package func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}

@@ -279,7 +279,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             return try run(block)
         }
         nonisolated(unsafe) let work = block
-        let result: Result<T, E> = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<T, E>, Never>) in
+        let result: Result<T, E> = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, E>, Never>) in
             queue.async {
                 nonisolated(unsafe) let r = self.run { () -> Result<T, E> in
                     do throws(E) { return .success(try work()) } catch { return .failure(error) }

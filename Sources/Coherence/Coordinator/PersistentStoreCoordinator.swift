@@ -24,7 +24,7 @@ public final class PersistentStoreCoordinator: Sendable {
     let contextRegistry = ContextRegistry()
     private let stores = LockedValue<[PersistentStore]>([])
     /// Serializes saves (and key allocation) across contexts.
-    private let saveLock = LockedValue<Void>(())
+    private let saveLock = LockedValue<Void>()
 
     /// Creates a coordinator with no stores.
     public init(managedObjectModel: ManagedObjectModel) {
@@ -96,7 +96,7 @@ public final class PersistentStoreCoordinator: Sendable {
             throw CoherenceError(.storeNotAttached, "The store is not attached to this coordinator.",
                                  store: Self.location(of: store))
         }
-        saveLock.withLock { _ in store.engine.close() }
+        saveLock.withLock { () -> Void in store.engine.close() }
         rowCache.removeAll(inStore: store.identifier)
     }
 
@@ -152,7 +152,7 @@ public final class PersistentStoreCoordinator: Sendable {
             let key = store.identifier.uuidString + "/" + id.entity.rootEntity.name
             byStoreAndRoot[key, default: (store, id.entity.rootEntity, [])].2.append(i)
         }
-        try saveLock.withLock { (_: inout Void) throws(CoherenceError) in
+        try saveLock.withLock { () throws(CoherenceError) in
             for (_, (store, root, indexes)) in byStoreAndRoot {
                 var next = try store.engine.allocateKeys(for: root, count: indexes.count)
                 for i in indexes {
@@ -407,7 +407,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// conflict.
     package func save(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
         if changes.isEmpty { return StoreSaveResult() }
-        return try saveLock.withLock { (_: inout Void) throws(CoherenceError) -> StoreSaveResult in
+        return try saveLock.withLock { () throws(CoherenceError) -> StoreSaveResult in
             let parts = try partition(changes)
             var begun: [PersistentStore] = []
             var result = StoreSaveResult()
