@@ -76,6 +76,7 @@ public struct ActionError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let invalidValue = Code(kind: .invalidValue)
         /// The connect is stopping or stopped.
         public static let notRunning = Code(kind: .notRunning)
+        /// The code's name, for example `unmanagedEntity`.
         public var description: String { kind.rawValue }
     }
 
@@ -95,5 +96,7 @@ public struct ActionError: Error, CustomStringConvertible, Sendable, Equatable {
     /// `missingEntityName("Entity does not have a name, cannot merge objects.")`.
     public static func missingEntityName(_ message: String) -> ActionError { ActionError(.missingEntityName, message) }
 
+    /// The code and the message, for example
+    /// `unmanagedEntity("Entity 'Note' not managed, cannot merge objects.")`.
     public var description: String { "\(code)(\"\(message)\")" }
 }

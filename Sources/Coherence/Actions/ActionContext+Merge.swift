@@ -11,6 +11,7 @@ public struct MergeSummary: Sendable, Equatable, CustomStringConvertible {
     public var deleted = 0
     /// Whether the context was saved (only when something changed).
     public var saved = false
+    /// The counts, for example `inserted 2, updated 1, deleted 0, saved`.
     public var description: String { "inserted \(inserted), updated \(updated), deleted \(deleted)\(saved ? ", saved" : "")" }
 }
 
@@ -50,7 +51,7 @@ extension ActionContext {
     /// Merges incoming objects whose values have any one type — typically `any Sendable`, as an
     /// action that keeps its payload must hold `Sendable` values — without converting the
     /// array to `[[String: Any]]` first (which would rebuild every dictionary); otherwise the
-    /// same as ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)``.
+    /// same as ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)-([[String:Any]],_,_,_,_)``.
     ///
     /// ```swift
     /// let payload: [[String: any Sendable]] = try decodeProducts(data)
@@ -72,7 +73,7 @@ extension ActionContext {
     }
 
     /// Merges incoming objects whose values have any one type into an entity given by
-    /// description; see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)``.
+    /// description; see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)-([[String:Any]],_,_,_,_)``.
     @discardableResult
     public func merge<Value: Sendable>(objects: [[String: Value]], for entity: EntityDescription, ignoreAttributes: Set<String> = [],
                              condition: ((ManagedObject) -> Bool)? = nil) throws -> MergeSummary {
@@ -81,7 +82,7 @@ extension ActionContext {
     }
 
     /// Merges incoming objects into an entity given by description (for models built in code);
-    /// see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)``.
+    /// see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)-([[String:Any]],_,_,_,_)``.
     @discardableResult
     public func merge(objects: [[String: Any]], for entity: EntityDescription, ignoreAttributes: Set<String> = [],
                       condition: ((ManagedObject) -> Bool)? = nil) throws -> MergeSummary {

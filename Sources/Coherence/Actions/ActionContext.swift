@@ -3,7 +3,7 @@ import Foundation
 /// The context an ``EntityAction`` works with: a private-queue background context made for the
 /// action through the connect's strategy (so its saves propagate like any background save),
 /// with the merge policy ``MergePolicy/mergeByPropertyObjectTrump``. It never saves by itself,
-/// except in ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)``.
+/// except in ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)-([[String:Any]],_,_,_,_)``.
 ///
 /// Use it as any context: inside `performAndWait` / `perform`.
 public final class ActionContext: ManagedObjectContext, @unchecked Sendable {

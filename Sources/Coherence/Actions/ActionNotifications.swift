@@ -27,6 +27,7 @@ public struct ActionEvent: Sendable, CustomStringConvertible {
     public let kind: Kind
     /// The action's proxy.
     public let proxy: ActionProxy
+    /// The kind followed by the proxy's description.
     public var description: String { "\(kind) \(proxy)" }
 }
 

@@ -23,6 +23,7 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         case executing
         /// Done (whatever the outcome).
         case finished
+        /// The state's name, for example `executing`.
         public var description: String {
             switch self {
             case .created: return "created"
@@ -43,6 +44,7 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
         case failed
         /// Cancelled (before it ran, or while running; an error it threw is kept).
         case canceled
+        /// The status's name, for example `successful`.
         public var description: String {
             switch self {
             case .unknown: return "unknown"
@@ -96,6 +98,7 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
     /// Whether cancellation was requested.
     public var isCancelled: Bool { inner.withLock { $0.cancelRequested || $0.status == .canceled } }
 
+    /// The action's type, state and status, for example `<ActionProxy SyncCatalog finished successful>`.
     public var description: String {
         let (state, status) = inner.withLock { ($0.state, $0.status) }
         return "<ActionProxy \(type(of: action)) \(state) \(status)>"
@@ -296,6 +299,7 @@ public struct ActionStatistics: Sendable, Equatable, CustomStringConvertible {
         performTime += c.performTime
     }
 
+    /// The times (in milliseconds) and counts on one line.
     public var description: String {
         func ms(_ t: TimeInterval) -> String { String(format: "%.1f ms", t * 1000) }
         return "execution \(ms(executionTime)); inserts \(inserts), updates \(updates), deletes \(deletes), fetched rows \(fetches); "

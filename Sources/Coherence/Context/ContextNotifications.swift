@@ -67,6 +67,7 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
         public static let willSave = Kind(k: .willSave)
         /// A save finished (DidSave).
         public static let didSave = Kind(k: .didSave)
+        /// The kind's name: `objectsDidChange`, `willSave` or `didSave`.
         public var description: String { k.rawValue }
     }
 
@@ -200,6 +201,7 @@ public struct ContextEvent: Sendable, CustomStringConvertible {
         storage = Storage(kind: kind, contextName: contextName)
     }
 
+    /// The kind, the context's name and the counts, for example `didSave(view: +2 ~1 -0 refreshed 0)`.
     public var description: String {
         "\(kind)(\(contextName ?? "unnamed"): +\(inserted.count) ~\(updated.count) -\(deleted.count) refreshed \(refreshed.count))"
     }

@@ -28,6 +28,7 @@ extension ManagedObjectContext {
     ///
     /// - Parameter changes: `NotificationKey.insertedObjectIDs` / `.updatedObjectIDs` /
     ///   `.deletedObjectIDs` (or "inserted" / "updated" / "deleted") → `[ObjectID]` or `Set<ObjectID>`.
+    /// - Parameter contexts: the contexts to update.
     public static func mergeChanges(fromRemoteContextSave changes: [String: Any], into contexts: [ManagedObjectContext]) {
         var event = ContextEvent(kind: .didSave, contextName: nil)
         event.inserted = ids(changes[NotificationKey.insertedObjectIDs] ?? changes[NotificationKey.insertedObjects])

@@ -40,6 +40,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         public static let mainQueue = ConcurrencyType(kind: .main)
         /// Work runs on the context's own serial queue.
         public static let privateQueue = ConcurrencyType(kind: .privateQueue)
+        /// `mainQueue` or `privateQueue`.
         public var description: String { kind == .main ? "mainQueue" : "privateQueue" }
     }
 
@@ -205,6 +206,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     deinit { handle.context = nil }
 
+    /// The context's name, concurrency type and whether it is a child, for diagnostics.
     public var description: String {
         "<ManagedObjectContext \(name ?? "unnamed") \(concurrencyType)\(parent != nil ? " child" : "")>"
     }

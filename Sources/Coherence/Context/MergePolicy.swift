@@ -39,6 +39,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {
     /// Drop the in-memory changes of conflicting objects.
     public static let rollback = MergePolicy(kind: .rollback)
 
+    /// The policy's kind, for example `MergePolicy(objectTrump)`.
     open var description: String { "MergePolicy(\(kind.rawValue))" }
 
     /// Resolves conflicts by changing the context's objects; throw to fail the save.

@@ -62,6 +62,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// source object, its ``store`` and the destination's ``destinationStore``; nothing is
         /// written.
         public static let crossStoreRelationship = Code(kind: .crossStoreRelationship)
+        /// The code's name, for example `storeIncompatible`.
         public var description: String { kind.rawValue }
     }
 
@@ -99,6 +100,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         self.sql = sql
     }
 
+    /// The code, the message and the context that is known (entity, property, object, store, SQL).
     public var description: String {
         var s = "Coherence error [\(code)]: \(message)"
         var context: [String] = []

@@ -150,6 +150,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         return Int(truncatingIfNeeded: x ^ (x >> 31))
     }
 
+    /// The entity and the primary key, for example `Person(42)` or `Person(temporary 3)`.
     public var description: String {
         isTemporaryID ? "\(entity.name)(temporary \(primaryKey))" : "\(entity.name)(\(primaryKey))"
     }

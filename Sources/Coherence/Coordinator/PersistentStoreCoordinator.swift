@@ -45,6 +45,7 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - type: `.sqlite` (needs `url`) or `.inMemory`.
     ///   - configuration: the model configuration the store holds (nil: every entity).
     ///   - url: the SQLite file; its directory must exist.
+    ///   - options: how the store is opened and saved (``StoreOptions``).
     /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`.
     @discardableResult
     public func addPersistentStore(type: StoreType, configuration: String? = nil, at url: URL? = nil,

@@ -14,6 +14,7 @@ public struct SaveConflict: Sendable, CustomStringConvertible {
         public static let version = Kind(k: .version)
         /// A uniqueness constraint is violated.
         public static let uniqueness = Kind(k: .uniqueness)
+        /// `version` or `uniqueness`.
         public var description: String { k.rawValue }
     }
 
@@ -64,6 +65,7 @@ public struct SaveConflict: Sendable, CustomStringConvertible {
         self.conflictingObjectIDs = conflictingObjectIDs
     }
 
+    /// The kind of conflict, the object and what conflicts with it.
     public var description: String {
         switch kind {
         case .uniqueness:

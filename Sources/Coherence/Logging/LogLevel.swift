@@ -24,8 +24,10 @@ public struct LogLevel: Hashable, Comparable, Sendable, CustomStringConvertible 
     /// The levels from least to most detailed.
     public static let allLevels: [LogLevel] = [.off, .error, .warning, .info, .debug]
 
+    /// Whether `lhs` is less detailed than `rhs` (``off`` < ``error`` < … < ``debug``).
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.kind.rawValue < rhs.kind.rawValue }
 
+    /// The level's name, for example `warning`.
     public var description: String {
         switch kind {
         case .off: return "off"

@@ -50,6 +50,7 @@ public struct AttributeType: Hashable, Sendable, CustomStringConvertible {
     /// A value stored as data through a transformer (Codable by default).
     public static let transformable = AttributeType(kind: .transformable)
 
+    /// The type's name as in an Xcode model, for example `Integer 64`.
     public var description: String {
         switch kind {
         case .integer16: return "Integer 16"

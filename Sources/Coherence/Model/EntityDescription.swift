@@ -114,8 +114,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         return false
     }
 
+    /// Whether both are the same description object (identity).
     public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool { lhs === rhs }
+    /// Hashes the description's identity, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// `<EntityDescription Name>`.
     public var description: String { "<EntityDescription \(name)>" }
 
     // MARK: Key paths of typed subclasses

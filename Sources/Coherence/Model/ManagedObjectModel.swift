@@ -31,10 +31,12 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     private let entitiesByClass: [ObjectIdentifier: EntityDescription]
 
     /// Loads a model from entity descriptions.
-    /// - Parameter configurations: configuration name → entity names. Each configuration is
-    ///   expanded to whole inheritance hierarchies. A relationship may point at an entity of
-    ///   another configuration (as in Core Data); relating two objects that live in different
-    ///   stores fails at save (`CoherenceError.crossStoreRelationship`).
+    /// - Parameters:
+    ///   - entities: the entities, each in no other model.
+    ///   - configurations: configuration name → entity names. Each configuration is
+    ///     expanded to whole inheritance hierarchies. A relationship may point at an entity of
+    ///     another configuration (as in Core Data); relating two objects that live in different
+    ///     stores fails at save (`CoherenceError.crossStoreRelationship`).
     /// - Throws: ``ModelError`` when the model is inconsistent.
     public init(entities: [EntityDescription], configurations: [String: [String]] = [:]) throws(ModelError) {
         let sorted = entities.sorted { $0.name < $1.name }
@@ -155,6 +157,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         return StableHash.hex(list.map { "\($0.name)=\(entityVersionHashes[$0.name] ?? "")" }.joined(separator: ";"))
     }
 
+    /// The entity names and the ``versionHash``.
     public var description: String {
         "<ManagedObjectModel \(entities.map(\.name).joined(separator: ", ")) hash \(versionHash)>"
     }

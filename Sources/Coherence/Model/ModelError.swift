@@ -59,6 +59,7 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let modelNotFound = Code(kind: .modelNotFound)
         /// A model file could not be parsed.
         public static let modelParse = Code(kind: .modelParse)
+        /// The code's name, for example `duplicateEntity`.
         public var description: String { kind.rawValue }
     }
 
@@ -79,6 +80,7 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         self.message = message
     }
 
+    /// The code, the entity and property at fault when known, and the message.
     public var description: String {
         var where_ = ""
         if let entityName { where_ = " (entity '\(entityName)'" + (propertyName.map { ", property '\($0)'" } ?? "") + ")" }

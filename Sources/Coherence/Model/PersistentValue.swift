@@ -225,8 +225,11 @@ enum DecimalText {
 }
 
 extension RawRepresentable where RawValue: PersistentValue {
+    /// The raw value's attribute type: a `RawRepresentable` value is stored as its raw value.
     public static var attributeType: AttributeType { RawValue.attributeType }
+    /// The raw value, stored.
     public var storedValue: StoredValue { rawValue.storedValue }
+    /// The value whose raw value is stored; nil when the stored value is no valid raw value.
     public init?(storedValue: StoredValue) {
         guard let raw = RawValue(storedValue: storedValue) else { return nil }
         self.init(rawValue: raw)
@@ -234,6 +237,7 @@ extension RawRepresentable where RawValue: PersistentValue {
 }
 
 extension RawRepresentable where RawValue: PersistentValue, Self: CaseIterable {
+    /// The first case (an enum without cases cannot be an attribute type).
     public static var placeholder: Self {
         guard let first = allCases.first else {
             preconditionFailure("\(Self.self) has no cases and cannot be an attribute type")

@@ -35,6 +35,7 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
         self.userInfo = userInfo
     }
 
+    /// The property's name.
     public var description: String { name }
 }
 
@@ -95,7 +96,14 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
 
     /// Creates an attribute description.
     /// - Parameters:
+    ///   - name: the attribute's name.
+    ///   - type: the attribute's type.
+    ///   - isOptional: whether the value may be nil at save.
     ///   - defaultValue: a value of the attribute's Swift type (`Int`, `String`, `Date`, …), or nil.
+    ///   - isTransient: whether the attribute is kept in memory only, never stored.
+    ///   - validation: rules the value must satisfy at save.
+    ///   - valueTransformerName: the registered transformer of a transformable attribute.
+    ///   - userInfo: arbitrary information.
     public init(name: String, type: AttributeType, isOptional: Bool = false, defaultValue: (any PersistentValue)? = nil,
                 isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
                 userInfo: [String: any Sendable] = [:]) {
@@ -120,6 +128,7 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     /// The value a new object starts with.
     var initialValue: StoredValue { defaultValue ?? .null }
 
+    /// The name and type, for example `age: Integer 64?` (`?`: optional).
     public override var description: String { "\(name): \(type)\(isOptional ? "?" : "")" }
 }
 
@@ -135,6 +144,7 @@ public struct DeleteRule: Hashable, Sendable, CustomStringConvertible {
     public static let deny = DeleteRule(kind: .deny)
     /// Do nothing: destinations keep pointing at the deleted object.
     public static let noAction = DeleteRule(kind: .noAction)
+    /// The rule's name, for example `cascade`.
     public var description: String {
         switch kind {
         case .nullify: return "nullify"
@@ -198,6 +208,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         return false
     }
 
+    /// The name and destination, for example `employees → [Person]` (brackets: to-many).
     public override var description: String {
         "\(name) → \(isToMany ? "[\(destinationEntityName)]" : destinationEntityName)"
     }

@@ -101,6 +101,7 @@ extension StoredValue {
 }
 
 extension StoredValue: CustomStringConvertible {
+    /// The value for diagnostics: `nil`, a number, a quoted string or `<n bytes>`.
     public var description: String {
         switch self {
         case .null: return "nil"

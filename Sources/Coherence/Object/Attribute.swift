@@ -2,7 +2,9 @@ import Foundation
 
 /// Options for an ``Attribute``.
 public struct AttributeOptions: OptionSet, Hashable, Sendable {
+    /// The options' bits.
     public let rawValue: Int
+    /// Creates options from their bits.
     public init(rawValue: Int) { self.rawValue = rawValue }
     /// Kept in memory only, never stored.
     public static let transient = AttributeOptions(rawValue: 1 << 0)

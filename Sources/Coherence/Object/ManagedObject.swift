@@ -241,7 +241,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return id
     }
 
+    /// Whether both are the same object (identity, as in Core Data: compare ``objectID``s to compare rows).
     public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    /// Hashes the object's identity, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
     /// The hash `Set` and `Dictionary` use: the object's address mixed with the table's seed
     /// (a few multiplications instead of a full `Hasher` round; saves build sets of thousands of
@@ -250,6 +252,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         ObjectID.mix(Int64(Int(bitPattern: UInt(bitPattern: ObjectIdentifier(self)))), seed: seed)
     }
 
+    /// The entity, the object ID and the attribute values (or `fault`), for diagnostics; does not
+    /// fire the fault.
     open var description: String {
         if _flags.contains(.fault) { return "<\(entity.name) \(objectID) fault>" }
         let props = entity.attributes.map { a -> String in "\(a.name)=\(_values[a.slot])" }

@@ -72,7 +72,9 @@ public struct Relationship<Value: RelationshipValue> {
     /// - Parameters:
     ///   - inverse: the name of the inverse relationship on the destination.
     ///   - deleteRule: what deleting this object does to the destinations.
-    ///   - minCount, maxCount: bounds for a to-many relationship, checked at save (0: none).
+    ///   - minCount: the fewest objects a to-many relationship may hold at save (0: no limit).
+    ///   - maxCount: the most objects a to-many relationship may hold at save (0: no limit).
+    ///   - isTransient: whether the relationship is kept in memory only, never stored.
     @inlinable
     public init(inverse: String? = nil, deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0,
                 isTransient: Bool = false) {

@@ -29,6 +29,7 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
         self.path = path
     }
 
+    /// The result codes, SQLite's message, and the SQL and database file when known.
     public var description: String {
         var s = "SQLite error \(resultCode)"
         if extendedResultCode != resultCode { s += " (extended \(extendedResultCode))" }

@@ -72,6 +72,7 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
         case started
         /// `stop()` is running.
         case stopping
+        /// The state's name, for example `started`.
         public var description: String {
             switch self {
             case .stopped: return "stopped"

@@ -59,6 +59,7 @@ public struct StoreConfiguration: Equatable, Sendable, CustomStringConvertible {
         if let name { try StoreLocation.validateComponent(name, what: "configuration name") }
     }
 
+    /// The configuration's settings, for diagnostics.
     public var description: String {
         var parts: [String] = []
         if let fileName { parts.append("fileName: '\(fileName)'") }

@@ -8,6 +8,7 @@ public struct StoreType: Hashable, Sendable, CustomStringConvertible {
     public static let sqlite = StoreType(kind: .sqlite)
     /// Memory only; gone when the store is removed.
     public static let inMemory = StoreType(kind: .inMemory)
+    /// `SQLite` or `InMemory`.
     public var description: String { kind == .sqlite ? "SQLite" : "InMemory" }
 }
 
@@ -30,6 +31,7 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
         self.synchronous = synchronous
     }
 
+    /// The options' values on one line.
     public var description: String {
         "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically), synchronous: \(synchronous)"
     }
@@ -67,8 +69,11 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     /// Whether the store holds objects of `entity`.
     public func holds(_ entity: EntityDescription) -> Bool { entities.contains(ObjectIdentifier(entity)) }
 
+    /// Whether both are the same attached store (identity).
     public static func == (lhs: PersistentStore, rhs: PersistentStore) -> Bool { lhs === rhs }
+    /// Hashes the store's identity, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// The type, file (or `memory`) and configuration of the store.
     public var description: String {
         "<PersistentStore \(type) \(url?.path ?? "memory") configuration: \(configurationName ?? ManagedObjectModel.defaultConfigurationName)>"
     }

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""What .ci/docs and .ci/api-check need to know about the package, from `swift package describe`.
+
+    package.py modules DESCRIBE_JSON [NAME...]
+        One line per library module, "name<TAB>source directory": the Swift targets of the
+        package's library products (sorted), or only the NAMEs given (each must be one of them).
+    package.py includes DESCRIBE_JSON BIN_PATH
+        One directory per line to pass with -I so that the toolchain's tools can load the
+        modules' C dependencies (system-library and C targets).
+"""
+import json
+import os
+import sys
+
+
+def library_modules(describe):
+    targets = {t["name"]: t for t in describe["targets"]}
+    names = set()
+    for product in describe["products"]:
+        if "library" in product["type"]:
+            names.update(n for n in product["targets"] if targets[n].get("module_type") == "SwiftTarget")
+    return {name: targets[name]["path"] for name in sorted(names)}
+
+
+def include_dirs(describe, bin_path):
+    dirs = []
+    for target in describe["targets"]:
+        kind = target.get("module_type")
+        if kind == "SystemLibraryTarget":
+            dirs.append(target["path"])
+        elif kind == "ClangTarget":
+            # A module map of its own under include/, or the one SwiftPM generates in the build.
+            own = os.path.join(target["path"], "include")
+            generated = os.path.join(bin_path, target["name"] + ".build")
+            dirs.append(own if os.path.exists(os.path.join(own, "module.modulemap")) else generated)
+    return sorted(set(dirs))
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] not in ("modules", "includes"):
+        sys.exit(__doc__)
+    with open(argv[2]) as f:
+        describe = json.load(f)
+    if argv[1] == "modules":
+        modules = library_modules(describe)
+        wanted = argv[3:] or list(modules)
+        unknown = [name for name in wanted if name not in modules]
+        if unknown:
+            sys.exit(f"not a library module of this package: {', '.join(unknown)} "
+                     f"(library modules: {', '.join(modules)})")
+        for name in wanted:
+            print(f"{name}\t{modules[name]}")
+    else:
+        for directory in include_dirs(describe, argv[3]):
+            print(directory)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
