@@ -3,7 +3,9 @@ import Foundation
 /// The coordinator's cache of row snapshots (values and version) by object ID, shared by its
 /// contexts: faults fill from it without a query, and conflicts report its snapshot.
 ///
-/// Bounded: past `capacity` entries, the oldest half is dropped.
+/// Bounded: past `capacity` entries, the oldest half is dropped. The insertion order is a list
+/// that removals leave stale IDs in; once stale IDs outnumber the cached ones it is compacted, so
+/// it stays within twice the entries (plus a little) at O(1) amortised cost per removal.
 package final class RowCache: Sendable {
     package struct Entry: Sendable {
         package var values: [StoredValue]
@@ -12,8 +14,13 @@ package final class RowCache: Sendable {
 
     private struct State {
         var entries: [ObjectID: Entry] = [:]
+        /// IDs in the order they were cached, oldest first: every cached ID, and IDs removed
+        /// (or cached again later) since the last compaction.
         var order: [ObjectID] = []
     }
+
+    /// Stale IDs the order list may hold beyond the number of entries before it is compacted.
+    private static let staleSlack = 16
 
     private let state = LockedValue(State())
     package let capacity: Int
@@ -54,6 +61,9 @@ package final class RowCache: Sendable {
         state.withLock { s in
             guard !s.entries.isEmpty else { return }
             for id in ids { s.entries[id] = nil }
+            // Each removal leaves a stale ID in the order list; compacting once they outnumber
+            // the entries costs O(order) but is paid for by those removals.
+            if s.order.count - s.entries.count > s.entries.count + Self.staleSlack { Self.compactOrder(&s) }
         }
     }
 
@@ -67,6 +77,19 @@ package final class RowCache: Sendable {
     package var count: Int { state.withLock { $0.entries.count } }
 
     package var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
+
+    /// The length of the insertion-order list, stale IDs included (for tests).
+    package var orderCount: Int { state.withLock { $0.order.count } }
+
+    /// Drops stale IDs from the order list: IDs no longer cached, and earlier copies of IDs that
+    /// were removed and cached again (the last copy is the one that counts).
+    private static func compactOrder(_ s: inout State) {
+        var seen = Set<ObjectID>(minimumCapacity: s.entries.count)
+        var kept: [ObjectID] = []
+        kept.reserveCapacity(s.entries.count)
+        for id in s.order.reversed() where s.entries[id] != nil && seen.insert(id).inserted { kept.append(id) }
+        s.order = kept.reversed()
+    }
 
     private static func trim(_ s: inout State, to target: Int) {
         var dropped = 0
