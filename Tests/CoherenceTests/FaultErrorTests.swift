@@ -518,10 +518,15 @@ struct FaultErrorTests {
             #expect(person.isFault)   // no data was read: the default it returned is not presented as the row's
             let error = #expect(throws: CoherenceError.self) { try person.fulfillFault() }
             #expect(error?.objectID == ids[150])
+            // A read of an attached store: not an open failure.
+            #expect(error?.code == .storeReadFailed)
+            #expect(error?.store == url.path)
+            #expect(error?.sql != nil)
             #expect(error?.underlyingErrors.contains { ($0 as? SQLiteError)?.resultCode == SQLiteError.corrupt } == true,
                     "\(String(describing: error))")
             #expect(throws: CoherenceError.self) { try context.existingObject(with: ids[3]) }
-            #expect(throws: CoherenceError.self) { try context.fetch(FetchRequest<Person>()) }
+            let fetchError = #expect(throws: CoherenceError.self) { try context.fetch(FetchRequest<Person>()) }
+            #expect(fetchError?.code == .storeReadFailed)
         }
         #expect(reported.wait(for: 1).contains { $0.objectID == ids[150] })
     }

@@ -347,7 +347,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// The object for an ID, loaded and checked to exist.
     /// - Throws: `.objectNotFound` when the object does not exist, or when the ID's key names an
     ///   object of another entity (a Circle ID whose key is a Square's); the error reading it met
-    ///   when it cannot be read (`.storeNotAttached`, `.storeOpenFailed`, …).
+    ///   when it cannot be read (`.storeNotAttached`, `.storeReadFailed`, …).
     public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
         assertOnExecutor()
         if let o = lookup(id) {

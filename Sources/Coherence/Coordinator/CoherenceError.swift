@@ -14,7 +14,8 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: String, Hashable, Sendable {
             case unknownKey, typeMismatch, validation, unsupportedPredicate, unknownEntity
-            case storeNotFound, storeIncompatible, storeOpenFailed, storeNotAttached, noStoreForEntity
+            case storeNotFound, storeIncompatible, storeOpenFailed, storeReadFailed, storeWriteFailed, storeNotAttached
+            case noStoreForEntity
             case objectNotFound, conflict, invalidURI, corruptRow, invalidRequest, invalidLocation
             case deleteDenied, contextMismatch, alreadyAttached, crossStoreRelationship
         }
@@ -33,8 +34,25 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         public static let storeNotFound = Code(kind: .storeNotFound)
         /// A store made for another model.
         public static let storeIncompatible = Code(kind: .storeIncompatible)
-        /// A store could not be opened or created.
+        /// A store could not be opened or created (when it is attached; reads and saves of an
+        /// attached store report ``storeReadFailed`` and ``storeWriteFailed``).
         public static let storeOpenFailed = Code(kind: .storeOpenFailed)
+        /// Reading an attached store failed: a fetch, a count or a fault met a damaged file, an
+        /// I/O error or a missing table. The error names the ``CoherenceError/store`` and the
+        /// ``CoherenceError/sql`` that failed, with the ``SQLiteError`` in
+        /// ``CoherenceError/underlyingErrors``; nothing in the context changes.
+        ///
+        /// ```swift
+        /// do { try person.fulfillFault() }
+        /// catch let error where error.code == .storeReadFailed { print(error.store ?? "", error.sql ?? "") }
+        /// ```
+        public static let storeReadFailed = Code(kind: .storeReadFailed)
+        /// Writing to an attached store failed: a save (or reserving primary keys) was refused by
+        /// the database — a constraint or trigger, a full disk, a read-only or locked file. The
+        /// error names the ``CoherenceError/store`` and the ``CoherenceError/sql`` that failed,
+        /// with the ``SQLiteError`` in ``CoherenceError/underlyingErrors``; the transaction is
+        /// rolled back, so the store is as it was. (A uniqueness violation is a ``conflict``.)
+        public static let storeWriteFailed = Code(kind: .storeWriteFailed)
         /// A store that is not attached to the coordinator.
         public static let storeNotAttached = Code(kind: .storeNotAttached)
         /// No attached store holds the entity.

@@ -20,7 +20,7 @@ extension ManagedObject {
     /// Edits made while the data could not be loaded are kept: they are applied over the row
     /// once it loads, and ``ManagedObjectContext/save()`` loads it first (or throws).
     ///
-    /// - Throws: the error reading the row met (`.storeNotAttached`, `.storeOpenFailed` with
+    /// - Throws: the error reading the row met (`.storeNotAttached`, `.storeReadFailed` with
     ///   the SQLite error in `underlyingErrors`, …), with ``CoherenceError/objectID`` set;
     ///   `.objectNotFound` when the row no longer exists; `.invalidRequest` for a fault whose
     ///   context is gone (or was reset), which nothing can load.

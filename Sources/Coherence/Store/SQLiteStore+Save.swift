@@ -12,7 +12,7 @@ extension SQLiteStore {
         do {
             try c.cachedStatement("BEGIN IMMEDIATE").execute()
         } catch {
-            throw storeError(error, "Starting the save transaction failed")
+            throw storeError(.storeWriteFailed, error, "Starting the save transaction failed")
         }
         do {
             var writer = SaveWriter(store: self, connection: c)
@@ -29,7 +29,7 @@ extension SQLiteStore {
             throw error
         } catch {
             rollbackSave()
-            throw storeError(error, "Saving failed")
+            throw storeError(.storeWriteFailed, error, "Saving failed")
         }
     }
 
@@ -39,7 +39,7 @@ extension SQLiteStore {
             try c.cachedStatement("COMMIT").execute()
         } catch {
             rollbackSave()
-            throw storeError(error, "Committing the save failed")
+            throw storeError(.storeWriteFailed, error, "Committing the save failed")
         }
     }
 

@@ -161,9 +161,12 @@ package final class SQLiteStore: StoreEngine {
         self.writer = ConnectionBox(connection)
     }
 
-    private static func openError(_ error: any Error, path: String) -> CoherenceError {
+    /// The error of a connection that could not be opened: `.storeOpenFailed` while the store is
+    /// being opened, `code` for a reader connection of an attached store.
+    private static func openError(_ error: any Error, path: String,
+                                  code: CoherenceError.Code = .storeOpenFailed) -> CoherenceError {
         guard let e = error as? SQLiteError else {
-            return CoherenceError(.storeOpenFailed, "Cannot open the store: \(error)", store: path)
+            return CoherenceError(code, "Cannot open the store: \(error)", store: path)
         }
         let message: String
         switch e.resultCode {
@@ -173,7 +176,7 @@ package final class SQLiteStore: StoreEngine {
         case SQLiteError.readOnly: message = "The location is read-only."
         default: message = "SQLite could not open the store: \(e.message ?? "error \(e.resultCode)")."
         }
-        var err = CoherenceError(.storeOpenFailed, message, store: path, sql: e.sql)
+        var err = CoherenceError(code, message, store: path, sql: e.sql)
         err.underlyingErrors = [e]
         return err
     }
@@ -209,7 +212,7 @@ package final class SQLiteStore: StoreEngine {
                 try c.execute("PRAGMA query_only=1")
                 box = ConnectionBox(c)
             } catch {
-                throw Self.openError(error, path: url.path)
+                throw Self.openError(error, path: url.path, code: .storeReadFailed)
             }
         }
         defer {
@@ -230,7 +233,7 @@ package final class SQLiteStore: StoreEngine {
         } catch let error as CoherenceError {
             throw error
         } catch {
-            throw storeError(error, "Reading the store failed")
+            throw storeError(.storeReadFailed, error, "Reading the store failed")
         }
     }
 
@@ -241,10 +244,13 @@ package final class SQLiteStore: StoreEngine {
         return c
     }
 
-    func storeError(_ error: any Error, _ what: String) -> CoherenceError {
+    /// A read or write of the attached store that failed, as `code` (`.storeReadFailed` or
+    /// `.storeWriteFailed`), with the store's path, the SQL that failed and the SQLite error
+    /// in `underlyingErrors`. A `CoherenceError` is returned as it is.
+    func storeError(_ code: CoherenceError.Code, _ error: any Error, _ what: String) -> CoherenceError {
         if let e = error as? CoherenceError { return e }
         let sql = (error as? SQLiteError)?.sql
-        var e = CoherenceError(.storeOpenFailed, "\(what): \(error)", store: url.path, sql: sql)
+        var e = CoherenceError(code, "\(what): \(error)", store: url.path, sql: sql)
         e.underlyingErrors = [error as? SQLiteError ?? SQLiteError(extendedResultCode: SQLITE_ERROR, message: "\(error)")]
         return e
     }
@@ -261,7 +267,7 @@ package final class SQLiteStore: StoreEngine {
         do {
             writer = try writerConnectionForSave().prepare(sql).rows { $0.int64(0) }.first ?? -1
         } catch {
-            throw storeError(error, "Reading \(sql) failed")
+            throw storeError(.storeReadFailed, error, "Reading \(sql) failed")
         }
         let reader = try withReader { try $0.prepare(sql).rows { $0.int64(0) }.first ?? -1 }
         return (writer, reader)
@@ -448,7 +454,7 @@ package final class SQLiteStore: StoreEngine {
             if c.isInTransaction { return try allocateInSave(c, entity.rootEntity, count) }
             return try c.writeTransaction { try allocate(c, entity.rootEntity, count) }
         } catch {
-            throw storeError(error, "Allocating primary keys failed")
+            throw storeError(.storeWriteFailed, error, "Allocating primary keys failed")
         }
     }
 
