@@ -5,9 +5,20 @@ import CCoherenceSQLite
 /// Carries the primary and extended result codes, SQLite's message and the SQL that failed.
 /// Bound values are never part of the error, so logging an error cannot leak user data.
 ///
+/// Coherence's API never throws it directly: it throws a ``CoherenceError`` naming the store
+/// and the SQL, with the `SQLiteError` in ``CoherenceError/underlyingErrors`` — code
+/// ``CoherenceError/Code/storeOpenFailed`` when a store cannot be attached,
+/// ``CoherenceError/Code/storeReadFailed`` for a fetch, count or fault, and
+/// ``CoherenceError/Code/storeWriteFailed`` for a save (which then wrote nothing).
+///
 /// ```swift
-/// do { try context.save() }
-/// catch let error as SQLiteError where error.resultCode == SQLiteError.busy { retryLater() }
+/// do {
+///     try context.save()   // throws CoherenceError
+/// } catch let error where error.code == .storeWriteFailed {
+///     let sqlite = error.underlyingErrors.lazy.compactMap { $0 as? SQLiteError }.first
+///     if sqlite?.resultCode == SQLiteError.busy { retryLater() }   // another process held the write lock
+///     else { print(error.sql ?? "", sqlite?.message ?? "") }
+/// }
 /// ```
 public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The primary result code (`SQLITE_CONSTRAINT`, `SQLITE_BUSY`, …).
