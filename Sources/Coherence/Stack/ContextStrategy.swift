@@ -72,18 +72,14 @@ public enum ContextStrategy {
     /// follows background work.
     public final class Direct: ContextStrategyType {
         public let viewContext: ManagedObjectContext
-        let coordinator: PersistentStoreCoordinator
-        let errorHandler: @Sendable (any Error) -> Void
+        let contexts: CoordinatorContexts
 
         public init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void) {
-            coordinator = persistentStoreCoordinator
-            self.errorHandler = errorHandler
-            viewContext = ContextStrategy.viewContext(on: coordinator, merges: true, errorHandler)
+            contexts = CoordinatorContexts(persistentStoreCoordinator, viewMerges: true, errorHandler)
+            viewContext = contexts.viewContext
         }
 
-        public func newBackgroundContext() -> ManagedObjectContext {
-            ContextStrategy.backgroundContext(on: coordinator, errorHandler)
-        }
+        public func newBackgroundContext() -> ManagedObjectContext { contexts.newBackgroundContext() }
     }
 
     /// The same wiring as ``Direct``, but the view context is never updated by background
@@ -98,18 +94,14 @@ public enum ContextStrategy {
     /// imports must not disturb what it shows.
     public final class DirectIndependent: ContextStrategyType {
         public let viewContext: ManagedObjectContext
-        let coordinator: PersistentStoreCoordinator
-        let errorHandler: @Sendable (any Error) -> Void
+        let contexts: CoordinatorContexts
 
         public init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void) {
-            coordinator = persistentStoreCoordinator
-            self.errorHandler = errorHandler
-            viewContext = ContextStrategy.viewContext(on: coordinator, merges: false, errorHandler)
+            contexts = CoordinatorContexts(persistentStoreCoordinator, viewMerges: false, errorHandler)
+            viewContext = contexts.viewContext
         }
 
-        public func newBackgroundContext() -> ManagedObjectContext {
-            ContextStrategy.backgroundContext(on: coordinator, errorHandler)
-        }
+        public func newBackgroundContext() -> ManagedObjectContext { contexts.newBackgroundContext() }
     }
 
     /// A private root context on the coordinator, the view context its child, background
@@ -197,6 +189,25 @@ public enum ContextStrategy {
         public var writingContexts: [ManagedObjectContext] { [rootContext] }
 
         public func newBackgroundContext() -> ManagedObjectContext {
+            ContextStrategy.backgroundContext(on: coordinator, errorHandler)
+        }
+    }
+
+    /// The wiring ``Direct`` and ``DirectIndependent`` share: a main-queue view context and
+    /// private-queue background contexts, all on the coordinator. They differ only in whether
+    /// background saves are merged into the view context.
+    struct CoordinatorContexts: Sendable {
+        let viewContext: ManagedObjectContext
+        let coordinator: PersistentStoreCoordinator
+        let errorHandler: @Sendable (any Error) -> Void
+
+        init(_ coordinator: PersistentStoreCoordinator, viewMerges: Bool, _ errorHandler: @escaping @Sendable (any Error) -> Void) {
+            self.coordinator = coordinator
+            self.errorHandler = errorHandler
+            viewContext = ContextStrategy.viewContext(on: coordinator, merges: viewMerges, errorHandler)
+        }
+
+        func newBackgroundContext() -> ManagedObjectContext {
             ContextStrategy.backgroundContext(on: coordinator, errorHandler)
         }
     }
