@@ -13,11 +13,8 @@ import Synchronization
 /// let same = coordinator.managedObjectID(forURIRepresentation: uri)
 /// ```
 public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
-    /// The object's entity.
-    ///
-    /// Unowned: entity descriptions are never deallocated (see `EntityDescription.init`), and an
-    /// ID is copied often (identity map, change sets, notifications) — without a retain.
-    public private(set) unowned(unsafe) var entity: EntityDescription
+    /// The object's entity (an ID keeps it alive).
+    public private(set) var entity: EntityDescription
     /// The identifier of the store holding the object; nil for temporary IDs.
     public var storeIdentifier: UUID? {
         guard hasStore else { return nil }
