@@ -281,7 +281,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @usableFromInline
     package final func _noteOriginal(at slot: Int) {
         if _originals != nil {
-            if !_originals.unsafelyUnwrapped.contains(where: { $0.slot == slot }) {
+            if _originals?.contains(where: { $0.slot == slot }) == false {
                 _originals!.append(SlotValue(slot: slot, value: _valueStorage[slot]))
             }
         } else if let committed = _committedStorage, _valueStorage.sharesStorage(with: committed) {
