@@ -99,6 +99,8 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     /// The name of a registered value transformer (transformable attributes).
     public let valueTransformerName: String?
     /// Compiled regular expression (when `validation.regularExpression` is set).
+    // Invariant: set only while the model loads; afterwards only read (matching with one
+    // NSRegularExpression from several threads is safe).
     nonisolated(unsafe) var compiledRegex: NSRegularExpression?
 
     /// Creates an attribute description.

@@ -5,6 +5,8 @@ import Foundation
 package final class SQLiteStatement {
     package let handle: OpaquePointer
     package let sql: String
+    // Invariant: the connection owns its statements (its cache) and finalizes them before it
+    // closes; `unowned` (checked) traps rather than read a freed connection.
     unowned let connection: SQLiteConnection
     package let columnCount: Int32
     package let parameterCount: Int32
@@ -72,6 +74,7 @@ package final class SQLiteStatement {
         var value = value
         value.withUTF8 { buf in
             if let base = buf.baseAddress {
+                // Invariant: the UTF-8 bytes are valid for this call; SQLite copies them (TRANSIENT).
                 _ = sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
                                       Int32(buf.count), coherence_sqlite3_transient())
             } else {
