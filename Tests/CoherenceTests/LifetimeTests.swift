@@ -129,6 +129,27 @@ struct LifetimeTests {
         #expect(try object?.value(forKey: "name") as? String == "")
     }
 
+    /// A store outliving its container keeps its entities (its engine's caches know them by
+    /// identity, so a freed entity's address must not come back as another model's entity
+    /// while the store exists), and lets them go with it.
+    @Test func aStoreKeepsItsEntitiesAsLongAsItExists() throws {
+        let dir = try TemporaryDirectory()
+        weak var weakPerson: EntityDescription?
+        var store: PersistentStore?
+        do {
+            let model = try ManagedObjectModel(types: [Town.self, Person.self, Club.self])
+            let container = GenericPersistentContainer<ContextStrategy.DirectIndependent>(name: "Kept", managedObjectModel: model)
+            store = try container.attachPersistentStore(at: dir.url, for: StoreConfiguration(type: .inMemory))
+            weakPerson = model.entitiesByName["Person"]
+        }
+        do {
+            let person = try #require(weakPerson)   // the container and the model are gone
+            #expect(store?.holds(person) == true)
+        }
+        store = nil
+        #expect(weakPerson == nil)
+    }
+
     /// A model that fails to load keeps nothing alive, and its properties still cannot join
     /// another model.
     @Test func aModelThatFailsToLoadKeepsNothingAlive() throws {

@@ -43,7 +43,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) public internal(set) var superentity: EntityDescription?
     /// The direct sub-entities (set when the model loads; empty once the model is gone).
     public internal(set) var subentities: [EntityDescription] {
-        get { subentityLinks.isEmpty ? [] : subentityLinks.compactMap(\.entity) }
+        get {
+            if subentityLinks.isEmpty { return [] }
+            let model = managedObjectModel
+            return subentityLinks.compactMap { $0.entity(in: model) }
+        }
         set { subentityLinks = newValue.map { EntityLink(loading: $0) } }
     }
     /// Links to the sub-entities (a parent does not own its sub-entities: the model does, and

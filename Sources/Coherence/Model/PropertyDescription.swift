@@ -21,7 +21,7 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// Set when the model loads; nil before, and once the model is gone (the entity owns the
     /// property, so this reference does not own the entity: see `EntityLink`).
     public internal(set) var entity: EntityDescription? {
-        get { entityLink.entity }
+        get { entityLink.entity(in: linkedModel) }
         set {
             entityLink = EntityLink(loading: newValue)
             if newValue != nil { isClaimed = true }
@@ -29,6 +29,8 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     }
     // Fields set while the model loads, read-only afterwards: no run-time exclusivity checks.
     @exclusivity(unchecked) var entityLink = EntityLink(loading: nil)
+    /// The model the links resolve in (weak: the model owns the entity, which owns this).
+    weak var linkedModel: ManagedObjectModel?
     /// Whether a model has taken the property (it cannot join another one, even after that
     /// model is gone or failed to load).
     @exclusivity(unchecked) package internal(set) var isClaimed = false
@@ -181,7 +183,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
 
     /// The destination entity (set when the model loads; nil once the model is gone).
     public internal(set) var destinationEntity: EntityDescription? {
-        get { destinationLink.entity }
+        get { destinationLink.entity(in: linkedModel) }
         set { destinationLink = EntityLink(loading: newValue) }
     }
     @exclusivity(unchecked) var destinationLink = EntityLink(loading: nil)
@@ -189,7 +191,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public internal(set) var inverseRelationship: RelationshipDescription? {
         get {
             if let loadingInverse { return loadingInverse }
-            guard inverseSlot >= 0, let owner = inverseOwner.entity else { return nil }
+            guard inverseSlot >= 0, let owner = inverseOwner.entity(in: linkedModel) else { return nil }
             let properties = owner.properties
             return inverseSlot < properties.count ? properties[inverseSlot] as? RelationshipDescription : nil
         }
@@ -244,6 +246,7 @@ extension PropertyDescription {
     /// Turns the property's references into links to `model`'s entities (see `EntityLink`),
     /// once the model has numbered them.
     func publishLinks(in model: ManagedObjectModel) {
+        linkedModel = model
         entityLink.publish(in: model)
         if let r = self as? RelationshipDescription { r.publishRelationshipLinks(in: model) }
     }
@@ -260,7 +263,7 @@ extension RelationshipDescription {
         destinationLink.publish(in: model)
         guard let inverse = loadingInverse else { return }
         loadingInverse = nil
-        inverseOwner = EntityLink(loading: inverse.entityLink.loading ?? inverse.entity)
+        inverseOwner = EntityLink(loading: inverse.entityLink.loading ?? inverse.entityLink.entity(in: model))
         inverseOwner.publish(in: model)
         inverseSlot = inverse.slot
     }
