@@ -367,28 +367,9 @@ final class KeptPassport: ManagedObject {
         }
         #expect(weakPerson == nil)
         #expect(weakTown == nil)
-        // The references the fetch handed its objects in bulk (`ReferenceCredit`) balance out.
+        // The references the fetch gave its objects to the group and the handle balance out.
         #expect(weakGroup == nil)
         #expect(weakHandle == nil)
-    }
-
-    /// A credit's references are real: the object lives until the last one handed out is
-    /// released, and the ones not handed out go back when the credit ends.
-    @Test func aReferenceCreditHandsOutCountedReferences() {
-        final class Box {}
-        weak var weakBox: Box?
-        var references: [Unmanaged<Box>] = []
-        do {
-            let box = Box()
-            weakBox = box
-            var credit = ReferenceCredit(box)
-            for _ in 0..<1500 { references.append(credit.take()) }   // more than one batch of 1,024
-        }
-        #expect(weakBox != nil)
-        for r in references.dropLast() { r.release() }
-        #expect(weakBox != nil)
-        references.last?.release()
-        #expect(weakBox == nil)
     }
 
     @Test func anObjectOutlivingItsContextKeepsItsValuesAndLeavesItsGroup() throws {

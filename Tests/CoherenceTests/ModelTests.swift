@@ -48,45 +48,6 @@ struct ModelTests {
         #expect(model.entity(for: Person.self) === person)
     }
 
-    /// A loaded model's entities, their lists and their initial values are immortal: retaining
-    /// and releasing them leaves their reference-count word as it was (a release that updated it
-    /// would be an atomic operation on a word every thread shares), and a list changed through
-    /// a copy is copied first.
-    @Test func modelStorageIsImmortalForRetainsAndReleases() throws {
-        let model = try makeTestModel()
-        let person = try #require(model.entitiesByName["Person"])
-        func word(_ object: AnyObject) -> UInt64 {
-            (Unmanaged.passUnretained(object).toOpaque() + MemoryLayout<UInt>.size).load(as: UInt64.self)
-        }
-        let objects: [AnyObject] = [person, unsafeBitCast(person.initialValues, to: AnyObject.self),
-                                    unsafeBitCast(person.attributes, to: AnyObject.self)] + person.properties
-        for object in objects {
-            let before = word(object)
-            let u = Unmanaged.passUnretained(object)
-            for _ in 0..<3 { _ = u.retain() }
-            #expect(word(object) == before)
-            for _ in 0..<3 { u.release() }
-            #expect(word(object) == before)
-        }
-        // An object made immortal while nothing else refers to it (as an entity, from its
-        // initializer) stays so under releases too.
-        final class Fresh {}
-        let fresh = Unmanaged.passRetained(Fresh())   // the only reference
-        Immortal.make(objectAt: fresh.toOpaque())
-        let before = word(fresh.takeUnretainedValue())
-        for _ in 0..<3 { fresh.release() }
-        #expect(word(fresh.takeUnretainedValue()) == before)
-        for _ in 0..<3 { _ = fresh.retain() }
-        #expect(word(fresh.takeUnretainedValue()) == before)
-
-        var attributes = person.attributes
-        attributes.removeAll()
-        #expect(attributes.isEmpty && person.attributes.count == 5)
-        var initial = person.initialValues
-        initial[0] = .text("changed")
-        #expect(person.initialValues[0] != .text("changed"))
-    }
-
     /// A class whose `deinit` reads and writes its properties loads (the probes reflection makes
     /// read placeholders and drop writes), and its real objects read their values.
     @Test func aDeinitThatReadsPropertiesIsSafe() throws {

@@ -10,11 +10,11 @@ extension Array where Element: AnyObject {
     /// - Complexity: O(*n*).
     @inline(__always)
     func forEachBorrowed(_ body: (Element) throws -> Void) rethrows {
+        // Invariant: the array holds each element for the whole call; `_withUnsafeGuaranteedRef`
+        // tells the compiler so (the element read from the buffer is not retained around `body`).
         try withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            let references = UnsafeRawPointer(base).assumingMemoryBound(to: Unmanaged<Element>.self)
-            for i in 0..<buffer.count {
-                try references[i]._withUnsafeGuaranteedRef(body)
+            for i in buffer.indices {
+                try Unmanaged.passUnretained(buffer[i])._withUnsafeGuaranteedRef(body)
             }
         }
     }

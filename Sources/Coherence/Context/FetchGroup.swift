@@ -40,21 +40,13 @@ package final class FetchGroup {
         if members.capacity > 2 * members.count + 16 { members = members.copiedToFit() }
     }
 
-    /// Makes `object`, which is in no group, a member.
+    /// Makes `object`, which is in no group, a member (it holds a strong reference to the
+    /// group, released when it leaves or goes away).
     /// - Complexity: O(1) amortized.
     @inline(__always)
     package func add(_ object: ManagedObject) {
-        add(object, reference: .passRetained(self))
-    }
-
-    /// Makes `object`, which is in no group, a member holding `reference`, a +1 reference to
-    /// this group (from a ``ReferenceCredit``).
-    /// - Complexity: O(1) amortized.
-    @inline(__always)
-    package func add(_ object: ManagedObject, reference: Unmanaged<FetchGroup>) {
         assert(object._groupReference == nil, "An object is in one fetch group at most.")
-        assert(reference.toOpaque() == Unmanaged.passUnretained(self).toOpaque(), "A reference to another group.")
-        object._groupReference = reference
+        object._groupReference = .passRetained(self)
         object._groupIndex = UInt32(truncatingIfNeeded: members.count)
         members.append(.passUnretained(object))
     }

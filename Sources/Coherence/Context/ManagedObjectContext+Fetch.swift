@@ -298,10 +298,6 @@ struct RowRegistration: ~Copyable {
     let asFaults: Bool
     let group: FetchGroup
     let handle: ContextHandle
-    /// The new objects' references to the handle and the group, paid in bulk (two atomic
-    /// operations per row saved).
-    var handleCredit: ReferenceCredit<ContextHandle>
-    var groupCredit: ReferenceCredit<FetchGroup>
     let newFlags: ObjectFlags
     /// Whether the identity map held objects before this fetch (otherwise every object is new,
     /// and every result is awoken, so no separate list is kept).
@@ -335,8 +331,6 @@ struct RowRegistration: ~Copyable {
         self.asFaults = asFaults
         self.group = group
         self.handle = context.handle
-        self.handleCredit = ReferenceCredit(context.handle)
-        self.groupCredit = ReferenceCredit(group)
         self.newFlags = asFaults ? [.fault, .prefilled] : []
         self.mayBeRegistered = !context.registered.isEmpty
         context.handle.generation &+= 1   // for the insertions below, made through `_registered`
@@ -360,7 +354,7 @@ struct RowRegistration: ~Copyable {
     }
 
     mutating func add(_ row: consuming StoreRow) {
-        unowned(unsafe) let entity = row.entity
+        let entity = row.entity
         let id: ObjectID
         if let first = firstID {
             id = first.inSameStore(entity: entity, primaryKey: row.primaryKey)
@@ -376,8 +370,8 @@ struct RowRegistration: ~Copyable {
         }
         let o = entity.managedObjectClass.init(entity: entity)
         // A new object is in no context or group (unless its initializer did something odd).
-        if o._handleReference == nil { o._handleReference = handleCredit.take() } else { o._contextHandle = handle }
-        if o._groupReference == nil { group.add(o, reference: groupCredit.take()) }
+        o._contextHandle = handle
+        if o._groupReference == nil { group.add(o) }
         o._version = row.version
         // A new object has no snapshot yet: set the storage directly (the `_values` and
         // `_committed` setters check for a sparse one first). The row's values move in. The

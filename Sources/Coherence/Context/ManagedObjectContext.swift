@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A scratch pad of managed objects, as Core Data's `NSManagedObjectContext`.
 ///
@@ -280,6 +279,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         if schedule.isImmediate && isOnExecutor {
             return try run(block)
         }
+        // Invariant: the block runs once, on the executor; its result crosses back once, through
+        // the continuation, which is resumed exactly once.
         nonisolated(unsafe) let work = block
         let result: Result<T, E> = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, E>, Never>) in
             queue.async {
@@ -299,6 +300,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// (`let n: Int = await context.perform { … }`) to get it.
     @_disfavoredOverload
     public func perform(_ block: sending @escaping () -> Void) {
+        // Invariant: the block (sent by the caller) runs once, on the executor.
         nonisolated(unsafe) let work = block
         queue.async { self.run(work) }
     }
@@ -308,6 +310,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
         if isOnExecutor { return try run(block) }
         let result: Result<T, E> = withoutActuallyEscaping(block) { escapable in
+            // Invariant: the caller waits (`queue.sync`) while the block runs on the executor.
             nonisolated(unsafe) let work = escapable
             return queue.sync {
                 self.run { () -> Result<T, E> in

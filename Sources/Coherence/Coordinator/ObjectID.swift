@@ -13,20 +13,15 @@ import Synchronization
 /// let same = coordinator.managedObjectID(forURIRepresentation: uri)
 /// ```
 public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
-    /// The object's entity.
-    ///
-    /// Unowned: entity descriptions are never deallocated (see `EntityDescription.init`), and an
-    /// ID is copied often (identity map, change sets, notifications) — without a retain.
-    public private(set) unowned(unsafe) var entity: EntityDescription
+    /// The object's entity (an ID keeps it alive).
+    public private(set) var entity: EntityDescription
     /// The identifier of the store holding the object; nil for temporary IDs.
     public var storeIdentifier: UUID? {
         guard hasStore else { return nil }
-        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &bytes) { raw in
-            raw.storeBytes(of: storeHigh, toByteOffset: 0, as: UInt64.self)
-            raw.storeBytes(of: storeLow, toByteOffset: 8, as: UInt64.self)
-        }
-        return UUID(uuid: bytes)
+        let h = storeHigh, l = storeLow
+        func byte(_ word: UInt64, _ n: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: word >> (56 - 8 * n)) }
+        return UUID(uuid: (byte(h, 0), byte(h, 1), byte(h, 2), byte(h, 3), byte(h, 4), byte(h, 5), byte(h, 6), byte(h, 7),
+                           byte(l, 0), byte(l, 1), byte(l, 2), byte(l, 3), byte(l, 4), byte(l, 5), byte(l, 6), byte(l, 7)))
     }
     /// The store identifier's 16 bytes, kept as plain integers rather than as a `UUID`:
     /// Foundation's `UUID` comes from a library built for evolution, so a struct holding one has
@@ -58,10 +53,17 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     /// converted from a `UUID` again: a fetch makes one per row).
     @inline(__always)
     package func inSameStore(entity: EntityDescription, primaryKey: Int64) -> ObjectID {
-        var id = self
-        id.entity = entity
-        id.primaryKey = primaryKey
-        return id
+        ObjectID(entity: entity, storeHigh: storeHigh, storeLow: storeLow, hasStore: hasStore, primaryKey: primaryKey)
+    }
+
+    /// An ID made of its parts (no copy of another ID's entity reference to replace).
+    @inline(__always)
+    private init(entity: EntityDescription, storeHigh: UInt64, storeLow: UInt64, hasStore: Bool, primaryKey: Int64) {
+        self.entity = entity
+        self.storeHigh = storeHigh
+        self.storeLow = storeLow
+        self.hasStore = hasStore
+        self.primaryKey = primaryKey
     }
 
     /// Whether two IDs name the same store (both temporary counts as the same), without
@@ -80,12 +82,15 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         return words.0 == storeHigh && words.1 == storeLow
     }
 
-    /// A store identifier's 16 bytes as two words, as IDs keep them.
+    /// A store identifier's 16 bytes as two words (big-endian), as IDs keep them.
     @inline(__always)
     private static func words(of identifier: UUID) -> (UInt64, UInt64) {
-        withUnsafeBytes(of: identifier.uuid) { raw in
-            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        let u = identifier.uuid
+        func word(_ b: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)) -> UInt64 {
+            UInt64(b.0) << 56 | UInt64(b.1) << 48 | UInt64(b.2) << 40 | UInt64(b.3) << 32
+                | UInt64(b.4) << 24 | UInt64(b.5) << 16 | UInt64(b.6) << 8 | UInt64(b.7)
         }
+        return (word((u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7)), word((u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15)))
     }
 
     /// The store identifier folded into one word (for hashing; 0 for temporary IDs).

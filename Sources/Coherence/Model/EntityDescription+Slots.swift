@@ -1,3 +1,5 @@
+// `_forEachField` (the standard library's field reflection, SPI): the stored-field offsets of a
+// class, read once per class; every placement is checked on a probe object with `Mirror`.
 @_spi(Reflection) import Swift
 
 /// A property wrapper (``Attribute``, ``Relationship``, ``Transformed``) whose storage in each
@@ -90,6 +92,8 @@ extension EntityDescription {
     func _placeSlots(in object: ManagedObject) {
         if ObjectIdentifier(type(of: object)) == ObjectIdentifier(managedObjectClass) {
             guard let placements = slotPlacementBuffer else { return }
+            // Invariant: `object` is exactly of `managedObjectClass`, whose wrapper fields sit at
+            // these offsets (read from the runtime's field reflection, checked on a probe).
             let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
             for p in placements { base.storeBytes(of: Int16(truncatingIfNeeded: p.slot), toByteOffset: p.offset, as: Int16.self) }
         } else if !properties.isEmpty {
@@ -109,6 +113,7 @@ extension EntityDescription {
             placements = slotPlacements(for: type) ?? []
             otherClassPlacements.withLock { $0[key] = placements }
         }
+        // Invariant: `placements` were read from `object`'s own class (as above).
         let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
         for p in placements { base.storeBytes(of: Int16(truncatingIfNeeded: p.slot), toByteOffset: p.offset, as: Int16.self) }
     }

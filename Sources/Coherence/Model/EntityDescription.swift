@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// An entity of a managed object model, as Core Data's `NSEntityDescription`.
 ///
@@ -41,8 +40,18 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     // shared; `@exclusivity(unchecked)` drops run-time exclusivity checks on every later read.
     /// The superentity (set when the model loads).
     @exclusivity(unchecked) public internal(set) var superentity: EntityDescription?
-    /// The direct sub-entities (set when the model loads).
-    @exclusivity(unchecked) public internal(set) var subentities: [EntityDescription] = []
+    /// The direct sub-entities (set when the model loads; empty once the model is gone).
+    public internal(set) var subentities: [EntityDescription] {
+        get {
+            if subentityLinks.isEmpty { return [] }
+            let model = managedObjectModel
+            return subentityLinks.compactMap { $0.entity(in: model) }
+        }
+        set { subentityLinks = newValue.map { EntityLink(loading: $0) } }
+    }
+    /// Links to the sub-entities (a parent does not own its sub-entities: the model does, and
+    /// each sub-entity owns its ``superentity``).
+    @exclusivity(unchecked) private var subentityLinks: [EntityLink] = []
     /// All properties: inherited ones first, in the superentity's order, then own ones.
     @exclusivity(unchecked) public internal(set) var properties: [PropertyDescription] = []
     /// All properties by name.
@@ -55,9 +64,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) public internal(set) var relationships: [RelationshipDescription] = []
     /// All relationships by name.
     @exclusivity(unchecked) public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
-    /// The model this entity belongs to (set when the model loads).
-    /// (Strong, like every model back-reference: see `PropertyDescription.entity`.)
-    @exclusivity(unchecked) public internal(set) var managedObjectModel: ManagedObjectModel?
+    /// The model this entity belongs to (set when the model loads; nil once the model is
+    /// gone: the model owns its entities, and an object or ID can outlive it).
+    public internal(set) weak var managedObjectModel: ManagedObjectModel?
 
     /// The entity's number in its model (1-based; stored in each row).
     @exclusivity(unchecked) package internal(set) var entityNumber: Int = 0
@@ -76,8 +85,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     var isLoaded: Bool { entityNumber != 0 }
 
     /// Where objects of `managedObjectClass` keep their wrappers' slots (set when the model
-    /// loads; never freed, like the entity).
-    @exclusivity(unchecked) var slotPlacementBuffer: UnsafeBufferPointer<SlotPlacement>?
+    /// loads; freed with the entity, which every object it is read for holds).
+    // Invariant: allocated by `prepareSlotPlacements()`, owned by this entity, freed in `deinit`.
+    @exclusivity(unchecked) var slotPlacementBuffer: UnsafeBufferPointer<SlotPlacement>? {
+        willSet { slotPlacementBuffer?.deallocate() }
+    }
     /// The same for objects of other classes (subclasses, probes), made on first use.
     let otherClassPlacements = LockedValue<[ObjectIdentifier: [SlotPlacement]]>([:])
     private let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
@@ -94,14 +106,24 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
         self.userInfo = userInfo
-        // Entity descriptions are immortal: a loaded model already keeps itself and its
-        // entities alive (its back-references are strong), and this extra retain extends that to
-        // every entity, loaded or not. Object IDs and objects can then refer to their entity
-        // without reference counting (`unowned(unsafe)`): copying an ID costs no atomic operation.
-        // Immortal in the runtime's sense too, so the references that remain strong (passing the
-        // entity to `init(entity:)`, for one) update no reference count.
-        _ = Unmanaged.passRetained(self)
-        Immortal.make(self)
+    }
+
+    deinit {
+        slotPlacementBuffer?.deallocate()
+    }
+
+    /// Turns the entity's and its own properties' references to other entities into links to
+    /// `model` (see `EntityLink`), once the model has numbered its entities.
+    func publishLinks(in model: ManagedObjectModel) {
+        for i in subentityLinks.indices { subentityLinks[i].publish(in: model) }
+        for p in ownProperties { p.publishLinks(in: model) }
+    }
+
+    /// Drops the entity's and its own properties' strong references to other entities (its
+    /// model failed to load), so that they do not keep one another alive.
+    func abandonLinks() {
+        subentityLinks = []
+        for p in ownProperties { p.abandonLinks() }
     }
 
     /// Whether `other` is this entity or one of its descendants.

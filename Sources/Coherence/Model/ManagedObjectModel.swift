@@ -52,31 +52,35 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             }
             byName[e.name] = e
         }
-        try Self.resolveInheritance(sorted, byName: byName)
-        try Self.resolveProperties(sorted)
-        try Self.resolveRelationships(sorted, byName: byName)
-        for e in sorted {
-            let initial = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
-            Immortal.make(storageOf: initial)   // shared by every new object of the entity
-            e._initialValues = initial
-        }
-        for e in sorted { try e.prepareSlotPlacements() }
-        try Self.checkConstraintsAndIndexes(sorted)
-
         var expanded: [String: [String]] = [:]
-        for (config, names) in configurations {
-            var set = Set<String>()
-            for n in names {
-                guard let e = byName[n] else {
-                    throw ModelError(.unknownConfigurationEntity, entity: n,
-                                     "Configuration '\(config)' names entity '\(n)', which is not in the model.")
-                }
-                Self.addHierarchy(of: e, to: &set)
+        do throws(ModelError) {
+            try Self.resolveInheritance(sorted, byName: byName)
+            try Self.resolveProperties(sorted)
+            try Self.resolveRelationships(sorted, byName: byName)
+            for e in sorted {
+                e._initialValues = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
             }
-            // A relationship whose destination is in another configuration is allowed, as in
-            // Core Data: only a save that relates objects of two stores fails
-            // (`CoherenceError.crossStoreRelationship`).
-            expanded[config] = set.sorted()
+            for e in sorted { try e.prepareSlotPlacements() }
+            try Self.checkConstraintsAndIndexes(sorted)
+            for (config, names) in configurations {
+                var set = Set<String>()
+                for n in names {
+                    guard let e = byName[n] else {
+                        throw ModelError(.unknownConfigurationEntity, entity: n,
+                                         "Configuration '\(config)' names entity '\(n)', which is not in the model.")
+                    }
+                    Self.addHierarchy(of: e, to: &set)
+                }
+                // A relationship whose destination is in another configuration is allowed, as in
+                // Core Data: only a save that relates objects of two stores fails
+                // (`CoherenceError.crossStoreRelationship`).
+                expanded[config] = set.sorted()
+            }
+        } catch {
+            // The links made so far hold entities strongly: dropped, so that nothing of a model
+            // that failed to load keeps anything else alive.
+            for e in sorted { e.abandonLinks() }
+            throw error
         }
 
         var classMap: [ObjectIdentifier: EntityDescription] = [:]
@@ -106,7 +110,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             Self.collectDescendants(e, into: &numbers)
             e.descendantNumbers = numbers.sorted()
         }
-        for e in sorted { e.makeStorageImmortal() }
+        for e in sorted { e.publishLinks(in: self) }
     }
 
     /// A model with no entities (what a container holds when its model could not be loaded).
@@ -205,7 +209,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                     throw ModelError(.duplicateProperty, entity: e.name, property: p.name,
                                      "Entity '\(e.name)' has two properties named '\(p.name)' (own or inherited).")
                 }
-                if p.entity != nil {
+                if p.isClaimed {
                     throw ModelError(.entityInAnotherModel, entity: e.name, property: p.name,
                                      "Property '\(p.name)' already belongs to another entity; create a new description.")
                 }

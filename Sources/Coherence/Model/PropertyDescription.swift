@@ -18,12 +18,22 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
 
     /// The entity that declares the property (inherited properties keep their declaring entity).
     ///
-    /// Model back-references are strong on purpose: a weak reference gives the referenced object
-    /// a side table, which makes every retain and release of it (every `ObjectID` copy) take
-    /// the slow path. A model and its descriptions therefore live as long as the process, as
-    /// Core Data models do in practice.
+    /// Set when the model loads; nil before, and once the model is gone (the entity owns the
+    /// property, so this reference does not own the entity: see `EntityLink`).
+    public internal(set) var entity: EntityDescription? {
+        get { entityLink.entity(in: linkedModel) }
+        set {
+            entityLink = EntityLink(loading: newValue)
+            if newValue != nil { isClaimed = true }
+        }
+    }
     // Fields set while the model loads, read-only afterwards: no run-time exclusivity checks.
-    @exclusivity(unchecked) public internal(set) var entity: EntityDescription?
+    @exclusivity(unchecked) var entityLink = EntityLink(loading: nil)
+    /// The model the links resolve in (weak: the model owns the entity, which owns this).
+    weak var linkedModel: ManagedObjectModel?
+    /// Whether a model has taken the property (it cannot join another one, even after that
+    /// model is gone or failed to load).
+    @exclusivity(unchecked) package internal(set) var isClaimed = false
     /// The index of this property's value in a managed object's value storage and row snapshots.
     /// Inherited properties have the same slot in every sub-entity.
     @exclusivity(unchecked) package internal(set) var slot: Int = -1
@@ -92,6 +102,8 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     /// The name of a registered value transformer (transformable attributes).
     public let valueTransformerName: String?
     /// Compiled regular expression (when `validation.regularExpression` is set).
+    // Invariant: set only while the model loads; afterwards only read (matching with one
+    // NSRegularExpression from several threads is safe).
     nonisolated(unsafe) var compiledRegex: NSRegularExpression?
 
     /// Creates an attribute description.
@@ -179,10 +191,26 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     /// Most objects a to-many relationship may hold at save (0: no limit).
     public let maxCount: Int
 
-    /// The destination entity (set when the model loads).
-    @exclusivity(unchecked) public internal(set) var destinationEntity: EntityDescription?
-    /// The inverse relationship (set when the model loads).
-    @exclusivity(unchecked) public internal(set) var inverseRelationship: RelationshipDescription?
+    /// The destination entity (set when the model loads; nil once the model is gone).
+    public internal(set) var destinationEntity: EntityDescription? {
+        get { destinationLink.entity(in: linkedModel) }
+        set { destinationLink = EntityLink(loading: newValue) }
+    }
+    @exclusivity(unchecked) var destinationLink = EntityLink(loading: nil)
+    /// The inverse relationship (set when the model loads; nil once the model is gone).
+    public internal(set) var inverseRelationship: RelationshipDescription? {
+        get {
+            if let loadingInverse { return loadingInverse }
+            guard inverseSlot >= 0, let owner = inverseOwner.entity(in: linkedModel) else { return nil }
+            let properties = owner.properties
+            return inverseSlot < properties.count ? properties[inverseSlot] as? RelationshipDescription : nil
+        }
+        set { loadingInverse = newValue }
+    }
+    /// The inverse while the model loads (then: its declaring entity and its slot).
+    @exclusivity(unchecked) private var loadingInverse: RelationshipDescription?
+    @exclusivity(unchecked) private var inverseOwner = EntityLink(loading: nil)
+    @exclusivity(unchecked) private var inverseSlot = -1
     /// The index of this relationship in `entity.foreignKeyRelationships` (foreign keys only).
     @exclusivity(unchecked) package internal(set) var fkOrdinal: Int = -1
     /// How the relationship is stored (decided when the model loads).
@@ -223,4 +251,36 @@ package enum RelationshipStorage: Hashable, Sendable {
     /// A join table with one row per pair (to-many without a to-one inverse).
     /// `sourceIsFirst`: whether this side's key is the table's first column.
     case joinTable(name: String, sourceIsFirst: Bool)
+}
+
+extension PropertyDescription {
+    /// Turns the property's references into links to `model`'s entities (see `EntityLink`),
+    /// once the model has numbered them.
+    func publishLinks(in model: ManagedObjectModel) {
+        linkedModel = model
+        entityLink.publish(in: model)
+        if let r = self as? RelationshipDescription { r.publishRelationshipLinks(in: model) }
+    }
+
+    /// Drops the property's strong references to entities (its model failed to load).
+    func abandonLinks() {
+        entityLink.abandon()
+        if let r = self as? RelationshipDescription { r.abandonRelationshipLinks() }
+    }
+}
+
+extension RelationshipDescription {
+    fileprivate func publishRelationshipLinks(in model: ManagedObjectModel) {
+        destinationLink.publish(in: model)
+        guard let inverse = loadingInverse else { return }
+        loadingInverse = nil
+        inverseOwner = EntityLink(loading: inverse.entityLink.loading ?? inverse.entityLink.entity(in: model))
+        inverseOwner.publish(in: model)
+        inverseSlot = inverse.slot
+    }
+
+    fileprivate func abandonRelationshipLinks() {
+        destinationLink.abandon()
+        loadingInverse = nil
+    }
 }

@@ -19,9 +19,8 @@ import Foundation
 /// Managed objects are not `Sendable`: an object belongs to one context and is used on that
 /// context's executor. Pass ``objectID`` between threads instead.
 open class ManagedObject: Hashable, CustomStringConvertible {
-    /// The object's entity.
-    // Unowned: entity descriptions are never deallocated (see `EntityDescription.init`).
-    public unowned(unsafe) let entity: EntityDescription
+    /// The object's entity (an object keeps it alive).
+    public let entity: EntityDescription
     // The mutable fields below are confined to the object's context executor (checked in debug
     // builds); `@exclusivity(unchecked)` drops the run-time exclusivity bookkeeping Swift would
     // otherwise do on every access of a class property (13 % of an insert-heavy save).
@@ -68,9 +67,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) package final var _relations: [Int: RelationState]?
     /// The context the object is registered in, through the context's shared handle (cleared
     /// when the context goes away): cheaper than a weak reference per object, and just as safe.
-    /// A strong reference kept unmanaged and released in `deinit`, so that a fetch can hand
-    /// its objects references it paid for in bulk (see `ReferenceCredit`). Set it through
-    /// ``_contextHandle``, which counts.
+    /// A strong reference kept unmanaged (set through ``_contextHandle``, which retains it;
+    /// released in `deinit`), so that the hot paths that call the context through it
+    /// (``_hasLiveContext``, ``_belongs(to:)``, noting a change) borrow it without a retain.
     @exclusivity(unchecked) @usableFromInline package final var _handleReference: Unmanaged<ContextHandle>?
     /// The context's handle (see ``_handleReference``).
     @usableFromInline package final var _contextHandle: ContextHandle? {
@@ -288,7 +287,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @usableFromInline
     package final func _noteOriginal(at slot: Int) {
         if _originals != nil {
-            if !_originals.unsafelyUnwrapped.contains(where: { $0.slot == slot }) {
+            if _originals?.contains(where: { $0.slot == slot }) == false {
                 _originals!.append(SlotValue(slot: slot, value: _valueStorage[slot]))
             }
         } else if let committed = _committedStorage, _valueStorage.sharesStorage(with: committed) {

@@ -28,6 +28,8 @@ package final class SQLiteConnection {
     /// store has made its tables, so they read text as stored.)
     package private(set) var textIsUTF8 = false
     private var statementCache: [String: SQLiteStatement] = [:]
+    // Invariant: retained while installed as SQLite's trace context; released when replaced
+    // or when the connection closes (after the trace is removed).
     private var traceBox: Unmanaged<TraceBox>?
 
     /// The path for error messages.
@@ -341,8 +343,9 @@ enum SQLFunctions {
             var t = t
             t.withUTF8 { buf in
                 if let base = buf.baseAddress {
-                    sqlite3_result_text(ctx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(buf.count),
-                                        coherence_sqlite3_transient())
+                    // Invariant: the bytes are valid for this call; SQLite copies them (TRANSIENT).
+                    sqlite3_result_text(ctx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
+                                        Int32(buf.count), coherence_sqlite3_transient())
                 } else {
                     sqlite3_result_text(ctx, "", 0, coherence_sqlite3_transient())
                 }

@@ -5,21 +5,14 @@ import Foundation
 package final class SQLiteStatement {
     package let handle: OpaquePointer
     package let sql: String
+    // Invariant: the connection owns its statements (its cache) and finalizes them before it
+    // closes; `unowned` (checked) traps rather than read a freed connection.
     unowned let connection: SQLiteConnection
     package let columnCount: Int32
     package let parameterCount: Int32
     /// The connection's ``SQLiteConnection/textIsUTF8`` when the statement was prepared (it
     /// never changes: it is read once, when the connection opens).
     let textIsUTF8: Bool
-    /// The values of the result columns as of the last ``currentRow()`` (see there): one
-    /// `sqlite3_value` pointer per column, nil until the first row.
-    private let rowValues: UnsafeMutablePointer<OpaquePointer?>
-    /// The program's number of result columns when ``rowValues`` was filled.
-    private var rowValuesColumnCount: Int32 = 0
-    /// How many times ``currentRow()`` found the result row in other registers than the row
-    /// before (tests read it).
-    package private(set) var rowRegisterChanges = 0
-
     init(connection: SQLiteConnection, sql: String) throws(SQLiteError) {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
@@ -32,9 +25,6 @@ package final class SQLiteStatement {
         self.columnCount = sqlite3_column_count(stmt)
         self.parameterCount = sqlite3_bind_parameter_count(stmt)
         self.textIsUTF8 = connection.textIsUTF8
-        let columns = Int(max(columnCount, 1))
-        self.rowValues = .allocate(capacity: columns)
-        self.rowValues.initialize(repeating: nil, count: columns)
     }
 
     /// The number of rows the statement returned in its last two complete runs (most recent
@@ -43,7 +33,6 @@ package final class SQLiteStatement {
 
     deinit {
         sqlite3_finalize(handle)
-        rowValues.deallocate()
     }
 
     /// How many rows the next run is likely to return: the smaller of the last two runs' counts
@@ -91,6 +80,7 @@ package final class SQLiteStatement {
         var value = value
         value.withUTF8 { buf in
             if let base = buf.baseAddress {
+                // Invariant: the UTF-8 bytes are valid for this call; SQLite copies them (TRANSIENT).
                 _ = sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
                                       Int32(buf.count), coherence_sqlite3_transient())
             } else {
@@ -175,71 +165,15 @@ package final class SQLiteStatement {
         return Data(bytes: p, count: n)
     }
 
-    /// Reads a column as a ``StoredValue`` with its storage class.
+    /// Reads a column of the current row as a ``StoredValue`` with its storage class.
     ///
-    /// One `sqlite3_column_value` call, then the value's accessors: each `sqlite3_column_*`
-    /// call would look the column up again. (The value is "unprotected" in SQLite's terms,
-    /// which only matters to connections shared between threads; a connection is used by one
-    /// thread at a time and opened with `SQLITE_OPEN_NOMUTEX`.) To read every column of many
-    /// rows, ``currentRow()`` is cheaper.
+    /// One `sqlite3_column_value` call, then the value's accessors (each `sqlite3_column_*`
+    /// call looks the column up again). The value is read at once: SQLite's pointer is valid
+    /// only until the next step, reset or finalize, and is never kept. (It is "unprotected" in
+    /// SQLite's terms, which only matters to connections shared between threads; a connection
+    /// is used by one thread at a time and opened with `SQLITE_OPEN_NOMUTEX`.)
     @inline(__always) package func value(_ column: Int32) -> StoredValue {
         guard let v = sqlite3_column_value(handle, column) else { return .null }
-        return value(of: v)
-    }
-
-    /// The current row's column values, one `sqlite3_value` per result column (index 0 is
-    /// the first column, up to ``columnCount``), valid until the next step or reset. Read
-    /// them with ``value(of:)`` and ``int64(of:)``; a column past the program's own columns
-    /// reads as NULL.
-    ///
-    /// Each `sqlite3_column_*` call locks the connection's mutex (a call even when there is
-    /// none), looks the column up, and records the API's exit state: about 50 instructions,
-    /// more than reading the value itself. A result column's value is a register of the
-    /// statement's program: the result row's registers start at one register, and column `i`
-    /// is the `i`-th after it (for `i` below the program's column count; SQLite returns a
-    /// static NULL for the others). So the registers a statement returns its rows in are the
-    /// same from row to row, and this asks SQLite for the first column only. It asks for all
-    /// of them again when that one's register is not the one it was (a compound SELECT can
-    /// return rows from several sets of registers; a statement SQLite prepared again after a
-    /// schema change has a new program), or when the program's column count changed (a new
-    /// program can start its registers where the old one's were, and `SELECT *` or a view
-    /// can have another column count after a schema change).
-    ///
-    /// - Complexity: O(1) per row; O(columns) when the registers change.
-    @inline(__always) package func currentRow() -> UnsafePointer<OpaquePointer?> {
-        assert(columnCount > 0, "A statement that returns rows has columns.")
-        let first = sqlite3_column_value(handle, 0)
-        if first != rowValues[0] || sqlite3_column_count(handle) != rowValuesColumnCount { refreshRowValues(first) }
-        #if DEBUG
-        for column in 0..<min(columnCount, rowValuesColumnCount) {
-            assert(rowValues[Int(column)] == sqlite3_column_value(handle, column))
-        }
-        #endif
-        return UnsafePointer(rowValues)
-    }
-
-    private func refreshRowValues(_ first: OpaquePointer?) {
-        rowRegisterChanges &+= 1
-        rowValuesColumnCount = sqlite3_column_count(handle)
-        rowValues[0] = first
-        var column: Int32 = 1
-        while column < columnCount {
-            // Past the program's columns: nil, read as NULL (SQLite would return its static
-            // NULL value, and set a range error on the connection).
-            rowValues[Int(column)] = column < rowValuesColumnCount ? sqlite3_column_value(handle, column) : nil
-            column += 1
-        }
-    }
-
-    /// An integer column value of ``currentRow()``, as `sqlite3_column_int64` would read it.
-    @inline(__always) package func int64(of value: OpaquePointer?) -> Int64 {
-        guard let value else { return 0 }
-        return sqlite3_value_int64(value)
-    }
-
-    /// A column value of ``currentRow()`` (or of ``value(_:)``) as a ``StoredValue``.
-    @inline(__always) package func value(of v: OpaquePointer?) -> StoredValue {
-        guard let v else { return .null }
         switch sqlite3_value_type(v) {
         case SQLITE_INTEGER: return .integer(sqlite3_value_int64(v))
         case SQLITE_FLOAT: return .real(sqlite3_value_double(v))

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A container that is started and stopped, and (see the actions guide) runs work for the app.
 ///

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A container: a model loaded by name, a coordinator, and contexts arranged by a
 /// ``ContextStrategyType``, as Core Data's `NSPersistentContainer`.

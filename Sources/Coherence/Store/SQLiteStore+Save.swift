@@ -457,6 +457,7 @@ final class InsertLayout: Sendable {
 }
 
 /// Field access to a row of a change set through a pointer, without copying the row.
+// Invariant: made and used only inside the change set's `withUnsafeBufferPointer`; never kept.
 private struct UnsafeRowUpdate {
     let row: UnsafePointer<RowUpdate>
     init(_ row: UnsafePointer<RowUpdate>) { self.row = row }
@@ -469,6 +470,7 @@ private struct UnsafeRowUpdate {
 }
 
 /// Field access to an insert of a change set through a pointer, without copying the row.
+// Invariant: made and used only inside the change set's `withUnsafeBufferPointer`; never kept.
 private struct UnsafeRowInsert {
     let row: UnsafePointer<RowInsert>
     init(_ row: UnsafePointer<RowInsert>) { self.row = row }

@@ -313,9 +313,8 @@ package final class SQLiteStore: StoreEngine {
     /// Reads the current row of a statement positioned on a row.
     @inline(__always)
     private func readRow(_ st: SQLiteStatement, plan: SelectPlan, layout: inout RowLayout) throws(CoherenceError) -> StoreRow {
-        let row = st.currentRow()
-        let pk = st.int64(of: row[0])
-        let number = plan.singleEntityNumber ?? Int(st.int64(of: row[1]))
+        let pk = st.int64(0)
+        let number = plan.singleEntityNumber ?? Int(st.int64(1))
         if layout.number != number {
             guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
                 throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
@@ -338,11 +337,11 @@ package final class SQLiteStore: StoreEngine {
                 for slot in 0..<columns.count {
                     let column = columns[slot]
                     assert(column < st.columnCount, "The plan's columns are the SELECT's.")
-                    values.append(column >= 0 ? st.value(of: row[Int(column)]) : initial[slot])
+                    values.append(column >= 0 ? st.value(column) : initial[slot])
                 }
             }
         }
-        return StoreRow(entity: entity, primaryKey: pk, version: st.int64(of: row[2]), values: values)
+        return StoreRow(entity: entity, primaryKey: pk, version: st.int64(2), values: values)
     }
 
     package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {

@@ -1,8 +1,7 @@
 /// A row read from a store: the object's concrete entity, key, version and values by slot.
 package struct StoreRow: Sendable {
-    /// The concrete entity of the row. Unowned: entity descriptions are immortal (see
-    /// `EntityDescription.init`), and a row is made per fetched row.
-    package unowned(unsafe) var entity: EntityDescription
+    /// The concrete entity of the row.
+    package var entity: EntityDescription
     /// The primary key.
     package var primaryKey: Int64
     /// The row version (optimistic locking); starts at 1 and grows by one per update.
