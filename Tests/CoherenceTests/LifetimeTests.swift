@@ -138,7 +138,7 @@ struct LifetimeTests {
     @Test func anIDOutlivingItsModelKeepsItsEntity() throws {
         weak var weakModel: ManagedObjectModel?
         var id: ObjectID?
-        var object: ManagedObject?
+        var object: Person?
         do {
             let model = try ManagedObjectModel(types: [Town.self, Person.self, Club.self])
             weakModel = model
@@ -147,7 +147,7 @@ struct LifetimeTests {
             #expect(person.relationshipsByName["town"]?.inverseRelationship?.name == "people")
             #expect(person.managedObjectModel === model)
             id = ObjectID(entity: person, storeIdentifier: UUID(), primaryKey: 1)
-            object = ManagedObject(entity: person)
+            object = Person(entity: person)
         }
         #expect(weakModel == nil)
         let entity = try #require(id?.entity)
@@ -159,6 +159,10 @@ struct LifetimeTests {
         #expect(town.inverseRelationship == nil)
         #expect(object?.entity === entity)
         #expect(try object?.value(forKey: "name") as? String == "")
+        #expect(object?.name == "")
+        #expect(object?.town == nil)   // its relationship's destination is gone with the model
+        object?.name = "Ada"
+        #expect(object?.name == "Ada")
     }
 
     /// A store outliving its container keeps its entities (its engine's caches know them by
