@@ -80,37 +80,45 @@ struct LifetimeTests {
         return watch
     }
 
-    /// 1,000 rounds: each round's model, entities, properties, container, coordinator,
-    /// context and objects are gone when the round ends.
-    @Test(arguments: [StoreType.inMemory, StoreType.sqlite])
-    func loadingAndReleasingModelsAndContainersFreesThem(_ type: StoreType) throws {
+    /// Runs `count` rounds (of `type`; without one, every tenth round a SQLite container, the
+    /// others in-memory ones: a new SQLite file costs its disk writes) and checks that each
+    /// round's model, entities, properties, container, coordinator, context and objects are gone
+    /// when it ends; `afterRound` runs after each.
+    static func rounds(_ count: Int, _ type: StoreType? = nil, afterRound: (Int) -> Void = { _ in }) throws {
         let dir = try TemporaryDirectory()
-        for number in 0..<1_000 {
-            let survivors = try Self.round(type, in: dir, number: number).survivors
+        for number in 0..<count {
+            let storeType = type ?? (number % 10 == 9 ? .sqlite : .inMemory)
+            let survivors = try round(storeType, in: dir, number: number).survivors
             guard survivors.isEmpty else {
-                Issue.record("Round \(number) left alive: \(survivors.joined(separator: ", "))")
+                Issue.record("Round \(number) (\(storeType)) left alive: \(survivors.joined(separator: ", "))")
                 return
             }
+            afterRound(number)
         }
+    }
+
+    /// Each round's model, container, context and objects are gone when it ends, while the
+    /// other tests run alongside in this process (1,000 rounds run in a child process below).
+    @Test(arguments: [StoreType.inMemory, StoreType.sqlite])
+    func loadingAndReleasingModelsAndContainersFreesThem(_ type: StoreType) throws {
+        try Self.rounds(50, type)
     }
 
     /// The environment variable that makes ``residentMemoryStaysFlatOverAThousandRounds()`` run
     /// its rounds (in the child process it starts) instead of starting a child.
     static let childVariable = "COHERENCE_LIFETIME_CHILD"
 
-    /// 1,000 rounds (in-memory and SQLite containers in turn) leave resident memory flat. Measured
-    /// in a child process that runs this test alone: the other tests, running in parallel in this
-    /// process, move its resident memory by tens of megabytes.
+    /// 1,000 rounds (in-memory and SQLite containers) free everything they made and leave
+    /// resident memory flat. Run in a child process that runs this test alone: the other tests,
+    /// running in parallel in this process, move its resident memory by tens of megabytes.
     @Test func residentMemoryStaysFlatOverAThousandRounds() throws {
         if ProcessInfo.processInfo.environment[Self.childVariable] != nil {
-            let dir = try TemporaryDirectory()
             var baseline = 0
-            for number in 0..<1_000 {
-                if number == 50 { baseline = Self.residentBytes() }   // after the first rounds' caches
-                _ = try Self.round(number.isMultiple(of: 2) ? .inMemory : .sqlite, in: dir, number: number)
-            }
+            // After the first rounds' caches.
+            try Self.rounds(1_000) { number in if number == 49 { baseline = Self.residentBytes() } }
             // Alone in its process, 950 rounds grow resident memory by well under 1 MB; keeping
             // each round's model and entities (about 10 KB a round) grows it by 9 MB.
+            guard baseline > 0 else { return }   // the rounds stopped early (recorded above)
             let growth = Self.residentBytes() - baseline
             #expect(growth < 4 << 20, "resident memory grew by \(growth >> 10) KB over 950 rounds")
             return
@@ -138,7 +146,7 @@ struct LifetimeTests {
     @Test func anIDOutlivingItsModelKeepsItsEntity() throws {
         weak var weakModel: ManagedObjectModel?
         var id: ObjectID?
-        var object: ManagedObject?
+        var object: Person?
         do {
             let model = try ManagedObjectModel(types: [Town.self, Person.self, Club.self])
             weakModel = model
@@ -147,7 +155,7 @@ struct LifetimeTests {
             #expect(person.relationshipsByName["town"]?.inverseRelationship?.name == "people")
             #expect(person.managedObjectModel === model)
             id = ObjectID(entity: person, storeIdentifier: UUID(), primaryKey: 1)
-            object = ManagedObject(entity: person)
+            object = Person(entity: person)
         }
         #expect(weakModel == nil)
         let entity = try #require(id?.entity)
@@ -159,6 +167,10 @@ struct LifetimeTests {
         #expect(town.inverseRelationship == nil)
         #expect(object?.entity === entity)
         #expect(try object?.value(forKey: "name") as? String == "")
+        #expect(object?.name == "")
+        #expect(object?.town == nil)   // its relationship's destination is gone with the model
+        object?.name = "Ada"
+        #expect(object?.name == "Ada")
     }
 
     /// A store outliving its container keeps its entities (its engine's caches know them by
