@@ -5,7 +5,7 @@ let package = Package(
     name: "Coherence",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
     products: [
-        .library(name: "Coherence", targets: ["Coherence"]),
+        .library(name: "Coherence", targets: ["Coherence"])
     ],
     targets: [
         // The system SQLite C library, behind a prefixed module with a shim header for the
@@ -26,17 +26,19 @@ let package = Package(
         .executableTarget(name: "ContextsDemo", dependencies: ["Coherence"], path: "Examples/ContextsDemo"),
         .executableTarget(name: "ActionsDemo", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/ActionsDemo"),
         .executableTarget(name: "StartupDefault", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/StartupDefault"),
-        .executableTarget(name: "StartupConfigurations", dependencies: ["Coherence", "CoherenceExampleSupport"],
-                          path: "Examples/StartupConfigurations"),
+        .executableTarget(
+            name: "StartupConfigurations", dependencies: ["Coherence", "CoherenceExampleSupport"],
+            path: "Examples/StartupConfigurations"),
         .executableTarget(name: "StartupPerUser", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/StartupPerUser"),
-        .executableTarget(name: "StartupGlobalThenUser", dependencies: ["Coherence", "CoherenceExampleSupport"],
-                          path: "Examples/StartupGlobalThenUser"),
+        .executableTarget(
+            name: "StartupGlobalThenUser", dependencies: ["Coherence", "CoherenceExampleSupport"],
+            path: "Examples/StartupGlobalThenUser"),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence"],
             path: "Tests/CoherenceTests",
             resources: [.copy("Resources/HR.xcdatamodeld")]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

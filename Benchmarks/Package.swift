@@ -8,7 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Coherence", path: ".."),
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0")
     ],
     targets: [
         .executableTarget(
@@ -16,9 +16,9 @@ let package = Package(
             dependencies: [
                 .product(name: "Coherence", package: "Coherence"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

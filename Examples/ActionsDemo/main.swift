@@ -56,14 +56,18 @@ print("Managed entities: \(connect.managedEntities)")
 // Watch every action start and finish.
 let watcher = Task {
     for await event in connect.actionEvents {
-        print("   [\(event.kind == .didStartExecuting ? "start " : "finish")] \(type(of: event.proxy.action)) → \(event.proxy.completionStatus)")
+        print(
+            "   [\(event.kind == .didStartExecuting ? "start " : "finish")] \(type(of: event.proxy.action)) → \(event.proxy.completionStatus)"
+        )
     }
 }
 
 // 1. First sync: three products.
-try service.publish([["sku": "A-1", "name": "Desk lamp", "price": 19.99],
-                     ["sku": "B-2", "name": "Oak desk", "price": 249],
-                     ["sku": "C-3", "name": "Chair", "price": 89.5]])
+try service.publish([
+    ["sku": "A-1", "name": "Desk lamp", "price": 19.99],
+    ["sku": "B-2", "name": "Oak desk", "price": 249],
+    ["sku": "C-3", "name": "Chair", "price": 89.5]
+])
 print("1. Sync from the service")
 let first = try connect.execute(SyncCatalog(service: service)) { proxy in
     print("   done: \(proxy.state), \(proxy.completionStatus)")
@@ -72,9 +76,11 @@ try await first.value
 print("   statistics: \(first.statistics)")
 
 // 2. The service changed: one price update, one new product, one removed.
-try service.publish([["sku": "A-1", "name": "Desk lamp", "price": 17.5],
-                     ["sku": "B-2", "name": "Oak desk", "price": 249],
-                     ["sku": "D-4", "name": "Shelf", "price": 59]])
+try service.publish([
+    ["sku": "A-1", "name": "Desk lamp", "price": 17.5],
+    ["sku": "B-2", "name": "Oak desk", "price": 249],
+    ["sku": "D-4", "name": "Shelf", "price": 59]
+])
 print("2. Sync again")
 let second = try connect.execute(SyncCatalog(service: service))
 try await second.value

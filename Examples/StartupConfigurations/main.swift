@@ -9,8 +9,12 @@ let location = try exampleLocation("configurations")
 defer { cleanUp(location) }
 
 let connect: Connect = GenericConnect<ContextStrategy.Mixed>(name: "Shop", managedObjectModel: try makeExampleModel())
-try connect.attachPersistentStores(at: location, for: [StoreConfiguration(name: "UserData", type: .inMemory),
-                                                       StoreConfiguration(name: "GlobalData", type: .sqlite)])
+try connect.attachPersistentStores(
+    at: location,
+    for: [
+        StoreConfiguration(name: "UserData", type: .inMemory),
+        StoreConfiguration(name: "GlobalData", type: .sqlite)
+    ])
 try connect.start()
 for store in connect.persistentStoreCoordinator.persistentStores {
     print("\(store.configurationName ?? "Default"): \(store.type) \(store.url?.lastPathComponent ?? "")")

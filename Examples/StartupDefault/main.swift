@@ -9,7 +9,7 @@ let location = try exampleLocation("default")
 defer { cleanUp(location) }
 
 let connect = GenericConnect<ContextStrategy.Mixed>(name: "Shop", managedObjectModel: try makeExampleModel())
-connect.storeLocation = location          // instead of GenericConnect.defaultStoreLocation()
+connect.storeLocation = location  // instead of GenericConnect.defaultStoreLocation()
 try connect.start()
 print("Started; stores: \(connect.persistentStoreCoordinator.persistentStores.map { $0.url?.lastPathComponent ?? "memory" })")
 

@@ -14,8 +14,9 @@ try connect.start()
 try await addProducts([("A-1", "Lamp", "19.99"), ("B-2", "Desk", "120")], using: connect)
 print("Global store ready with the catalog")
 
-let alice = try connect.attachPersistentStore(at: StoreLocation.location(forUser: "alice", under: location),
-                                              for: StoreConfiguration(name: "UserData"))
+let alice = try connect.attachPersistentStore(
+    at: StoreLocation.location(forUser: "alice", under: location),
+    for: StoreConfiguration(name: "UserData"))
 print("alice logged in: \(alice.url?.lastPathComponent ?? "")")
 let view = connect.viewContext
 let summary: String = try await view.perform {

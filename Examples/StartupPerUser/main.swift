@@ -10,8 +10,9 @@ defer { cleanUp(location) }
 
 let connect = GenericConnect<ContextStrategy.Mixed>(name: "Shop", managedObjectModel: try makeExampleModel())
 for user in ["alice", "bob"] {
-    let store = try connect.attachPersistentStore(at: StoreLocation.location(forUser: user, under: location),
-                                                  for: StoreConfiguration(name: "UserData"))
+    let store = try connect.attachPersistentStore(
+        at: StoreLocation.location(forUser: user, under: location),
+        for: StoreConfiguration(name: "UserData"))
     if !connect.isStarted { try connect.start() }
     let background = connect.newBackgroundContext()
     try await background.perform {

@@ -16,8 +16,9 @@ public final class Note: ManagedObject {
 
 /// The examples' model: a global catalog and per-user notes, in two configurations.
 public func makeExampleModel() throws -> ManagedObjectModel {
-    try ManagedObjectModel(types: [Product.self, Note.self],
-                           configurations: ["GlobalData": ["Product"], "UserData": ["Note"]])
+    try ManagedObjectModel(
+        types: [Product.self, Note.self],
+        configurations: ["GlobalData": ["Product"], "UserData": ["Note"]])
 }
 
 /// A fresh directory for an example's stores (removed by `cleanUp`).

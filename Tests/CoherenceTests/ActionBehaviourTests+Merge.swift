@@ -19,8 +19,10 @@ struct MissingSummary: Error {}
 
 /// Runs `body` as an entity action for `T` and returns its summary (rethrows the action's error).
 @discardableResult
-func runMerge<T: ManagedObject>(_ connect: ActConnect, _ type: T.Type,
-                                _ body: @escaping @Sendable (ActionContext) throws -> MergeSummary) async throws -> MergeSummary {
+func runMerge<T: ManagedObject>(
+    _ connect: ActConnect, _ type: T.Type,
+    _ body: @escaping @Sendable (ActionContext) throws -> MergeSummary
+) async throws -> MergeSummary {
     let action = MergeRun<T>(body)
     let proxy = try connect.execute(action)
     try await proxy.value
@@ -201,7 +203,8 @@ struct ActionMergeBehaviourTests {
         try await seedProducts(shuffled, 12)
         let incoming = (6..<18).map { product(sku($0), "N\($0)", price: Double($0)) }
         // A fixed permutation: odd positions reversed, then even ones.
-        let permuted = incoming.enumerated().filter { $0.offset % 2 == 1 }.map(\.element).reversed()
+        let permuted =
+            incoming.enumerated().filter { $0.offset % 2 == 1 }.map(\.element).reversed()
             + incoming.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
         let a = try await runMerge(sorted, ActProduct.self) { try $0.merge(objects: incoming, for: ActProduct.self) }
         let b = try await runMerge(shuffled, ActProduct.self) { try $0.merge(objects: Array(permuted), for: ActProduct.self) }
@@ -230,8 +233,9 @@ struct ActionMergeBehaviourTests {
         try connect.start()
         try await seedProducts(connect, 6) { $0 < 3 ? "a" : "b" }
         let summary = try await runMerge(connect, ActProduct.self) { context in
-            try context.merge(objects: [product(sku(1), "kept", category: "a")], for: ActProduct.self,
-                              subsetFilter: #Predicate<ActProduct> { $0.category == "a" })
+            try context.merge(
+                objects: [product(sku(1), "kept", category: "a")], for: ActProduct.self,
+                subsetFilter: #Predicate<ActProduct> { $0.category == "a" })
         }
         #expect(summary == MergeSummary(inserted: 0, updated: 1, deleted: 2, saved: true))
         let rows = try await storedProducts(connect)
@@ -244,12 +248,14 @@ struct ActionMergeBehaviourTests {
         let connect = try makeBehaviourConnect(dir)
         try connect.start()
         try await runMerge(connect, ActProduct.self) { context in
-            try context.merge(objects: [product("p1", stock: 0), product("p2", stock: 5), product("p3", stock: 0), product("p4", stock: 5)],
-                              for: ActProduct.self)
+            try context.merge(
+                objects: [product("p1", stock: 0), product("p2", stock: 5), product("p3", stock: 0), product("p4", stock: 5)],
+                for: ActProduct.self)
         }
         let summary = try await runMerge(connect, ActProduct.self) { context in
-            try context.merge(objects: [product("p1", "new", stock: 0), product("p2", "new", stock: 5)], for: ActProduct.self,
-                              condition: { $0.stock > 0 })
+            try context.merge(
+                objects: [product("p1", "new", stock: 0), product("p2", "new", stock: 5)], for: ActProduct.self,
+                condition: { $0.stock > 0 })
         }
         #expect(summary == MergeSummary(inserted: 0, updated: 1, deleted: 1, saved: true))
         let rows = try await storedProducts(connect)
@@ -295,11 +301,15 @@ struct ActionMergeBehaviourTests {
         let dir = try TemporaryDirectory()
         let connect = try makeBehaviourConnect(dir)
         try connect.start()
-        let seed: [[String: any Sendable]] = [["region": "eu", "code": 1, "label": "A"], ["region": "eu", "code": 2, "label": "B"],
-                                               ["region": "us", "code": 1, "label": "C"]]
+        let seed: [[String: any Sendable]] = [
+            ["region": "eu", "code": 1, "label": "A"], ["region": "eu", "code": 2, "label": "B"],
+            ["region": "us", "code": 1, "label": "C"]
+        ]
         try await runMerge(connect, ActPair.self) { try $0.merge(objects: seed, for: ActPair.self) }
-        let incoming: [[String: any Sendable]] = [["region": "us", "code": 2, "label": "D"], ["region": "us", "code": 1, "label": "C"],
-                                                   ["region": "eu", "code": 1, "label": "A2"]]
+        let incoming: [[String: any Sendable]] = [
+            ["region": "us", "code": 2, "label": "D"], ["region": "us", "code": 1, "label": "C"],
+            ["region": "eu", "code": 1, "label": "A2"]
+        ]
         let summary = try await runMerge(connect, ActPair.self) { try $0.merge(objects: incoming, for: ActPair.self) }
         #expect(summary == MergeSummary(inserted: 1, updated: 1, deleted: 1, saved: true))
         let context = connect.newBackgroundContext()
@@ -318,7 +328,8 @@ struct ActionMergeBehaviourTests {
         let before = try await storedProducts(connect)
         await expectActionError(.invalidValue) {
             try await runMerge(connect, ActProduct.self) { context in
-                try context.merge(objects: [product("new1"), product(sku(0), "changed"), ["sku": "bad", "price": "cheap"]], for: ActProduct.self)
+                try context.merge(
+                    objects: [product("new1"), product(sku(0), "changed"), ["sku": "bad", "price": "cheap"]], for: ActProduct.self)
             }
         }
         await expectActionError(.invalidValue) {
@@ -334,7 +345,9 @@ struct ActionMergeBehaviourTests {
         try await seedProducts(connect, 2)
         let before = try await storedProducts(connect)
         await expectActionError(.invalidValue) {
-            try await runMerge(connect, ActProduct.self) { try $0.merge(objects: [product("x"), ["title": "no sku"]], for: ActProduct.self) }
+            try await runMerge(connect, ActProduct.self) {
+                try $0.merge(objects: [product("x"), ["title": "no sku"]], for: ActProduct.self)
+            }
         }
         await expectActionError(.invalidValue) {
             try await runMerge(connect, ActPair.self) { try $0.merge(objects: [["region": "eu", "label": "no code"]], for: ActPair.self) }
@@ -382,11 +395,12 @@ struct ActionMergeBehaviourTests {
         let dir = try TemporaryDirectory()
         let connect = try makeBehaviourConnect(dir)
         try connect.start()
-        let json = Data("""
-        [{"sku": "j1", "title": "One", "price": 2, "stock": 3, "active": true, "category": "x", "note": null},
-         {"sku": "j2", "title": "Two", "price": 1.5, "stock": 1, "active": false, "category": "x", "note": "n"},
-         {"sku": "j3", "title": "Three", "price": 0, "stock": 0, "active": 1, "category": "x"}]
-        """.utf8)
+        let json = Data(
+            """
+            [{"sku": "j1", "title": "One", "price": 2, "stock": 3, "active": true, "category": "x", "note": null},
+             {"sku": "j2", "title": "Two", "price": 1.5, "stock": 1, "active": false, "category": "x", "note": "n"},
+             {"sku": "j3", "title": "Three", "price": 0, "stock": 0, "active": 1, "category": "x"}]
+            """.utf8)
         let summary = try await runMerge(connect, ActProduct.self) { context in
             guard let objects = try JSONSerialization.jsonObject(with: json) as? [[String: Any]] else { throw Boom() }
             return try context.merge(objects: objects, for: ActProduct.self)
@@ -408,7 +422,9 @@ struct ActionMergeBehaviourTests {
         try connect.start()
         let view = connect.viewContext
         let changes = view.events
-        try await runMerge(connect, ActProduct.self) { try $0.merge(objects: [product("v1"), product("v2"), product("v3")], for: ActProduct.self) }
+        try await runMerge(connect, ActProduct.self) {
+            try $0.merge(objects: [product("v1"), product("v2"), product("v3")], for: ActProduct.self)
+        }
         let event = await firstEvent(changes) { $0.kind == .objectsDidChange && !$0.inserted.isEmpty }
         #expect(event?.inserted.count == 3)
         #expect(event?.inserted.allSatisfy { $0.entity.name == "ActProduct" } == true)

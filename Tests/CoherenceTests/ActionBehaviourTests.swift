@@ -100,8 +100,16 @@ final class ActLatch: Sendable {
 /// Counts concurrent executions and keeps the most seen at once.
 final class ConcurrencyGauge: Sendable {
     private let state = LockedValue((current: 0, peak: 0, total: 0))
-    func enter() { state.withLock { $0.current += 1; $0.peak = max($0.peak, $0.current) } }
-    func leave() { state.withLock { $0.current -= 1; $0.total += 1 } }
+    func enter() {
+        state.withLock {
+            $0.current += 1; $0.peak = max($0.peak, $0.current)
+        }
+    }
+    func leave() {
+        state.withLock {
+            $0.current -= 1; $0.total += 1
+        }
+    }
     var peak: Int { state.withLock { $0.peak } }
     var total: Int { state.withLock { $0.total } }
 }
@@ -114,7 +122,9 @@ final class Rendezvous: Sendable {
     init(_ parties: Int) { self.parties = parties }
     /// False when the others did not come (after a generous guard time).
     func arriveAndWait(seconds: Double = 20) -> Bool {
-        let n = arrived.withLock { $0 += 1; return $0 }
+        let n = arrived.withLock {
+            $0 += 1; return $0
+        }
         if n == parties { for _ in 0..<parties { gate.signal() } }
         return gate.wait(timeout: .now() + seconds) == .success
     }
@@ -235,12 +245,14 @@ final class ActionNotificationLog: @unchecked Sendable {
 
     init() {
         for name in [Notification.Name.actionDidStartExecuting, .actionDidFinishExecuting] {
-            tokens.append(NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
-                let proxy = note.userInfo?["ActionProxy"] as? ActionProxy
-                let entry = Entry(name: note.name, proxy: proxy,
-                                  object: (note.object as AnyObject?).map(ObjectIdentifier.init), stateAtPost: proxy?.state)
-                self?.entries.withLock { $0.append(entry) }
-            })
+            tokens.append(
+                NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
+                    let proxy = note.userInfo?["ActionProxy"] as? ActionProxy
+                    let entry = Entry(
+                        name: note.name, proxy: proxy,
+                        object: (note.object as AnyObject?).map(ObjectIdentifier.init), stateAtPost: proxy?.state)
+                    self?.entries.withLock { $0.append(entry) }
+                })
         }
     }
 
@@ -266,37 +278,43 @@ struct ActionManagedEntityTests {
             EntityDescription(name: "Arrayed", properties: attributes("a", "b", "c"), userInfo: ["uniquenessAttributes": [" c", "a "]]),
             EntityDescription(name: "Base", isAbstract: true, properties: attributes("key"), userInfo: ["uniquenessAttributes": "key"]),
             EntityDescription(name: "Derived", superentity: "Base", properties: attributes("extra")),
-            EntityDescription(name: "Constrained", properties: attributes("a", "b", "c", "d"), uniquenessConstraints: [["a", "b"], ["c"], ["d"]]),
+            EntityDescription(
+                name: "Constrained", properties: attributes("a", "b", "c", "d"), uniquenessConstraints: [["a", "b"], ["c"], ["d"]]),
             EntityDescription(name: "Tied", properties: attributes("a", "b", "c", "d"), uniquenessConstraints: [["c", "d"], ["a", "b"]]),
-            EntityDescription(name: "UserInfoWins", properties: attributes("a", "b"), uniquenessConstraints: [["b"]],
-                              userInfo: ["uniquenessAttributes": "a"]),
+            EntityDescription(
+                name: "UserInfoWins", properties: attributes("a", "b"), uniquenessConstraints: [["b"]],
+                userInfo: ["uniquenessAttributes": "a"]),
             EntityDescription(name: "Missing", properties: attributes("a"), userInfo: ["uniquenessAttributes": "a, ghost"]),
-            EntityDescription(name: "MissingInChild", superentity: "Base", properties: attributes("x"),
-                              userInfo: ["uniquenessAttributes": "x, nope"]),
+            EntityDescription(
+                name: "MissingInChild", superentity: "Base", properties: attributes("x"),
+                userInfo: ["uniquenessAttributes": "x, nope"]),
             EntityDescription(name: "Plain", properties: attributes("a")),
             EntityDescription(name: "AbstractConstrained", isAbstract: true, properties: attributes("a"), uniquenessConstraints: [["a"]]),
             EntityDescription(name: "ConcreteBase", properties: attributes("k"), uniquenessConstraints: [["k"]]),
-            EntityDescription(name: "ConcreteChild", superentity: "ConcreteBase", properties: attributes("z")),
+            EntityDescription(name: "ConcreteChild", superentity: "ConcreteBase", properties: attributes("z"))
         ])
         func keys(_ name: String) -> [String]? {
             model.entitiesByName[name].flatMap { ManagedEntities.uniquenessAttributes(of: $0) }
         }
-        #expect(keys("Listed") == ["b", "a"])           // comma-separated, trimmed
-        #expect(keys("Arrayed") == ["c", "a"])          // an array, trimmed
-        #expect(keys("Derived") == ["key"])             // inherited from the super-entity
-        #expect(keys("Base") == nil)                    // abstract
-        #expect(keys("Constrained") == ["c"])           // the shortest constraint
-        #expect(keys("Tied") == ["c", "d"])             // the first on ties
-        #expect(keys("UserInfoWins") == ["a"])          // userInfo before constraints
-        #expect(keys("Missing") == nil)                 // names a missing attribute
+        #expect(keys("Listed") == ["b", "a"])  // comma-separated, trimmed
+        #expect(keys("Arrayed") == ["c", "a"])  // an array, trimmed
+        #expect(keys("Derived") == ["key"])  // inherited from the super-entity
+        #expect(keys("Base") == nil)  // abstract
+        #expect(keys("Constrained") == ["c"])  // the shortest constraint
+        #expect(keys("Tied") == ["c", "d"])  // the first on ties
+        #expect(keys("UserInfoWins") == ["a"])  // userInfo before constraints
+        #expect(keys("Missing") == nil)  // names a missing attribute
         #expect(keys("MissingInChild") == nil)
         #expect(keys("Plain") == nil)
         #expect(keys("AbstractConstrained") == nil)
         #expect(keys("ConcreteBase") == ["k"])
-        #expect(keys("ConcreteChild") == ["k"])         // the super-entity's constraint
-        #expect(ManagedEntities.all(in: model) == ["Listed": ["b", "a"], "Arrayed": ["c", "a"], "Derived": ["key"],
-                                                    "Constrained": ["c"], "Tied": ["c", "d"], "UserInfoWins": ["a"],
-                                                    "ConcreteBase": ["k"], "ConcreteChild": ["k"]])
+        #expect(keys("ConcreteChild") == ["k"])  // the super-entity's constraint
+        #expect(
+            ManagedEntities.all(in: model) == [
+                "Listed": ["b", "a"], "Arrayed": ["c", "a"], "Derived": ["key"],
+                "Constrained": ["c"], "Tied": ["c", "d"], "UserInfoWins": ["a"],
+                "ConcreteBase": ["k"], "ConcreteChild": ["k"]
+            ])
     }
 
     @Test func connectManagesTypedEntitiesOnlyWhileStarted() throws {
@@ -330,7 +348,7 @@ struct ActionManagedEntityTests {
         let note = CountingEntityAction<ActNote>()
         let vehicle = CountingEntityAction<ActVehicle>()
         expectUnmanaged("ActNote") { try connect.execute(note) }
-        expectUnmanaged("ActVehicle") { try connect.execute(vehicle) }   // abstract
+        expectUnmanaged("ActVehicle") { try connect.execute(vehicle) }  // abstract
         let car = CountingEntityAction<ActCar>()
         let carProxy = try connect.execute(car)
         carProxy.waitUntilFinished()
@@ -338,7 +356,8 @@ struct ActionManagedEntityTests {
         let afterStop = CountingEntityAction<ActProduct>()
         expectUnmanaged("ActProduct") { try connect.execute(afterStop) }
         #expect(carProxy.completionStatus == .successful && car.runs.withLock { $0 } == 1)
-        let otherRuns = beforeStart.runs.withLock { $0 } + note.runs.withLock { $0 } + vehicle.runs.withLock { $0 } + afterStop.runs.withLock { $0 }
+        let otherRuns =
+            beforeStart.runs.withLock { $0 } + note.runs.withLock { $0 } + vehicle.runs.withLock { $0 } + afterStop.runs.withLock { $0 }
         #expect(otherRuns == 0)
         // start → stop → start manages again.
         try connect.start()
@@ -357,7 +376,7 @@ struct ActionQueueBehaviourTests {
         let connect = try makeBehaviourConnect(dir)
         #expect(connect.maxConcurrentGenericActions == 5)
         let gauge = ConcurrencyGauge()
-        let rendezvous = Rendezvous(5)   // the first five must be able to run together
+        let rendezvous = Rendezvous(5)  // the first five must be able to run together
         var proxies: [ActionProxy] = []
         for i in 0..<1_000 {
             proxies.append(try connect.execute(GaugedAction(gauge, rendezvous: i < 5 ? rendezvous : nil)))
@@ -627,7 +646,7 @@ struct ActionProxyBehaviourTests {
                 }
             }.start()
         }
-        action.release.signal()   // runs straight through once resumed: the readers spin briefly
+        action.release.signal()  // runs straight through once resumed: the readers spin briefly
         let met = await onOwnThread { ready.arriveAndWait() }
         connect.suspended = false
         let allDone = await onOwnThread { done.wait(timeout: .now() + 20) == .success }

@@ -36,7 +36,8 @@ struct ActionMergePathTests {
         let connect = try makeCounterConnect(dir)
         try connect.start()
         let seed = (0..<20).map { counter($0) }
-        #expect(try await runMerge(connect, ActCounter.self) { try $0.merge(objects: Array(seed.reversed()), for: ActCounter.self) }
+        #expect(
+            try await runMerge(connect, ActCounter.self) { try $0.merge(objects: Array(seed.reversed()), for: ActCounter.self) }
                 == MergeSummary(inserted: 20, updated: 0, deleted: 0, saved: true))
         // 10…19 kept (odd ones changed), 20…29 new, 0…9 gone; negative and large keys sort numerically.
         var incoming = (10..<30).map { counter($0, $0 % 2 == 1 && $0 < 20 ? "odd" : "L") }
@@ -57,8 +58,10 @@ struct ActionMergePathTests {
         try connect.start()
         try await runMerge(connect, ActCounter.self) { try $0.merge(objects: [counter(1), counter(2)], for: ActCounter.self) }
         // 1: stored, three versions (the last has no label: the earlier label stays); 3: new, two versions.
-        let incoming: [[String: any Sendable]] = [counter(3, "first", value: 1), counter(1, "a", value: 1), counter(1, "b", value: 2),
-                                                  ["number": 1, "value": 3.0], counter(3, "second", value: 2), counter(2)]
+        let incoming: [[String: any Sendable]] = [
+            counter(3, "first", value: 1), counter(1, "a", value: 1), counter(1, "b", value: 2),
+            ["number": 1, "value": 3.0], counter(3, "second", value: 2), counter(2)
+        ]
         let summary = try await runMerge(connect, ActCounter.self) { try $0.merge(objects: incoming, for: ActCounter.self) }
         #expect(summary == MergeSummary(inserted: 1, updated: 1, deleted: 0, saved: true))
         #expect(try await storedCounters(connect) == ["1 b 3.0", "2 L 0.0", "3 second 2.0"])
@@ -104,7 +107,9 @@ struct ActionMergePathTests {
             }
             let summary = try context.merge(objects: [product(sku(0), "U"), product(sku(1))], for: ActProduct.self)
             context.performAndWait {
-                seen.withLock { $0 = held.map { "\($0.sku) \($0.title) \($0.isDeleted || $0.managedObjectContext == nil ? "gone" : "here")" } }
+                seen.withLock {
+                    $0 = held.map { "\($0.sku) \($0.title) \($0.isDeleted || $0.managedObjectContext == nil ? "gone" : "here")" }
+                }
                 #expect(context.registeredObject(for: held[0].objectID) === held[0])
             }
             return summary
@@ -119,8 +124,11 @@ struct ActionMergePathTests {
         try await runMerge(connect, ActCounter.self) { try $0.merge(objects: (0..<4).map { counter($0) }, for: ActCounter.self) }
         let asked = LockedValue<[Int]>([])
         let summary = try await runMerge(connect, ActCounter.self) { context in
-            try context.merge(objects: [counter(0), counter(1, "changed"), counter(2), counter(9)], for: ActCounter.self,
-                              condition: { c in asked.withLock { $0.append(c.number) }; return c.number != 3 })
+            try context.merge(
+                objects: [counter(0), counter(1, "changed"), counter(2), counter(9)], for: ActCounter.self,
+                condition: { c in
+                    asked.withLock { $0.append(c.number) }; return c.number != 3
+                })
         }
         #expect(summary == MergeSummary(inserted: 1, updated: 1, deleted: 0, saved: true))
         #expect(asked.withLock { $0 } == [1, 3])
@@ -140,7 +148,9 @@ struct ActionMergePathTests {
             try o.setValue("real", forKey: "label")
             try context.save()
         }
-        let summary = try await runMerge(connect, ActCounter.self) { try $0.merge(objects: [counter(2, "two"), counter(3)], for: ActCounter.self) }
+        let summary = try await runMerge(connect, ActCounter.self) {
+            try $0.merge(objects: [counter(2, "two"), counter(3)], for: ActCounter.self)
+        }
         #expect(summary == MergeSummary(inserted: 1, updated: 1, deleted: 2, saved: true))
         #expect(try await storedCounters(connect) == ["2 two 0.0", "3 L 0.0"])
     }
@@ -181,8 +191,9 @@ struct ActionMergePathTests {
         let dir = try TemporaryDirectory()
         // 21 attributes: names past the first 16 are found by dictionary.
         let fields = (0..<20).map { AttributeDescription(name: "f\($0)", type: .string, isOptional: true) }
-        let wide = EntityDescription(name: "Wide", properties: fields + [AttributeDescription(name: "k", type: .integer64)],
-                                     userInfo: ["uniquenessAttributes": "k"])
+        let wide = EntityDescription(
+            name: "Wide", properties: fields + [AttributeDescription(name: "k", type: .integer64)],
+            userInfo: ["uniquenessAttributes": "k"])
         let model = try ManagedObjectModel(entities: [wide])
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         try coordinator.addPersistentStore(type: .sqlite, at: dir.url.appendingPathComponent("wide.sqlite"))

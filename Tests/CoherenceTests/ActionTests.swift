@@ -120,13 +120,19 @@ struct ActionTests {
         let dir = try TemporaryDirectory()
         let connect = try makeActionConnect(dir)
         try connect.start()
-        let first = try connect.execute(ImportItems([["sku": "a", "title": "A", "price": 1.0], ["sku": "b", "title": "B", "price": 2.0],
-                                                      ["sku": "c", "title": "C", "price": 3.0]]))
+        let first = try connect.execute(
+            ImportItems([
+                ["sku": "a", "title": "A", "price": 1.0], ["sku": "b", "title": "B", "price": 2.0],
+                ["sku": "c", "title": "C", "price": 3.0]
+            ]))
         try await first.value
         #expect(first.statistics.inserts == 3)
         // b updated, c deleted, d inserted; a unchanged.
-        let second = try connect.execute(ImportItems([["sku": "d", "title": "D"], ["sku": "a", "title": "A", "price": 1.0],
-                                                       ["sku": "b", "title": "B2", "price": 2.0]]))
+        let second = try connect.execute(
+            ImportItems([
+                ["sku": "d", "title": "D"], ["sku": "a", "title": "A", "price": 1.0],
+                ["sku": "b", "title": "B2", "price": 2.0]
+            ]))
         try await second.value
         let s = second.statistics
         #expect(s.inserts == 1 && s.updates == 1 && s.deletes == 1)
@@ -163,8 +169,8 @@ struct ActionTests {
         await proxy.finished
         #expect(action.cancels.withLock { $0 } == 1)
         #expect(proxy.completionStatus == .canceled)
-        #expect(proxy.error is Boom)   // the error is kept
-        proxy.cancel()                 // after finishing: nothing changes
+        #expect(proxy.error is Boom)  // the error is kept
+        proxy.cancel()  // after finishing: nothing changes
         #expect(proxy.completionStatus == .canceled && action.cancels.withLock { $0 } == 1)
     }
 

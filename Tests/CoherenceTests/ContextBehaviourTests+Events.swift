@@ -39,9 +39,10 @@ final class NotificationRecorder: @unchecked Sendable {
     init(_ names: [Notification.Name], object: ManagedObjectContext) {
         for name in names {
             let changes = self.changes
-            tokens.append(NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { note in
-                changes.append(NotedChange(note))
-            })
+            tokens.append(
+                NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { note in
+                    changes.append(NotedChange(note))
+                })
         }
     }
 
@@ -72,7 +73,7 @@ final class Hooked: ManagedObject {
     override func awakeFromFetch() { awakeFromFetchCount += 1 }
     override func willSave() {
         willSaveCount += 1
-        if !isDeleted { stamp += 1 }   // changes made here are saved
+        if !isDeleted { stamp += 1 }  // changes made here are saved
     }
     override func didSave() { didSaveCount += 1 }
     override func prepareForDeletion() { prepareForDeletionCount += 1 }
@@ -154,8 +155,11 @@ struct ContextBehaviourNotificationTests {
             try context.save()
             return (a.objectID, c.objectID)
         }
-        let recorder = NotificationRecorder([ManagedObjectContext.willSaveNotification, ManagedObjectContext.didSaveNotification,
-                                             ManagedObjectContext.didSaveObjectIDsNotification], object: context)
+        let recorder = NotificationRecorder(
+            [
+                ManagedObjectContext.willSaveNotification, ManagedObjectContext.didSaveNotification,
+                ManagedObjectContext.didSaveObjectIDsNotification
+            ], object: context)
         defer { recorder.stop() }
         let (temporary, permanent) = try await context.perform { () throws -> (ObjectID, ObjectID) in
             let x = Person(context: context)
@@ -168,8 +172,11 @@ struct ContextBehaviourNotificationTests {
         }
         #expect(temporary.isTemporaryID && !permanent.isTemporaryID)
         let notes = recorder.changes.all
-        #expect(notes.map(\.name) == [ManagedObjectContext.willSaveNotification, ManagedObjectContext.didSaveNotification,
-                                      ManagedObjectContext.didSaveObjectIDsNotification])
+        #expect(
+            notes.map(\.name) == [
+                ManagedObjectContext.willSaveNotification, ManagedObjectContext.didSaveNotification,
+                ManagedObjectContext.didSaveObjectIDsNotification
+            ])
         guard notes.count == 3 else { return }
         let (will, did, didIDs) = (notes[0], notes[1], notes[2])
         #expect(will.inserted == [temporary])
@@ -185,7 +192,7 @@ struct ContextBehaviourNotificationTests {
         #expect(didIDs.updated == [kept])
         #expect(didIDs.deleted == [doomed])
         #expect(didIDs.permanentIDs == [temporary: permanent])
-        #expect(didIDs.objects.isEmpty)   // IDs only: safe to hand to other threads
+        #expect(didIDs.objects.isEmpty)  // IDs only: safe to hand to other threads
     }
 
     @Test func eventsStreamDeliversChangeAndSaveEvents() async throws {
@@ -224,8 +231,11 @@ struct ContextBehaviourNotificationTests {
         let model = try ManagedObjectModel(types: [Spawner.self])
         let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let recorder = NotificationRecorder([ManagedObjectContext.objectsDidChangeNotification, ManagedObjectContext.willSaveNotification,
-                                             ManagedObjectContext.didSaveNotification], object: context)
+        let recorder = NotificationRecorder(
+            [
+                ManagedObjectContext.objectsDidChangeNotification, ManagedObjectContext.willSaveNotification,
+                ManagedObjectContext.didSaveNotification
+            ], object: context)
         defer { recorder.stop() }
         let first = await context.perform { () -> ObjectID in
             let a = Spawner(context: context)
@@ -264,7 +274,8 @@ struct ContextBehaviourNotificationTests {
         let dir = try TemporaryDirectory()
         let context = try makeContext(dir)
         let keys = Collector<Set<String>>()
-        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: context, queue: nil) { note in
+        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: context, queue: nil) {
+            note in
             keys.append(Set((note.userInfo ?? [:]).keys.compactMap { $0.base as? String }))
         }
         defer { NotificationCenter.default.removeObserver(token) }
@@ -276,8 +287,11 @@ struct ContextBehaviourNotificationTests {
             try context.save()
         }
         typealias K = ManagedObjectContext.NotificationKey
-        #expect(keys.all == [[K.event, K.insertedObjectIDs, K.insertedObjects, K.permanentObjectIDs],
-                             [K.event, K.updatedObjectIDs, K.updatedObjects]])
+        #expect(
+            keys.all == [
+                [K.event, K.insertedObjectIDs, K.insertedObjects, K.permanentObjectIDs],
+                [K.event, K.updatedObjectIDs, K.updatedObjects]
+            ])
     }
 
     /// DidSave lists exactly the objects the save updated, also when ObjectsDidChange reported
@@ -338,7 +352,7 @@ struct ContextBehaviourNotificationTests {
             try context.save()
             #expect(a.awakeFromInsertCount == 1)
             #expect(a.willSaveCount == 1 && a.didSaveCount == 1 && b.willSaveCount == 1 && b.didSaveCount == 1)
-            #expect(a.stamp == 1)   // set in willSave, and saved
+            #expect(a.stamp == 1)  // set in willSave, and saved
             #expect(!context.hasChanges)
             // An update: only the changed object is told.
             a.name = "a2"
@@ -410,8 +424,10 @@ struct ContextBehaviourMergeTests {
 
     /// Checks the receiver after the merge: Ada reloaded with its local edit kept, Bob gone,
     /// Cy visible; then saves it without conflict.
-    static func checkMerged(_ context: ManagedObjectContext, _ ids: (ada: ObjectID, bob: ObjectID),
-                            coordinator: PersistentStoreCoordinator) async throws {
+    static func checkMerged(
+        _ context: ManagedObjectContext, _ ids: (ada: ObjectID, bob: ObjectID),
+        coordinator: PersistentStoreCoordinator
+    ) async throws {
         try await context.perform {
             let ada = try #require(context.registeredObject(for: ids.ada) as? Person)
             #expect(ada.name == "Ada (elsewhere)")
@@ -434,7 +450,8 @@ struct ContextBehaviourMergeTests {
         try await Self.loadWithLocalEdit(receiver, ids)
         let received = NotificationRecorder([ManagedObjectContext.objectsDidChangeNotification], object: receiver)
         defer { received.stop() }
-        let forward = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: writer, queue: nil) { note in
+        let forward = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: writer, queue: nil)
+        { note in
             receiver.performAndWait { receiver.mergeChanges(fromContextDidSave: note) }
         }
         let cy = try await Self.writeElsewhere(writer, ids)
@@ -460,9 +477,11 @@ struct ContextBehaviourMergeTests {
         defer { received.stop() }
         await receiver.perform {
             typealias Key = ManagedObjectContext.NotificationKey
-            let note = Notification(name: ManagedObjectContext.didSaveNotification, object: nil, userInfo: [
-                Key.insertedObjectIDs: Set([cy]), Key.updatedObjectIDs: Set([ids.ada]), Key.deletedObjectIDs: Set([ids.bob]),
-            ])
+            let note = Notification(
+                name: ManagedObjectContext.didSaveNotification, object: nil,
+                userInfo: [
+                    Key.insertedObjectIDs: Set([cy]), Key.updatedObjectIDs: Set([ids.ada]), Key.deletedObjectIDs: Set([ids.bob])
+                ])
             receiver.mergeChanges(fromContextDidSave: note)
         }
         #expect(received.changes.all.first?.deleted == [ids.bob])
@@ -481,9 +500,10 @@ struct ContextBehaviourMergeTests {
         let received = NotificationRecorder([ManagedObjectContext.objectsDidChangeNotification], object: receiver)
         defer { received.stop() }
         typealias Key = ManagedObjectContext.NotificationKey
-        ManagedObjectContext.mergeChanges(fromRemoteContextSave: [
-            Key.insertedObjectIDs: [cy], Key.updatedObjectIDs: [ids.ada], Key.deletedObjectIDs: [ids.bob],
-        ], into: [receiver])
+        ManagedObjectContext.mergeChanges(
+            fromRemoteContextSave: [
+                Key.insertedObjectIDs: [cy], Key.updatedObjectIDs: [ids.ada], Key.deletedObjectIDs: [ids.bob]
+            ], into: [receiver])
         #expect(received.changes.count == 1)
         #expect(received.changes.all.first?.updated.contains(ids.ada) == true)
         #expect(received.changes.all.first?.deleted == [ids.bob])
@@ -532,7 +552,7 @@ struct ContextBehaviourMergeTests {
         try await editor.perform {
             let ada = try #require(editor.existingObject(with: ids.ada) as? Person)
             ada.name = "Ada (editor)"
-            try editor.save()   // into the parent only
+            try editor.save()  // into the parent only
         }
         var merged = false
         for _ in 0..<10 {
@@ -624,8 +644,12 @@ struct ContextBehaviourConcurrencyTests {
             DispatchQueue.getSpecific(key: mainQueueMarker) == nil && background.isOnExecutor && !main.isOnExecutor
         }
         #expect(offMain)
-        #expect(try await storedPerson(coordinator, try #require(await main.perform {
-            try? main.fetch(FetchRequest<Person>()).first?.objectID
-        }))?.name == "Main")
+        #expect(
+            try await storedPerson(
+                coordinator,
+                try #require(
+                    await main.perform {
+                        try? main.fetch(FetchRequest<Person>()).first?.objectID
+                    }))?.name == "Main")
     }
 }

@@ -7,24 +7,32 @@ import Testing
 /// Country →(cascade) regions →(cascade) cities; City ↔ Tag many-to-many (nullify both ways);
 /// Region.country and City.region nullify.
 func makeChainModel() throws -> ManagedObjectModel {
-    let country = EntityDescription(name: "Country", properties: [
-        AttributeDescription(name: "name", type: .string),
-        RelationshipDescription(name: "regions", destination: "Region", inverse: "country", isToMany: true, deleteRule: .cascade),
-    ])
-    let region = EntityDescription(name: "Region", properties: [
-        AttributeDescription(name: "name", type: .string),
-        RelationshipDescription(name: "country", destination: "Country", inverse: "regions", deleteRule: .nullify),
-        RelationshipDescription(name: "cities", destination: "City", inverse: "region", isToMany: true, deleteRule: .cascade),
-    ])
-    let city = EntityDescription(name: "City", properties: [
-        AttributeDescription(name: "name", type: .string),
-        RelationshipDescription(name: "region", destination: "Region", inverse: "cities", deleteRule: .nullify),
-        RelationshipDescription(name: "tags", destination: "Tag", inverse: "cities", isToMany: true, deleteRule: .nullify),
-    ])
-    let tag = EntityDescription(name: "Tag", properties: [
-        AttributeDescription(name: "name", type: .string),
-        RelationshipDescription(name: "cities", destination: "City", inverse: "tags", isToMany: true, deleteRule: .nullify),
-    ])
+    let country = EntityDescription(
+        name: "Country",
+        properties: [
+            AttributeDescription(name: "name", type: .string),
+            RelationshipDescription(name: "regions", destination: "Region", inverse: "country", isToMany: true, deleteRule: .cascade)
+        ])
+    let region = EntityDescription(
+        name: "Region",
+        properties: [
+            AttributeDescription(name: "name", type: .string),
+            RelationshipDescription(name: "country", destination: "Country", inverse: "regions", deleteRule: .nullify),
+            RelationshipDescription(name: "cities", destination: "City", inverse: "region", isToMany: true, deleteRule: .cascade)
+        ])
+    let city = EntityDescription(
+        name: "City",
+        properties: [
+            AttributeDescription(name: "name", type: .string),
+            RelationshipDescription(name: "region", destination: "Region", inverse: "cities", deleteRule: .nullify),
+            RelationshipDescription(name: "tags", destination: "Tag", inverse: "cities", isToMany: true, deleteRule: .nullify)
+        ])
+    let tag = EntityDescription(
+        name: "Tag",
+        properties: [
+            AttributeDescription(name: "name", type: .string),
+            RelationshipDescription(name: "cities", destination: "City", inverse: "tags", isToMany: true, deleteRule: .nullify)
+        ])
     return try ManagedObjectModel(entities: [country, region, city, tag])
 }
 
@@ -73,7 +81,7 @@ struct ContextBehaviourDeleteRuleTests {
             #expect(norway.related("regions").count == 2)
             #expect(red.related("cities").count == 5)
             try context.save()
-            context.reset()   // everything is loaded lazily from here on
+            context.reset()  // everything is loaded lazily from here on
 
             let country = try #require(context.fetch(FetchRequest<ManagedObject>(entityName: "Country")).first { $0.nameValue == "Norway" })
             let regions = country.related("regions")
@@ -130,7 +138,7 @@ struct ContextBehaviourDeleteRuleTests {
             let a = try #require(context.fetch(FetchRequest<Person>(predicate: #Predicate { $0.name == "Ada" })).first)
             let town = try #require(a.town)
             let clubObject = try #require(a.clubs.first)
-            context.delete(a)   // Person.town and Person.clubs are nullify
+            context.delete(a)  // Person.town and Person.clubs are nullify
             #expect(town.people.map(\.name) == ["Bob"])
             #expect(clubObject.members.map(\.name) == ["Bob"])
             #expect(!town.isDeleted && !clubObject.isDeleted)
@@ -198,7 +206,7 @@ struct ContextBehaviourFaultTests {
             let rowsBefore = context.statistics.fetchedRows
             let ada = context.object(with: adaID)
             #expect(ada.isFault)
-            #expect(context.statistics.fetchedRows == rowsBefore)   // nothing loaded yet
+            #expect(context.statistics.fetchedRows == rowsBefore)  // nothing loaded yet
             #expect(context.registeredObject(for: adaID) === ada)
             #expect((ada as? Person)?.age == 30)
             #expect(!ada.isFault)
@@ -260,7 +268,7 @@ struct ContextBehaviourFaultTests {
             #expect(context.updatedObjects.isEmpty)
             #expect(ada.name == "Ada" && ada.age == 30)
             #expect(!ada.isFault)
-            try context.save()   // nothing to write
+            try context.save()  // nothing to write
         }
         #expect(try await storedPerson(coordinator, adaID)?.name == "Ada")
     }
@@ -273,7 +281,7 @@ struct ContextBehaviourFaultTests {
         let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "other")
         try await mine.perform {
             let ada = try #require(mine.existingObject(with: adaID) as? Person)
-            ada.score = 7          // a local edit
+            ada.score = 7  // a local edit
             _ = try #require(mine.existingObject(with: bobID) as? Person).name
         }
         try await other.perform {
@@ -287,7 +295,7 @@ struct ContextBehaviourFaultTests {
         try await mine.perform {
             let ada = try #require(mine.registeredObject(for: adaID) as? Person)
             let bob = try #require(mine.registeredObject(for: bobID) as? Person)
-            #expect(ada.name == "Ada" && bob.name == "Bob")   // not reloaded yet
+            #expect(ada.name == "Ada" && bob.name == "Bob")  // not reloaded yet
             mine.refresh(ada, mergeChanges: true)
             #expect(ada.name == "Ada (other)")
             #expect(ada.age == 31)
@@ -400,12 +408,12 @@ struct ContextBehaviourQueryCountTests {
             let towns = try context.fetch(request)
             #expect(towns.count == 100)
             let afterFetch = queries.count
-            #expect(afterFetch <= 3, "\(afterFetch) queries")   // the towns, their people's IDs, the people
+            #expect(afterFetch <= 3, "\(afterFetch) queries")  // the towns, their people's IDs, the people
             let total = towns.reduce(0) { $0 + $1.people.count }
             #expect(total == 200)
             let names = Set(towns.flatMap { $0.people.map(\.name) })
             #expect(names.count == 200)
-            #expect(queries.count == afterFetch)   // walking the relationship needed no query
+            #expect(queries.count == afterFetch)  // walking the relationship needed no query
         }
     }
 
@@ -434,7 +442,7 @@ struct ContextBehaviourQueryCountTests {
             let people = try context.fetch(request)
             #expect(people.count == 1000)
             let afterFetch = queries.count
-            #expect(afterFetch <= 4, "\(afterFetch) queries")   // the people, the towns in batches
+            #expect(afterFetch <= 4, "\(afterFetch) queries")  // the people, the towns in batches
             let towns = Set(people.compactMap { $0.town?.name })
             #expect(towns.count == 1000)
             #expect(queries.count == afterFetch, "reading prefetched towns issued \(queries.count - afterFetch) queries")
@@ -474,8 +482,10 @@ struct ContextBehaviourObjectIDTests {
         }
         #expect(name == "Ada")
         // URIs that are not object IDs of this coordinator.
-        for text in ["x-coredata://\(UUID().uuidString)/Person/p1", "x-coredata://\(storeID.uuidString)/Nope/p1",
-                     "x-coredata://\(storeID.uuidString)/Person/q1", "https://example.com/Person/p1"] {
+        for text in [
+            "x-coredata://\(UUID().uuidString)/Person/p1", "x-coredata://\(storeID.uuidString)/Nope/p1",
+            "x-coredata://\(storeID.uuidString)/Person/q1", "https://example.com/Person/p1"
+        ] {
             #expect(coordinator.managedObjectID(forURIRepresentation: try #require(URL(string: text))) == nil, "\(text)")
         }
     }
@@ -485,8 +495,10 @@ struct ContextBehaviourObjectIDTests {
         let coordinator = try makeCoordinator(.sqlite, in: dir)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let saved = Collector<[ObjectID: ObjectID]>()
-        let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveObjectIDsNotification,
-                                                              object: context, queue: nil) { note in
+        let observer = NotificationCenter.default.addObserver(
+            forName: ManagedObjectContext.didSaveObjectIDsNotification,
+            object: context, queue: nil
+        ) { note in
             saved.append(note.userInfo?[ManagedObjectContext.NotificationKey.permanentObjectIDs] as? [ObjectID: ObjectID] ?? [:])
         }
         defer { NotificationCenter.default.removeObserver(observer) }
@@ -506,7 +518,7 @@ struct ContextBehaviourObjectIDTests {
             let permanent = ada.objectID
             let otherTemp = oslo.objectID
             try context.save()
-            #expect(ada.objectID == permanent)   // the save keeps the obtained ID
+            #expect(ada.objectID == permanent)  // the save keeps the obtained ID
             #expect(!oslo.objectID.isTemporaryID)
             return (permanent, otherTemp)
         }

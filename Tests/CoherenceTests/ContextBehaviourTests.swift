@@ -92,16 +92,16 @@ struct VersionConflict {
         #expect(loaded1 == Self.original && loaded2 == Self.original)
         try await first.perform {
             let ada = try #require(first.registeredObject(for: id) as? Person)
-            ada.name = "First"          // both change name
-            ada.age = 31                // only the first changes age
-            ada.email = "first@example.com"   // only the first changes email (nil before)
+            ada.name = "First"  // both change name
+            ada.age = 31  // only the first changes age
+            ada.email = "first@example.com"  // only the first changes email (nil before)
             ada.town = try first.fetch(FetchRequest<Town>(predicate: #Predicate { $0.name == "Rome" })).first  // and the town
             try first.save()
         }
         try await second.perform {
             let ada = try #require(second.registeredObject(for: id) as? Person)
-            ada.name = "Second"         // both change name
-            ada.score = 2.5             // only the second changes score
+            ada.name = "Second"  // both change name
+            ada.score = 2.5  // only the second changes score
         }
     }
 
@@ -266,7 +266,7 @@ struct ContextBehaviourMergePolicyTests {
         }
         await second.perform {
             for id in [adaID, bobID] { (second.registeredObject(for: id) as? Person)?.name += "!" }
-            let extra = Person(context: second)   // an unrelated insert is not written either
+            let extra = Person(context: second)  // an unrelated insert is not written either
             extra.name = "Extra"
         }
         let error = try #require(await trySave(second))
@@ -309,7 +309,8 @@ final class MaxAgePolicy: MergePolicy, @unchecked Sendable {
         for c in conflicts { received.append(c) }
         for c in conflicts {
             guard let p = context.registeredObject(for: c.objectID) as? Person,
-                  case .integer(let stored)? = c.persistedSnapshot?["age"] else { continue }
+                case .integer(let stored)? = c.persistedSnapshot?["age"]
+            else { continue }
             p.age = max(p.age, Int(stored))
         }
         try super.resolve(conflicts: conflicts, in: context)
@@ -346,7 +347,7 @@ struct ContextBehaviourCustomPolicyTests {
             p.name = "Second"
         }
         #expect(await trySave(second) == nil)
-        #expect(policy.calls.all == [true])   // called once, on the context's executor
+        #expect(policy.calls.all == [true])  // called once, on the context's executor
         let conflict = try #require(policy.received.all.first)
         #expect(policy.received.count == 1)
         #expect(conflict.objectID == id)
@@ -465,7 +466,7 @@ struct ContextBehaviourUniquenessTests {
             oslo.population = 300
             try context.save()
             #expect(oslo.objectID == storedID)
-            #expect(context.registeredObject(for: storedID) === oslo)   // one object per row
+            #expect(context.registeredObject(for: storedID) === oslo)  // one object per row
             #expect(try context.fetch(FetchRequest<Town>(predicate: #Predicate { $0.name == "Oslo" })).count == 1)
         }
         #expect(try await setup.storedTowns()["Oslo"] == 300)

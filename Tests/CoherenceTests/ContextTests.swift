@@ -125,7 +125,7 @@ struct ContextTests {
             #expect(context.object(with: a[0].objectID) === a[0])
             #expect(context.registeredObject(for: a[0].objectID) === a[0])
             #expect(try context.existingObject(with: a[0].objectID) === a[0])
-            a[0].name = "Ada"        // the value it already has
+            a[0].name = "Ada"  // the value it already has
             #expect(!a[0].hasChanges)
             #expect(!context.hasChanges)
             #expect(context.updatedObjects.isEmpty)
@@ -211,14 +211,18 @@ struct ContextTests {
 
     @Test func denyRuleFailsTheSaveNamingObjectAndRelationship() async throws {
         let dir = try TemporaryDirectory()
-        let owner = EntityDescription(name: "Owner", properties: [
-            AttributeDescription(name: "name", type: .string),
-            RelationshipDescription(name: "pets", destination: "Pet", inverse: "owner", isToMany: true, deleteRule: .deny),
-        ])
-        let pet = EntityDescription(name: "Pet", properties: [
-            AttributeDescription(name: "name", type: .string),
-            RelationshipDescription(name: "owner", destination: "Owner", inverse: "pets"),
-        ])
+        let owner = EntityDescription(
+            name: "Owner",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "pets", destination: "Pet", inverse: "owner", isToMany: true, deleteRule: .deny)
+            ])
+        let pet = EntityDescription(
+            name: "Pet",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "owner", destination: "Owner", inverse: "pets")
+            ])
         let model = try ManagedObjectModel(entities: [owner, pet])
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir, model: model))
         try await context.perform {
@@ -239,7 +243,7 @@ struct ContextTests {
                 #expect(denied.propertyName == "pets")
                 #expect(denied.objectID == o.objectID)
             }
-            #expect(o.isDeleted)   // the change is kept so the caller can fix it
+            #expect(o.isDeleted)  // the change is kept so the caller can fix it
             context.rollback()
             #expect(try context.count(for: FetchRequest<ManagedObject>(entityName: "Owner")) == 1)
         }
@@ -247,11 +251,13 @@ struct ContextTests {
 
     @Test func failedValidationWritesNothing() async throws {
         let dir = try TemporaryDirectory()
-        let item = EntityDescription(name: "Item", properties: [
-            AttributeDescription(name: "title", type: .string, validation: .init(minLength: 1, maxLength: 10)),
-            AttributeDescription(name: "qty", type: .integer64, defaultValue: 0, validation: .init(minimum: 0)),
-            AttributeDescription(name: "code", type: .string, isOptional: true, validation: .init(regularExpression: "[A-Z]{3}")),
-        ])
+        let item = EntityDescription(
+            name: "Item",
+            properties: [
+                AttributeDescription(name: "title", type: .string, validation: .init(minLength: 1, maxLength: 10)),
+                AttributeDescription(name: "qty", type: .integer64, defaultValue: 0, validation: .init(minimum: 0)),
+                AttributeDescription(name: "code", type: .string, isOptional: true, validation: .init(regularExpression: "[A-Z]{3}"))
+            ])
         let model = try ManagedObjectModel(entities: [item])
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir, model: model))
         try await context.perform {
@@ -275,8 +281,8 @@ struct ContextTests {
             #expect(try context.count(for: FetchRequest<ManagedObject>(entityName: "Item", fetchLimit: 0)) == 1000)  // pending
             var direct = FetchRequest<ManagedObject>(entityName: "Item")
             direct.includesPendingChanges = false
-            #expect(try context.count(for: direct) == 0)   // nothing written
-            #expect(context.insertedObjects.count == 1000)   // changes intact
+            #expect(try context.count(for: direct) == 0)  // nothing written
+            #expect(context.insertedObjects.count == 1000)  // changes intact
         }
     }
 
@@ -291,11 +297,11 @@ struct ContextTests {
             }
             try context.save()
             let all = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]))
-            all[0].age = 25                 // A now matches
-            context.delete(all[1])          // B deleted
+            all[0].age = 25  // A now matches
+            context.delete(all[1])  // B deleted
             let d = Person(context: context)
             d.name = "D"
-            d.age = 40                      // inserted, matches
+            d.age = 40  // inserted, matches
             let request = FetchRequest<Person>(predicate: #Predicate { $0.age > 15 }, sortBy: [SortDescriptor(\.age)])
             #expect(try context.fetch(request).map(\.name) == ["A", "C", "D"])
             #expect(try context.count(for: request) == 3)
@@ -359,8 +365,8 @@ struct FaultRelationshipTests {
             #expect(town.isFault)
             let ada = Person(context: context)
             ada.name = "Ada"
-            ada.town = town               // parks a pending add on the fault's `people`
-            _ = town.name                 // fills the fault
+            ada.town = town  // parks a pending add on the fault's `people`
+            _ = town.name  // fills the fault
             let names = town.people.map(\.name)
             try context.save()
             let stored = try context.count(for: FetchRequest<Person>(predicate: #Predicate { $0.town?.name == "Oslo" }))

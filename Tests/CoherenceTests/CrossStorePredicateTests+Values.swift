@@ -38,23 +38,33 @@ extension CrossData {
     static let payloadNaN = Double(nan: 0x1234, signaling: false)
 
     static let readings: [ReadingSpec] = {
-        let values: [Double] = [1.5, -1, 0, -0.0, .nan, negativeNaN, payloadNaN, .infinity, -.infinity, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Double(sign: .plus, exponent: -1030, significand: 1),
-                                .greatestFiniteMagnitude, 2.5, .signalingNaN, 0, -0.0, 100]
-        let optionals: [Double?] = [nil, .nan, -0.0, 0, 1.5, -1, .infinity, nil, negativeNaN, 2.5, -.infinity, .leastNonzeroMagnitude, nil,
-                                    payloadNaN, 7, -0.0, 0, Double(sign: .plus, exponent: -1030, significand: 1)]
-        let singles: [Float] = [1.5, -1, 0, -0.0, .nan, -.nan, Float(nan: 0x12, signaling: false), .infinity, -.infinity,
-                                .leastNonzeroMagnitude, 2.5, 0.1, .signalingNaN, 3, -0.0, 0, Float(sign: .plus, exponent: -133, significand: 1), 100]
+        let values: [Double] = [
+            1.5, -1, 0, -0.0, .nan, negativeNaN, payloadNaN, .infinity, -.infinity, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
+            Double(sign: .plus, exponent: -1030, significand: 1),
+            .greatestFiniteMagnitude, 2.5, .signalingNaN, 0, -0.0, 100
+        ]
+        let optionals: [Double?] = [
+            nil, .nan, -0.0, 0, 1.5, -1, .infinity, nil, negativeNaN, 2.5, -.infinity, .leastNonzeroMagnitude, nil,
+            payloadNaN, 7, -0.0, 0, Double(sign: .plus, exponent: -1030, significand: 1)
+        ]
+        let singles: [Float] = [
+            1.5, -1, 0, -0.0, .nan, -.nan, Float(nan: 0x12, signaling: false), .infinity, -.infinity,
+            .leastNonzeroMagnitude, 2.5, 0.1, .signalingNaN, 3, -0.0, 0, Float(sign: .plus, exponent: -133, significand: 1), 100
+        ]
         let dates: [Double?] = [1, nil, .nan, 0, -5, 3, nil, .nan, 2, 1e9, -0.0, 7, .infinity, 4, nil, 6, 1, 8]
         return values.indices.map { i in
-            ReadingSpec(label: "r\(i)", value: values[i], optionalValue: optionals[i], single: singles[i],
-                        at: dates[i].map { Date(timeIntervalSinceReferenceDate: $0) })
+            ReadingSpec(
+                label: "r\(i)", value: values[i], optionalValue: optionals[i], single: singles[i],
+                at: dates[i].map { Date(timeIntervalSinceReferenceDate: $0) })
         }
     }()
 
     static let notes: [NoteSpec] = {
-        let texts = ["", "\0", "a", "a\0", "a\0b", "\0a", "ab", "\u{E9}", "e\u{301}", "E\u{301}", "\u{C9}", "e", "𝔘", "𝔘\0𝔘",
-                     "\u{301}", "🎉", "🎉\0", "👨‍👩‍👧", "🇫🇷", "x\u{301}\u{302}", "\u{C5}", "\u{212B}", "ß", "SS", "ﬁ", "a\0B",
-                     "A\0b", "\0\0", "Ünal\0ü"]
+        let texts = [
+            "", "\0", "a", "a\0", "a\0b", "\0a", "ab", "\u{E9}", "e\u{301}", "E\u{301}", "\u{C9}", "e", "𝔘", "𝔘\0𝔘",
+            "\u{301}", "🎉", "🎉\0", "👨‍👩‍👧", "🇫🇷", "x\u{301}\u{302}", "\u{C5}", "\u{212B}", "ß", "SS", "ﬁ", "a\0B",
+            "A\0b", "\0\0", "Ünal\0ü"
+        ]
         return texts.indices.map { i in
             NoteSpec(key: "n\(i)", text: texts[i], optionalText: i % 4 == 3 ? nil : texts[(i * 7 + 3) % texts.count])
         }
@@ -65,11 +75,16 @@ extension CrossData {
         let reading = try #require(model.entity(for: Reading.self))
         let note = try #require(model.entity(for: Note.self))
         return readings.map { r in
-            rowInsert(reading, ["label": .text(r.label), "value": r.value.storedValue, "optionalValue": r.optionalValue.storedValue,
-                                "single": r.single.storedValue, "at": r.at.storedValue])
-        } + notes.map { n in
-            rowInsert(note, ["key": .text(n.key), "text": .text(n.text), "optionalText": n.optionalText.storedValue])
+            rowInsert(
+                reading,
+                [
+                    "label": .text(r.label), "value": r.value.storedValue, "optionalValue": r.optionalValue.storedValue,
+                    "single": r.single.storedValue, "at": r.at.storedValue
+                ])
         }
+            + notes.map { n in
+                rowInsert(note, ["key": .text(n.key), "text": .text(n.text), "optionalText": n.optionalText.storedValue])
+            }
     }
 }
 
@@ -94,7 +109,8 @@ func floatingOrder<T: BinaryFloatingPoint>(_ a: T?, _ b: T?) -> Int where T.RawS
 
 /// A NaN's sign and payload as an unsigned number, ordered as the stored bit patterns are.
 func nanKey<T: BinaryFloatingPoint>(_ x: T) -> UInt64 where T.RawSignificand: FixedWidthInteger {
-    UInt64(x.sign == .minus ? 1 : 0) << 63 | UInt64(x.exponentBitPattern) << 52 | UInt64(x.significandBitPattern) << (52 - T.significandBitCount)
+    UInt64(x.sign == .minus ? 1 : 0) << 63 | UInt64(x.exponentBitPattern) << 52 | UInt64(x.significandBitPattern)
+        << (52 - T.significandBitCount)
 }
 
 /// Text as the stores compare it: by UTF-8 bytes.
@@ -128,8 +144,10 @@ extension CrossCase {
 
 extension CrossCases {
     static func floatingPoint() -> [CrossCase] {
-        let constants: [(String, Double)] = [("0", 0), ("-0", -0.0), ("1.5", 1.5), ("-1", -1), ("nan", .nan), ("inf", .infinity),
-                                             ("-inf", -.infinity), ("subnormal", .leastNonzeroMagnitude)]
+        let constants: [(String, Double)] = [
+            ("0", 0), ("-0", -0.0), ("1.5", 1.5), ("-1", -1), ("nan", .nan), ("inf", .infinity),
+            ("-inf", -.infinity), ("subnormal", .leastNonzeroMagnitude)
+        ]
         var cases: [CrossCase] = []
         for (n, c) in constants {
             cases += [
@@ -147,7 +165,7 @@ extension CrossCases {
                 .readings("double! < \(n)", #Predicate { $0.optionalValue! < c }) { r in r.optionalValue.map { $0 < c } ?? false },
                 .readings("double! >= \(n)", #Predicate { $0.optionalValue! >= c }) { r in r.optionalValue.map { $0 >= c } ?? false },
                 .readings("!(double! > \(n))", #Predicate { !($0.optionalValue! > c) }) { r in r.optionalValue.map { !($0 > c) } ?? false },
-                .readings("double ?? \(n) <= 0", #Predicate { ($0.optionalValue ?? c) <= 0 }) { ($0.optionalValue ?? c) <= 0 },
+                .readings("double ?? \(n) <= 0", #Predicate { ($0.optionalValue ?? c) <= 0 }) { ($0.optionalValue ?? c) <= 0 }
             ]
         }
         let floats: [(String, Float)] = [("0", 0), ("-0", -0.0), ("1.5", 1.5), ("nan", .nan), ("inf", .infinity), ("0.1", 0.1)]
@@ -157,7 +175,7 @@ extension CrossCases {
                 .readings("float != \(n)", #Predicate { $0.single != c }) { $0.single != c },
                 .readings("float < \(n)", #Predicate { $0.single < c }) { $0.single < c },
                 .readings("float > \(n)", #Predicate { $0.single > c }) { $0.single > c },
-                .readings("!(float <= \(n))", #Predicate { !($0.single <= c) }) { !($0.single <= c) },
+                .readings("!(float <= \(n))", #Predicate { !($0.single <= c) }) { !($0.single <= c) }
             ]
         }
         let cutoff = Date(timeIntervalSinceReferenceDate: 3), nanDate = Date(timeIntervalSinceReferenceDate: .nan)
@@ -176,17 +194,28 @@ extension CrossCases {
             .readings("date == NaN date", #Predicate { $0.at == nanDate }) { $0.at == nanDate },
             .readings("date != NaN date", #Predicate { $0.at != nanDate }) { $0.at != nanDate },
             .readings("date! > NaN date", #Predicate { $0.at! > nanDate }) { r in r.at.map { $0 > nanDate } ?? false },
-            .readings("double < double!", #Predicate { $0.value < $0.optionalValue! }) { r in r.optionalValue.map { r.value < $0 } ?? false },
-            .readings("double >= double!", #Predicate { $0.value >= $0.optionalValue! }) { r in r.optionalValue.map { r.value >= $0 } ?? false },
-            .readings("!(double <= double!)", #Predicate { !($0.value <= $0.optionalValue!) }) { r in r.optionalValue.map { !(r.value <= $0) } ?? false },
-            .readings("double! == double", #Predicate { $0.optionalValue! == $0.value }) { r in r.optionalValue.map { $0 == r.value } ?? false },
-            .readings("double! != double (nil is different)", #Predicate { $0.optionalValue! != $0.value }) { r in r.optionalValue.map { $0 != r.value } ?? true },
+            .readings("double < double!", #Predicate { $0.value < $0.optionalValue! }) { r in r.optionalValue.map { r.value < $0 } ?? false
+            },
+            .readings("double >= double!", #Predicate { $0.value >= $0.optionalValue! }) { r in
+                r.optionalValue.map { r.value >= $0 } ?? false
+            },
+            .readings("!(double <= double!)", #Predicate { !($0.value <= $0.optionalValue!) }) { r in
+                r.optionalValue.map { !(r.value <= $0) } ?? false
+            },
+            .readings("double! == double", #Predicate { $0.optionalValue! == $0.value }) { r in
+                r.optionalValue.map { $0 == r.value } ?? false
+            },
+            .readings("double! != double (nil is different)", #Predicate { $0.optionalValue! != $0.value }) { r in
+                r.optionalValue.map { $0 != r.value } ?? true
+            },
             .readings("double * 2 > 1", #Predicate { $0.value * 2 > 1 }) { $0.value * 2 > 1 },
             .readings("!(double * 2 > 1)", #Predicate { !($0.value * 2 > 1) }) { !($0.value * 2 > 1) },
             .readings("-double < 0", #Predicate { -$0.value < 0 }) { -$0.value < 0 },
             .readings("double - double == 0", #Predicate { $0.value - $0.value == 0 }) { $0.value - $0.value == 0 },
             .readings("double * 0 != 0", #Predicate { $0.value * 0 != 0 }) { $0.value * 0 != 0 },
-            .readings("double + double? >= 1", #Predicate { $0.value + $0.optionalValue! >= 1 }) { r in r.optionalValue.map { r.value + $0 >= 1 } ?? false },
+            .readings("double + double? >= 1", #Predicate { $0.value + $0.optionalValue! >= 1 }) { r in
+                r.optionalValue.map { r.value + $0 >= 1 } ?? false
+            },
             .readings("float * 2 < 1", #Predicate { $0.single * 2 < 1 }) { $0.single * 2 < 1 },
             .readings("IN [0]", #Predicate { zeros.contains($0.value) }) { zeros.contains($0.value) },
             .readings("IN [nan]", #Predicate { nans.contains($0.value) }) { nans.contains($0.value) },
@@ -200,35 +229,54 @@ extension CrossCases {
             .readings("range built in the predicate", #Predicate { (0.0..<2.0).contains($0.value) }) { (0.0..<2.0).contains($0.value) },
             .readings("partial range from 0", #Predicate { from.contains($0.value) }) { from.contains($0.value) },
             .readings("partial range up to 0", #Predicate { upTo.contains($0.value) }) { upTo.contains($0.value) },
-            .readings("float range", #Predicate { floatRange.contains($0.single) }) { floatRange.contains($0.single) },
+            .readings("float range", #Predicate { floatRange.contains($0.single) }) { floatRange.contains($0.single) }
         ]
         let readings = CrossData.readings
         cases += [
-            .sorted("sort by double", FetchRequest<Reading>(sortBy: [SortDescriptor(\.value)]), key: "label", items: readings, keyOf: \.label) {
+            .sorted(
+                "sort by double", FetchRequest<Reading>(sortBy: [SortDescriptor(\.value)]), key: "label", items: readings, keyOf: \.label
+            ) {
                 floatingOrder($0.value, $1.value)
             },
-            .sorted("sort by double reverse, limited", FetchRequest<Reading>(sortBy: [SortDescriptor(\.value, order: .reverse)], fetchLimit: 8),
-                    key: "label", items: readings, keyOf: \.label) { floatingOrder($1.value, $0.value) },
-            .sorted("sort by double?", FetchRequest<Reading>(sortBy: [SortDescriptor(\.optionalValue)]), key: "label", items: readings, keyOf: \.label) {
+            .sorted(
+                "sort by double reverse, limited", FetchRequest<Reading>(sortBy: [SortDescriptor(\.value, order: .reverse)], fetchLimit: 8),
+                key: "label", items: readings, keyOf: \.label
+            ) { floatingOrder($1.value, $0.value) },
+            .sorted(
+                "sort by double?", FetchRequest<Reading>(sortBy: [SortDescriptor(\.optionalValue)]), key: "label", items: readings,
+                keyOf: \.label
+            ) {
                 floatingOrder($0.optionalValue, $1.optionalValue)
             },
-            .sorted("sort by float reverse", FetchRequest<Reading>(sortBy: [SortDescriptor(\.single, order: .reverse)]), key: "label", items: readings,
-                    keyOf: \.label) { floatingOrder($1.single, $0.single) },
-            .sorted("sort by date, then double", FetchRequest<Reading>(sortBy: [SortDescriptor(\.at), SortDescriptor(\.value)]), key: "label",
-                    items: readings, keyOf: \.label) {
-                then(floatingOrder($0.at?.timeIntervalSinceReferenceDate, $1.at?.timeIntervalSinceReferenceDate), floatingOrder($0.value, $1.value))
+            .sorted(
+                "sort by float reverse", FetchRequest<Reading>(sortBy: [SortDescriptor(\.single, order: .reverse)]), key: "label",
+                items: readings,
+                keyOf: \.label
+            ) { floatingOrder($1.single, $0.single) },
+            .sorted(
+                "sort by date, then double", FetchRequest<Reading>(sortBy: [SortDescriptor(\.at), SortDescriptor(\.value)]), key: "label",
+                items: readings, keyOf: \.label
+            ) {
+                then(
+                    floatingOrder($0.at?.timeIntervalSinceReferenceDate, $1.at?.timeIntervalSinceReferenceDate),
+                    floatingOrder($0.value, $1.value))
             },
-            .sorted("predicate + sort by double?", FetchRequest<Reading>(predicate: #Predicate { $0.optionalValue != nil }, sortBy: [SortDescriptor(\.optionalValue)]),
-                    key: "label", items: readings, keyOf: \.label, where: { $0.optionalValue != nil }) { floatingOrder($0.optionalValue, $1.optionalValue) },
+            .sorted(
+                "predicate + sort by double?",
+                FetchRequest<Reading>(predicate: #Predicate { $0.optionalValue != nil }, sortBy: [SortDescriptor(\.optionalValue)]),
+                key: "label", items: readings, keyOf: \.label, where: { $0.optionalValue != nil }
+            ) { floatingOrder($0.optionalValue, $1.optionalValue) }
         ]
         return cases
     }
 
     static func unusualStrings() -> [CrossCase] {
-        let needles: [(String, String)] = [("empty", ""), ("NUL", "\0"), ("a NUL", "a\0"), ("NUL a", "\0a"), ("a NUL b", "a\0b"), ("a", "a"),
-                                           ("e", "e"), ("combining acute", "\u{301}"), ("precomposed é", "\u{E9}"), ("decomposed é", "e\u{301}"),
-                                           ("𝔘", "𝔘"), ("𝔘 NUL", "𝔘\0"), ("NUL 𝔘", "\0𝔘"), ("🎉", "🎉"), ("🇫", "🇫"), ("ss", "ss"),
-                                           ("A NUL", "A\0"), ("Ü", "Ü")]
+        let needles: [(String, String)] = [
+            ("empty", ""), ("NUL", "\0"), ("a NUL", "a\0"), ("NUL a", "\0a"), ("a NUL b", "a\0b"), ("a", "a"),
+            ("e", "e"), ("combining acute", "\u{301}"), ("precomposed é", "\u{E9}"), ("decomposed é", "e\u{301}"),
+            ("𝔘", "𝔘"), ("𝔘 NUL", "𝔘\0"), ("NUL 𝔘", "\0𝔘"), ("🎉", "🎉"), ("🇫", "🇫"), ("ss", "ss"),
+            ("A NUL", "A\0"), ("Ü", "Ü")
+        ]
         let same = ComparisonResult.orderedSame, ascending = ComparisonResult.orderedAscending
         let descending = ComparisonResult.orderedDescending
         var cases: [CrossCase] = []
@@ -243,8 +291,12 @@ extension CrossCases {
                 .notes("text contains \(n)", #Predicate { $0.text.contains(t) }) { bytesContain($0.text, t) },
                 .notes("text starts with \(n)", #Predicate { $0.text.starts(with: t) }) { bytesStart($0.text, t) },
                 .notes("!(text starts with \(n))", #Predicate { !$0.text.starts(with: t) }) { !bytesStart($0.text, t) },
-                .notes("text! starts with \(n)", #Predicate { $0.optionalText!.starts(with: t) }) { n in n.optionalText.map { bytesStart($0, t) } ?? false },
-                .notes("text? contains \(n) == true", #Predicate { $0.optionalText?.contains(t) == true }) { n in n.optionalText.map { bytesContain($0, t) } == true },
+                .notes("text! starts with \(n)", #Predicate { $0.optionalText!.starts(with: t) }) { n in
+                    n.optionalText.map { bytesStart($0, t) } ?? false
+                },
+                .notes("text? contains \(n) == true", #Predicate { $0.optionalText?.contains(t) == true }) { n in
+                    n.optionalText.map { bytesContain($0, t) } == true
+                },
                 .notes("text localizedStandardContains \(n)", #Predicate { $0.text.localizedStandardContains(t) }) {
                     bytesContain(TextFolding.fold($0.text), TextFolding.fold(t))
                 },
@@ -257,19 +309,26 @@ extension CrossCases {
                 .notes("text caseInsensitiveCompare \(n) != descending", #Predicate { $0.text.caseInsensitiveCompare(t) != descending }) {
                     !bytesLess(TextFolding.fold(t), TextFolding.fold($0.text))
                 },
-                .notes("text IN [\(n), ab]", #Predicate { [t, "ab"].contains($0.text) }) { bytesEqual($0.text, t) || $0.text == "ab" },
+                .notes("text IN [\(n), ab]", #Predicate { [t, "ab"].contains($0.text) }) { bytesEqual($0.text, t) || $0.text == "ab" }
             ]
         }
         let notes = CrossData.notes
         cases += [
-            .notes("text contains text?", #Predicate { $0.text.contains($0.optionalText!) }) { n in n.optionalText.map { bytesContain(n.text, $0) } ?? false },
-            .notes("text starts with text?", #Predicate { $0.text.starts(with: $0.optionalText!) }) { n in n.optionalText.map { bytesStart(n.text, $0) } ?? false },
-            .notes("text < text?", #Predicate { $0.text < $0.optionalText! }) { n in n.optionalText.map { bytesLess(n.text, $0) } ?? false },
+            .notes("text contains text?", #Predicate { $0.text.contains($0.optionalText!) }) { n in
+                n.optionalText.map { bytesContain(n.text, $0) } ?? false
+            },
+            .notes("text starts with text?", #Predicate { $0.text.starts(with: $0.optionalText!) }) { n in
+                n.optionalText.map { bytesStart(n.text, $0) } ?? false
+            },
+            .notes("text < text?", #Predicate { $0.text < $0.optionalText! }) { n in n.optionalText.map { bytesLess(n.text, $0) } ?? false
+            },
             .sorted("sort notes by text", FetchRequest<Note>(sortBy: [SortDescriptor(\.text)]), key: "key", items: notes, keyOf: \.key) {
                 bytesOrder($0.text, $1.text)
             },
-            .sorted("sort notes by text? reverse", FetchRequest<Note>(sortBy: [SortDescriptor(\.optionalText, order: .reverse)]), key: "key",
-                    items: notes, keyOf: \.key) { bytesOrder($1.optionalText, $0.optionalText) },
+            .sorted(
+                "sort notes by text? reverse", FetchRequest<Note>(sortBy: [SortDescriptor(\.optionalText, order: .reverse)]), key: "key",
+                items: notes, keyOf: \.key
+            ) { bytesOrder($1.optionalText, $0.optionalText) }
         ]
         return cases
     }
@@ -289,8 +348,11 @@ struct CrossStoreValueTests {
                 let test = QueryExpression.string(.endsWith, .path(PropertyPath(scope: 0, attribute: text)), .constant(.text(needle)))
                 for predicate in [test, .not(test)] {
                     let store = try #require(coordinator.persistentStores.first)
-                    let keys = try store.engine.fetch(StoreFetch(entity: entity, predicate: predicate)).compactMap { String(storedValue: named($0)["key"] ?? .null) }
-                    let want = predicate.description.hasPrefix("NOT") ? CrossData.notes.map(\.key).filter { !expected.contains($0) } : expected
+                    let keys = try store.engine.fetch(StoreFetch(entity: entity, predicate: predicate)).compactMap {
+                        String(storedValue: named($0)["key"] ?? .null)
+                    }
+                    let want =
+                        predicate.description.hasPrefix("NOT") ? CrossData.notes.map(\.key).filter { !expected.contains($0) } : expected
                     #expect(keys.sorted() == want.sorted(), "\(store.type) \(predicate)")
                 }
             }

@@ -66,19 +66,19 @@ enum CrossData {
     static func uuid(_ n: UInt8) -> UUID { UUID(uuid: (n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, n)) }
 
     static let towns: [TownSpec] = [
-        TownSpec(name: "Paris", population: 2_100_000),   // 0
-        TownSpec(name: "Lyon", population: 520_000),      // 1
-        TownSpec(name: "Évry", population: 50_000),       // 2
-        TownSpec(name: "évian", population: 9_000),       // 3
-        TownSpec(name: "Zürich", population: 400_000),    // 4
-        TownSpec(name: "Oslo", population: 700_000),      // 5
-        TownSpec(name: "nantes", population: 320_000),    // 6
-        TownSpec(name: "Ghost Town", population: 0),      // 7: nobody lives here
+        TownSpec(name: "Paris", population: 2_100_000),  // 0
+        TownSpec(name: "Lyon", population: 520_000),  // 1
+        TownSpec(name: "Évry", population: 50_000),  // 2
+        TownSpec(name: "évian", population: 9_000),  // 3
+        TownSpec(name: "Zürich", population: 400_000),  // 4
+        TownSpec(name: "Oslo", population: 700_000),  // 5
+        TownSpec(name: "nantes", population: 320_000),  // 6
+        TownSpec(name: "Ghost Town", population: 0)  // 7: nobody lives here
     ]
 
     static let clubs: [ClubSpec] = [
         ClubSpec(title: "Chess"), ClubSpec(title: "Go"), ClubSpec(title: "Running"), ClubSpec(title: "Book Club"),
-        ClubSpec(title: "Empty"),   // no members
+        ClubSpec(title: "Empty")  // no members
     ]
 
     static let people: [PersonSpec] = {
@@ -125,25 +125,32 @@ enum CrossData {
             p("quinn", nil, 40, 7, 29, nil, []),
             p("Rémy", "remy@x.fr", 29, 8, 30, 6, [1, 3]),
             p("Sam", "sam@x.com", 64, 3.25, 31, 1, []),
-            p("Tom", "tom@x.com", 30, 5, 32, nil, [0]),
+            p("Tom", "tom@x.com", 30, 5, 32, nil, [0])
         ]
     }()
 
     static let samples: [SampleSpec] = [
-        SampleSpec(s: "a", i: 1, i16: 1, i32: 10, i64: 1 << 40, d: 1.5, f: 0.5, b: true, date: day(1), uuid: uuid(1),
-                   url: URL(string: "https://a.example/x"), decimal: dec("10"), optionalInt: 5, optionalString: "x"),
-        SampleSpec(s: "b", i: -3, i16: -1, i32: 20, i64: 0, d: -2.25, f: 1.5, b: false, date: nil, uuid: nil,
-                   url: nil, decimal: dec("9.5"), optionalInt: nil, optionalString: nil),
-        SampleSpec(s: "c", i: 0, i16: 300, i32: -5, i64: -(1 << 40), d: 0, f: 2.75, b: true, date: day(5), uuid: uuid(2),
-                   url: URL(string: "https://b.example"), decimal: dec("-1"), optionalInt: 0, optionalString: ""),
-        SampleSpec(s: "d", i: 7, i16: 7, i32: 7, i64: 7, d: 100.5, f: -1, b: false, date: day(3), uuid: uuid(3),
-                   url: URL(string: "file:///tmp/x"), decimal: dec("100.25"), optionalInt: -5, optionalString: "É"),
-        SampleSpec(s: "e", i: 42, i16: 42, i32: 42, i64: 42, d: 42, f: 42, b: true, date: day(2), uuid: nil,
-                   url: nil, decimal: nil, optionalInt: 5, optionalString: "y"),
-        SampleSpec(s: "f", i: 10, i16: -300, i32: 0, i64: 10, d: 9.5, f: 0.25, b: false, date: day(4), uuid: uuid(4),
-                   url: nil, decimal: dec("0"), optionalInt: nil, optionalString: "x"),
-        SampleSpec(s: "g", i: 5, i16: 5, i32: 5, i64: 5, d: 2.75, f: 2.75, b: true, date: nil, uuid: uuid(5),
-                   url: URL(string: "https://a.example/y"), decimal: dec("2.75"), optionalInt: 100, optionalString: "é"),
+        SampleSpec(
+            s: "a", i: 1, i16: 1, i32: 10, i64: 1 << 40, d: 1.5, f: 0.5, b: true, date: day(1), uuid: uuid(1),
+            url: URL(string: "https://a.example/x"), decimal: dec("10"), optionalInt: 5, optionalString: "x"),
+        SampleSpec(
+            s: "b", i: -3, i16: -1, i32: 20, i64: 0, d: -2.25, f: 1.5, b: false, date: nil, uuid: nil,
+            url: nil, decimal: dec("9.5"), optionalInt: nil, optionalString: nil),
+        SampleSpec(
+            s: "c", i: 0, i16: 300, i32: -5, i64: -(1 << 40), d: 0, f: 2.75, b: true, date: day(5), uuid: uuid(2),
+            url: URL(string: "https://b.example"), decimal: dec("-1"), optionalInt: 0, optionalString: ""),
+        SampleSpec(
+            s: "d", i: 7, i16: 7, i32: 7, i64: 7, d: 100.5, f: -1, b: false, date: day(3), uuid: uuid(3),
+            url: URL(string: "file:///tmp/x"), decimal: dec("100.25"), optionalInt: -5, optionalString: "É"),
+        SampleSpec(
+            s: "e", i: 42, i16: 42, i32: 42, i64: 42, d: 42, f: 42, b: true, date: day(2), uuid: nil,
+            url: nil, decimal: nil, optionalInt: 5, optionalString: "y"),
+        SampleSpec(
+            s: "f", i: 10, i16: -300, i32: 0, i64: 10, d: 9.5, f: 0.25, b: false, date: day(4), uuid: uuid(4),
+            url: nil, decimal: dec("0"), optionalInt: nil, optionalString: "x"),
+        SampleSpec(
+            s: "g", i: 5, i16: 5, i32: 5, i64: 5, d: 2.75, f: 2.75, b: true, date: nil, uuid: uuid(5),
+            url: URL(string: "https://a.example/y"), decimal: dec("2.75"), optionalInt: 100, optionalString: "é")
     ]
 
     static let shapes: [ShapeSpec] = [
@@ -151,7 +158,7 @@ enum CrossData {
         ShapeSpec(label: "s1", isCircle: false, size: 1),
         ShapeSpec(label: "c2", isCircle: true, size: 2.5),
         ShapeSpec(label: "s2", isCircle: false, size: 4),
-        ShapeSpec(label: "c3", isCircle: true, size: 10),
+        ShapeSpec(label: "c3", isCircle: true, size: 10)
     ]
 
     /// Inserts the dataset, in the same order, through `coordinator`.
@@ -168,29 +175,35 @@ enum CrossData {
         let townRows = towns.map { rowInsert(town, ["name": .text($0.name), "population": $0.population.storedValue]) }
         let clubRows = clubs.map { rowInsert(club, ["title": .text($0.title)]) }
         let personRows = people.map { p in
-            rowInsert(person, [
-                "name": .text(p.name), "email": p.email.storedValue, "age": p.age.storedValue,
-                "score": p.score.storedValue, "createdAt": p.createdAt.storedValue,
-            ], references: p.townIndex.map { ["town": townRows[$0].objectID] } ?? [:])
+            rowInsert(
+                person,
+                [
+                    "name": .text(p.name), "email": p.email.storedValue, "age": p.age.storedValue,
+                    "score": p.score.storedValue, "createdAt": p.createdAt.storedValue
+                ], references: p.townIndex.map { ["town": townRows[$0].objectID] } ?? [:])
         }
         let sampleRows = samples.map { s in
-            rowInsert(sample, [
-                "s": .text(s.s), "i": s.i.storedValue, "i16": s.i16.storedValue, "i32": s.i32.storedValue,
-                "i64": s.i64.storedValue, "d": s.d.storedValue, "f": s.f.storedValue, "b": s.b.storedValue,
-                "date": s.date.storedValue, "uuid": s.uuid.storedValue, "url": s.url.storedValue,
-                "decimal": s.decimal.storedValue, "optionalInt": s.optionalInt.storedValue,
-                "optionalString": s.optionalString.storedValue,
-            ])
+            rowInsert(
+                sample,
+                [
+                    "s": .text(s.s), "i": s.i.storedValue, "i16": s.i16.storedValue, "i32": s.i32.storedValue,
+                    "i64": s.i64.storedValue, "d": s.d.storedValue, "f": s.f.storedValue, "b": s.b.storedValue,
+                    "date": s.date.storedValue, "uuid": s.uuid.storedValue, "url": s.url.storedValue,
+                    "decimal": s.decimal.storedValue, "optionalInt": s.optionalInt.storedValue,
+                    "optionalString": s.optionalString.storedValue
+                ])
         }
         let shapeRows = shapes.map { s in
-            s.isCircle ? rowInsert(circle, ["label": .text(s.label), "radius": .real(s.size)])
+            s.isCircle
+                ? rowInsert(circle, ["label": .text(s.label), "radius": .real(s.size)])
                 : rowInsert(square, ["label": .text(s.label), "side": .real(s.size)])
         }
         var changes = StoreChangeSet()
         changes.inserts = townRows + clubRows + personRows + sampleRows + shapeRows + (try valueRows(model))
         for (p, spec) in zip(personRows, people) {
             for c in spec.clubIndexes {
-                changes.joinInserts.append(JoinChange(relationship: clubsRelationship, source: p.objectID, destination: clubRows[c].objectID))
+                changes.joinInserts.append(
+                    JoinChange(relationship: clubsRelationship, source: p.objectID, destination: clubRows[c].objectID))
             }
         }
         _ = try coordinator.save(changes)
@@ -249,12 +262,16 @@ struct CrossCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 
     static func fetch<T: ManagedObject>(_ name: String, _ request: FetchRequest<T>, key: String, expected: [String]) -> CrossCase {
-        let dictionaries = { var r = request; r.propertiesToFetch = [key]; return r }()
+        let dictionaries = {
+            var r = request; r.propertiesToFetch = [key]; return r
+        }()
         let ordered = !request.sortDescriptors.isEmpty || request.fetchLimit > 0 || request.fetchOffset > 0
-        return CrossCase(name: name, ordered: ordered, run: { coordinator in
-            let keys = try coordinator.fetchDictionaries(dictionaries).map { ($0[key] as? String) ?? "<missing>" }
-            return (keys, try coordinator.count(for: request))
-        }, expected: expected)
+        return CrossCase(
+            name: name, ordered: ordered,
+            run: { coordinator in
+                let keys = try coordinator.fetchDictionaries(dictionaries).map { ($0[key] as? String) ?? "<missing>" }
+                return (keys, try coordinator.count(for: request))
+            }, expected: expected)
     }
 
     /// People matching `predicate`; expected: the people for which `expect` is true.
@@ -279,11 +296,13 @@ struct CrossCase: Sendable, CustomTestStringConvertible {
 
     /// A sorted (and possibly limited) fetch; expected: `items` filtered by `expect`, stably
     /// sorted by `order` (a three-way comparison), then offset and limited.
-    static func sorted<T: ManagedObject, S>(_ name: String, _ request: FetchRequest<T>, key: String, items: [S], keyOf: (S) -> String,
-                                            where expect: (S) -> Bool = { _ in true }, order: (S, S) -> Int) -> CrossCase {
+    static func sorted<T: ManagedObject, S>(
+        _ name: String, _ request: FetchRequest<T>, key: String, items: [S], keyOf: (S) -> String,
+        where expect: (S) -> Bool = { _ in true }, order: (S, S) -> Int
+    ) -> CrossCase {
         let ranked = items.enumerated().filter { expect($0.element) }.sorted { a, b in
             let c = order(a.element, b.element)
-            return c != 0 ? c < 0 : a.offset < b.offset   // ties: insertion (primary key) order
+            return c != 0 ? c < 0 : a.offset < b.offset  // ties: insertion (primary key) order
         }.map { keyOf($0.element) }
         var expected = Array(ranked.dropFirst(request.fetchOffset))
         if request.fetchLimit > 0 { expected = Array(expected.prefix(request.fetchLimit)) }
@@ -327,7 +346,9 @@ enum CrossCases {
             .people("int <=", #Predicate { $0.age <= 18 }) { $0.age <= 18 },
             .people("int >", #Predicate { $0.age > 60 }) { $0.age > 60 },
             .people("int >=", #Predicate { $0.age >= 40 }) { $0.age >= 40 },
-            .people("int attribute vs attribute", #Predicate { $0.age < $0.town!.population }) { p in p.town.map { p.age < $0.population } ?? false },
+            .people("int attribute vs attribute", #Predicate { $0.age < $0.town!.population }) { p in
+                p.town.map { p.age < $0.population } ?? false
+            },
             .people("double ==", #Predicate { $0.score == 6.5 }) { $0.score == 6.5 },
             .people("double !=", #Predicate { $0.score != 7 }) { $0.score != 7 },
             .people("double <", #Predicate { $0.score < 0 }) { $0.score < 0 },
@@ -352,7 +373,7 @@ enum CrossCases {
             .people("date >=", #Predicate { $0.createdAt! >= cutoff }) { p in p.createdAt.map { $0 >= cutoff } ?? false },
             .people("bool == bool of comparisons", #Predicate { ($0.age > 30) == ($0.score > 7) }) { ($0.age > 30) == ($0.score > 7) },
             .people("bool != bool of comparisons", #Predicate { ($0.age > 30) != ($0.score > 7) }) { ($0.age > 30) != ($0.score > 7) },
-            .towns("to-one inverse: int on town", #Predicate { $0.population >= 400_000 }) { $1.population >= 400_000 },
+            .towns("to-one inverse: int on town", #Predicate { $0.population >= 400_000 }) { $1.population >= 400_000 }
         ]
     }
 
@@ -377,11 +398,19 @@ enum CrossCases {
             .samples("decimal >=", #Predicate { $0.decimal! >= ten }) { s in s.decimal.map { $0 >= ten } ?? false },
             .samples("decimal ?? constant >", #Predicate { ($0.decimal ?? zero) > nine }) { ($0.decimal ?? zero) > nine },
             .samples("decimal ?? constant <", #Predicate { ($0.decimal ?? zero) < nine }) { ($0.decimal ?? zero) < nine },
-            .samples("decimal ternary >", #Predicate { ($0.b ? $0.decimal! : zero) > nine }) { s in s.b ? (s.decimal.map { $0 > nine } ?? false) : zero > nine },
-            .samples("decimal in range", #Predicate { (nine...fifty).contains($0.decimal!) }) { s in s.decimal.map { (nine...fifty).contains($0) } ?? false },
-            .samples("decimal in list", #Predicate { decimals.contains($0.decimal!) }) { s in s.decimal.map { decimals.contains($0) } ?? false },
+            .samples("decimal ternary >", #Predicate { ($0.b ? $0.decimal! : zero) > nine }) { s in
+                s.b ? (s.decimal.map { $0 > nine } ?? false) : zero > nine
+            },
+            .samples("decimal in range", #Predicate { (nine...fifty).contains($0.decimal!) }) { s in
+                s.decimal.map { (nine...fifty).contains($0) } ?? false
+            },
+            .samples("decimal in list", #Predicate { decimals.contains($0.decimal!) }) { s in
+                s.decimal.map { decimals.contains($0) } ?? false
+            },
             .samples("decimal ?? in list", #Predicate { decimals.contains($0.decimal ?? zero) }) { decimals.contains($0.decimal ?? zero) },
-            .samples("decimal ?? in range", #Predicate { (nine...fifty).contains($0.decimal ?? zero) }) { (nine...fifty).contains($0.decimal ?? zero) },
+            .samples("decimal ?? in range", #Predicate { (nine...fifty).contains($0.decimal ?? zero) }) {
+                (nine...fifty).contains($0.decimal ?? zero)
+            },
             .samples("decimal range bounded by the attribute", #Predicate { ($0.decimal!...fifty).contains(nine) }) { s in
                 s.decimal.map { $0 <= nine && nine <= fifty } ?? false
             },
@@ -400,7 +429,7 @@ enum CrossCases {
             .samples("optional date <= (nil unknown)", #Predicate { $0.date! <= day3 }) { s in s.date.map { $0 <= day3 } ?? false },
             .samples("uuid ==", #Predicate { $0.uuid == u2 }) { $0.uuid == u2 },
             .samples("uuid != nil", #Predicate { $0.uuid != nil }) { $0.uuid != nil },
-            .samples("url ==", #Predicate { $0.url == url }) { $0.url == url },
+            .samples("url ==", #Predicate { $0.url == url }) { $0.url == url }
         ]
     }
 
@@ -410,24 +439,30 @@ enum CrossCases {
             .people("&&", #Predicate { $0.age > 30 && $0.score > 7 }) { $0.age > 30 && $0.score > 7 },
             .people("||", #Predicate { $0.age < 18 || $0.age > 60 }) { $0.age < 18 || $0.age > 60 },
             .people("!", #Predicate { !($0.age < 30) }) { !($0.age < 30) },
-            .people("&& || mixed", #Predicate { ($0.age > 30 && $0.score > 8) || $0.name == "bob" }) { ($0.age > 30 && $0.score > 8) || $0.name == "bob" },
+            .people("&& || mixed", #Predicate { ($0.age > 30 && $0.score > 8) || $0.name == "bob" }) {
+                ($0.age > 30 && $0.score > 8) || $0.name == "bob"
+            },
             .people("true", #Predicate { _ in true }) { _ in true },
             .people("false", #Predicate { _ in false }) { _ in false },
             // Three-valued logic: a comparison with nil is unknown, and so is its negation.
             .people("3VL: unknown comparison", #Predicate { $0.email! > "m" }) { p in p.email.map { $0 > "m" } ?? false },
             .people("3VL: NOT unknown is unknown", #Predicate { !($0.email! > "m") }) { p in p.email.map { !($0 > "m") } ?? false },
             .people("3VL: NOT NOT unknown", #Predicate { !(!($0.email! > "m")) }) { p in p.email.map { $0 > "m" } ?? false },
-            .people("3VL: unknown OR true", #Predicate { $0.email! > "m" || $0.age > 60 }) { p in (p.email.map { $0 > "m" } ?? false) || p.age > 60 },
+            .people("3VL: unknown OR true", #Predicate { $0.email! > "m" || $0.age > 60 }) { p in
+                (p.email.map { $0 > "m" } ?? false) || p.age > 60
+            },
             .people("3VL: NOT (unknown OR x)", #Predicate { !($0.email! > "m" || $0.age > 60) }) { p in
-                guard let e = p.email else { return false }   // NOT (unknown OR false) is unknown; NOT (unknown OR true) false
+                guard let e = p.email else { return false }  // NOT (unknown OR false) is unknown; NOT (unknown OR true) false
                 return !(e > "m" || p.age > 60)
             },
             .people("3VL: NOT (unknown AND x)", #Predicate { !($0.email! > "m" && $0.age > 60) }) { p in
-                guard let e = p.email else { return !(p.age > 60) }   // NOT (unknown AND false) is true
+                guard let e = p.email else { return !(p.age > 60) }  // NOT (unknown AND false) is true
                 return !(e > "m" && p.age > 60)
             },
             .people("3VL: NOT unknown date", #Predicate { !($0.createdAt! > cutoff) }) { p in p.createdAt.map { !($0 > cutoff) } ?? false },
-            .people("3VL: NOT through nil to-one", #Predicate { !($0.town!.population > 500_000) }) { p in p.town.map { !($0.population > 500_000) } ?? false },
+            .people("3VL: NOT through nil to-one", #Predicate { !($0.town!.population > 500_000) }) { p in
+                p.town.map { !($0.population > 500_000) } ?? false
+            }
         ]
     }
 
@@ -445,24 +480,38 @@ enum CrossCases {
             .people("optional chain == nil", #Predicate { $0.town?.name == nil }) { $0.town?.name == nil },
             .people("optional chain through to-one, int", #Predicate { $0.town?.population == nil }) { $0.town?.population == nil },
             .people("forced unwrap through to-one", #Predicate { $0.town!.name == "Lyon" }) { $0.town?.name == "Lyon" },
-            .people("forced unwrap through to-one, >", #Predicate { $0.town!.population > 500_000 }) { p in p.town.map { $0.population > 500_000 } ?? false },
+            .people("forced unwrap through to-one, >", #Predicate { $0.town!.population > 500_000 }) { p in
+                p.town.map { $0.population > 500_000 } ?? false
+            },
             .people("?? on attribute", #Predicate { ($0.email ?? "none") == "none" }) { ($0.email ?? "none") == "none" },
             .people("?? on chain", #Predicate { ($0.town?.population ?? 0) > 400_000 }) { ($0.town?.population ?? 0) > 400_000 },
             .people("?? on chain, default chosen", #Predicate { ($0.town?.population ?? -1) < 0 }) { ($0.town?.population ?? -1) < 0 },
-            .people("flatMap starts(with:) == true", #Predicate { $0.email?.starts(with: "e") == true }) { $0.email?.starts(with: "e") == true },
+            .people("flatMap starts(with:) == true", #Predicate { $0.email?.starts(with: "e") == true }) {
+                $0.email?.starts(with: "e") == true
+            },
             .people("flatMap isEmpty == true", #Predicate { $0.email?.isEmpty == true }) { $0.email?.isEmpty == true },
-            .people("flatMap contains == false", #Predicate { $0.email?.contains("@x.") == false }) { p in p.email.map { !has($0, "@x.") } == true },
+            .people("flatMap contains == false", #Predicate { $0.email?.contains("@x.") == false }) { p in
+                p.email.map { !has($0, "@x.") } == true
+            },
             .people("flatMap contains == nil", #Predicate { $0.email?.contains("@x.") == nil }) { $0.email == nil },
             .people("optional test ?? false", #Predicate { $0.email?.contains("a") ?? false }) { $0.email.map { has($0, "a") } ?? false },
-            .people("chain then string test", #Predicate { $0.town.flatMap { $0.name.starts(with: "É") } == true }) { $0.town?.name.starts(with: "É") == true },
-            .people("optional in list with nil", #Predicate { names.contains($0.town.flatMap { $0.name }) }) { names.contains($0.town?.name) },
-            .people("ternary on nil check", #Predicate { ($0.town == nil ? "none" : $0.name) == "none" }) { ($0.town == nil ? "none" : $0.name) == "none" },
+            .people("chain then string test", #Predicate { $0.town.flatMap { $0.name.starts(with: "É") } == true }) {
+                $0.town?.name.starts(with: "É") == true
+            },
+            .people("optional in list with nil", #Predicate { names.contains($0.town.flatMap { $0.name }) }) {
+                names.contains($0.town?.name)
+            },
+            .people("ternary on nil check", #Predicate { ($0.town == nil ? "none" : $0.name) == "none" }) {
+                ($0.town == nil ? "none" : $0.name) == "none"
+            },
             .people("ternary choosing values", #Predicate { ($0.age > 30 ? $0.score : 0.0) > 8 }) { ($0.age > 30 ? $0.score : 0.0) > 8 },
             .people("ternary choosing int", #Predicate { ($0.email == nil ? $0.age : 0) > 30 }) { ($0.email == nil ? $0.age : 0) > 30 },
             .people("ternary with unknown test takes the else branch", #Predicate { ($0.email! > "m" ? 1 : 0) == 0 }) { p in
                 (p.email.map { $0 > "m" } == true ? 1 : 0) == 0
             },
-            .people("ternary of conditions", #Predicate { $0.age > 30 ? $0.score > 8 : $0.score < 5 }) { $0.age > 30 ? $0.score > 8 : $0.score < 5 },
+            .people("ternary of conditions", #Predicate { $0.age > 30 ? $0.score > 8 : $0.score < 5 }) {
+                $0.age > 30 ? $0.score > 8 : $0.score < 5
+            }
         ]
     }
 
@@ -476,33 +525,69 @@ enum CrossCases {
             .people("contains accent", #Predicate { $0.name.contains("é") }) { has($0.name, "é") },
             .people("contains emoji", #Predicate { $0.name.contains("🎉") }) { has($0.name, "🎉") },
             .people("contains empty", #Predicate { $0.name.contains("") }) { has($0.name, "") },
-            .people("contains on forced optional", #Predicate { $0.email!.contains("@x.fr") }) { p in p.email.map { has($0, "@x.fr") } ?? false },
-            .people("contains attribute in attribute", #Predicate { $0.email!.contains($0.name) }) { p in p.email.map { has($0, p.name) } ?? false },
+            .people("contains on forced optional", #Predicate { $0.email!.contains("@x.fr") }) { p in
+                p.email.map { has($0, "@x.fr") } ?? false
+            },
+            .people("contains attribute in attribute", #Predicate { $0.email!.contains($0.name) }) { p in
+                p.email.map { has($0, p.name) } ?? false
+            },
             .people("starts(with:)", #Predicate { $0.name.starts(with: "É") }) { $0.name.starts(with: "É") },
             .people("starts(with:) lowercase", #Predicate { $0.name.starts(with: "c") }) { $0.name.starts(with: "c") },
             .people("starts(with:) empty", #Predicate { $0.name.starts(with: "") }) { $0.name.starts(with: "") },
             .people("starts(with:) emoji", #Predicate { $0.name.starts(with: "🎉") }) { $0.name.starts(with: "🎉") },
-            .people("!starts(with:) on forced optional", #Predicate { !$0.email!.starts(with: "e") }) { p in p.email.map { !$0.starts(with: "e") } ?? false },
-            .people("localizedStandardContains upper", #Predicate { $0.name.localizedStandardContains("EMI") }) { has(folded($0.name), folded("EMI")) },
-            .people("localizedStandardContains accent", #Predicate { $0.name.localizedStandardContains("é") }) { has(folded($0.name), folded("é")) },
-            .people("localizedStandardContains É", #Predicate { $0.name.localizedStandardContains("HÉLÈNE") }) { has(folded($0.name), folded("HÉLÈNE")) },
-            .people("localizedStandardContains chloe", #Predicate { $0.name.localizedStandardContains("chloe") }) { has(folded($0.name), "chloe") },
+            .people("!starts(with:) on forced optional", #Predicate { !$0.email!.starts(with: "e") }) { p in
+                p.email.map { !$0.starts(with: "e") } ?? false
+            },
+            .people("localizedStandardContains upper", #Predicate { $0.name.localizedStandardContains("EMI") }) {
+                has(folded($0.name), folded("EMI"))
+            },
+            .people("localizedStandardContains accent", #Predicate { $0.name.localizedStandardContains("é") }) {
+                has(folded($0.name), folded("é"))
+            },
+            .people("localizedStandardContains É", #Predicate { $0.name.localizedStandardContains("HÉLÈNE") }) {
+                has(folded($0.name), folded("HÉLÈNE"))
+            },
+            .people("localizedStandardContains chloe", #Predicate { $0.name.localizedStandardContains("chloe") }) {
+                has(folded($0.name), "chloe")
+            },
             .people("localizedStandardContains ü", #Predicate { $0.name.localizedStandardContains("u") }) { has(folded($0.name), "u") },
             .people("localizedStandardContains emoji", #Predicate { $0.name.localizedStandardContains("🎸") }) { has(folded($0.name), "🎸") },
-            .people("localizedStandardContains on optional", #Predicate { $0.email!.localizedStandardContains("X.FR") }) { p in p.email.map { has(folded($0), "x.fr") } ?? false },
-            .people("localizedStandardContains through to-one", #Predicate { $0.town!.name.localizedStandardContains("EV") }) { p in p.town.map { has(folded($0.name), "ev") } ?? false },
-            .people("caseInsensitiveCompare == same", #Predicate { $0.name.caseInsensitiveCompare("helene") == same }) { folded($0.name) == "helene" },
-            .people("caseInsensitiveCompare != same", #Predicate { $0.name.caseInsensitiveCompare("ZOE") != same }) { folded($0.name) != "zoe" },
-            .people("caseInsensitiveCompare == ascending", #Predicate { $0.name.caseInsensitiveCompare("c") == ascending }) { folded($0.name) < "c" },
-            .people("caseInsensitiveCompare == descending", #Predicate { $0.name.caseInsensitiveCompare("m") == descending }) { folded($0.name) > "m" },
-            .people("caseInsensitiveCompare != ascending", #Predicate { $0.name.caseInsensitiveCompare("dora") != ascending }) { folded($0.name) >= "dora" },
-            .people("caseInsensitiveCompare != descending", #Predicate { $0.name.caseInsensitiveCompare("dora") != descending }) { folded($0.name) <= "dora" },
+            .people("localizedStandardContains on optional", #Predicate { $0.email!.localizedStandardContains("X.FR") }) { p in
+                p.email.map { has(folded($0), "x.fr") } ?? false
+            },
+            .people("localizedStandardContains through to-one", #Predicate { $0.town!.name.localizedStandardContains("EV") }) { p in
+                p.town.map { has(folded($0.name), "ev") } ?? false
+            },
+            .people("caseInsensitiveCompare == same", #Predicate { $0.name.caseInsensitiveCompare("helene") == same }) {
+                folded($0.name) == "helene"
+            },
+            .people("caseInsensitiveCompare != same", #Predicate { $0.name.caseInsensitiveCompare("ZOE") != same }) {
+                folded($0.name) != "zoe"
+            },
+            .people("caseInsensitiveCompare == ascending", #Predicate { $0.name.caseInsensitiveCompare("c") == ascending }) {
+                folded($0.name) < "c"
+            },
+            .people("caseInsensitiveCompare == descending", #Predicate { $0.name.caseInsensitiveCompare("m") == descending }) {
+                folded($0.name) > "m"
+            },
+            .people("caseInsensitiveCompare != ascending", #Predicate { $0.name.caseInsensitiveCompare("dora") != ascending }) {
+                folded($0.name) >= "dora"
+            },
+            .people("caseInsensitiveCompare != descending", #Predicate { $0.name.caseInsensitiveCompare("dora") != descending }) {
+                folded($0.name) <= "dora"
+            },
             .people("caseInsensitiveCompare on forced optional", #Predicate { $0.email!.caseInsensitiveCompare("EVE@X.FR") == same }) { p in
                 p.email.map { folded($0) == "eve@x.fr" } ?? false
             },
-            .people("caseInsensitiveCompare on ??", #Predicate { ($0.email ?? "").caseInsensitiveCompare("") == same }) { ($0.email ?? "") == "" },
-            .towns("caseInsensitiveCompare on town", #Predicate { $0.name.caseInsensitiveCompare("EVRY") == same }) { folded($1.name) == "evry" },
-            .towns("localizedStandardContains on town", #Predicate { $0.name.localizedStandardContains("zur") }) { has(folded($1.name), "zur") },
+            .people("caseInsensitiveCompare on ??", #Predicate { ($0.email ?? "").caseInsensitiveCompare("") == same }) {
+                ($0.email ?? "") == ""
+            },
+            .towns("caseInsensitiveCompare on town", #Predicate { $0.name.caseInsensitiveCompare("EVRY") == same }) {
+                folded($1.name) == "evry"
+            },
+            .towns("localizedStandardContains on town", #Predicate { $0.name.localizedStandardContains("zur") }) {
+                has(folded($1.name), "zur")
+            }
         ]
     }
 
@@ -524,8 +609,13 @@ enum CrossCases {
             .people("IN captured set", #Predicate { ages.contains($0.age) }) { ages.contains($0.age) },
             .people("IN with nil", #Predicate { emails.contains($0.email) }) { emails.contains($0.email) },
             .people("NOT IN with nil", #Predicate { !emails.contains($0.email) }) { !emails.contains($0.email) },
-            .people("IN only nil, computed operand", #Predicate { onlyNil.contains($0.age > 30 ? $0.email : nil) }) { onlyNil.contains($0.age > 30 ? $0.email : nil) },
-            .people("IN only nil, computed operand, more parameters after", #Predicate { onlyNil.contains($0.age > 30 ? $0.email : nil) && $0.name != "bob" }) {
+            .people("IN only nil, computed operand", #Predicate { onlyNil.contains($0.age > 30 ? $0.email : nil) }) {
+                onlyNil.contains($0.age > 30 ? $0.email : nil)
+            },
+            .people(
+                "IN only nil, computed operand, more parameters after",
+                #Predicate { onlyNil.contains($0.age > 30 ? $0.email : nil) && $0.name != "bob" }
+            ) {
                 onlyNil.contains($0.age > 30 ? $0.email : nil) && $0.name != "bob"
             },
             .people("NOT IN without nil (nil is not in the list)", #Predicate { !["eve@x.com", "tom@x.com"].contains($0.email) }) {
@@ -544,9 +634,15 @@ enum CrossCases {
             .people("captured partial range from", #Predicate { from.contains($0.age) }) { from.contains($0.age) },
             .people("captured partial range up to", #Predicate { upTo.contains($0.age) }) { upTo.contains($0.age) },
             .people("captured partial range through", #Predicate { through.contains($0.age) }) { through.contains($0.age) },
-            .people("date range with nil (unknown)", #Predicate { (lo...hi).contains($0.createdAt!) }) { p in p.createdAt.map { (lo...hi).contains($0) } ?? false },
-            .people("NOT date range with nil (unknown)", #Predicate { !(lo...hi).contains($0.createdAt!) }) { p in p.createdAt.map { !(lo...hi).contains($0) } ?? false },
-            .people("range through to-one", #Predicate { (100_000...1_000_000).contains($0.town!.population) }) { p in p.town.map { (100_000...1_000_000).contains($0.population) } ?? false },
+            .people("date range with nil (unknown)", #Predicate { (lo...hi).contains($0.createdAt!) }) { p in
+                p.createdAt.map { (lo...hi).contains($0) } ?? false
+            },
+            .people("NOT date range with nil (unknown)", #Predicate { !(lo...hi).contains($0.createdAt!) }) { p in
+                p.createdAt.map { !(lo...hi).contains($0) } ?? false
+            },
+            .people("range through to-one", #Predicate { (100_000...1_000_000).contains($0.town!.population) }) { p in
+                p.town.map { (100_000...1_000_000).contains($0.population) } ?? false
+            }
         ]
     }
 
@@ -564,33 +660,50 @@ enum CrossCases {
             .people("/ double", #Predicate { $0.score / 2 > 4 }) { $0.score / 2 > 4 },
             .people("* + double", #Predicate { $0.score * 2 + 1 >= 18 }) { $0.score * 2 + 1 >= 18 },
             .people("attribute op attribute", #Predicate { $0.score * 10 > 2.5 * $0.score + 50 }) { $0.score * 10 > 2.5 * $0.score + 50 },
-            .people("arithmetic through to-one", #Predicate { $0.town!.population / 1000 - $0.age > 500 }) { p in p.town.map { $0.population / 1000 - p.age > 500 } ?? false },
+            .people("arithmetic through to-one", #Predicate { $0.town!.population / 1000 - $0.age > 500 }) { p in
+                p.town.map { $0.population / 1000 - p.age > 500 } ?? false
+            },
             // Division by zero is nil (unknown) in both stores; Swift would trap.
             .people("division by zero attribute", #Predicate { 100 / $0.age > 3 }) { $0.age != 0 && 100 / $0.age > 3 },
             .samples("int16 + int32 widen", #Predicate { $0.i16 * 200 > 1000 }) { Int($0.i16) * 200 > 1000 },
             .samples("integer overflow continues in floating point", #Predicate { $0.i64 * 10_000_000 > 0 }) { Double($0.i64) * 1e7 > 0 },
-            .samples("double - double", #Predicate { $0.d - $0.d * 2 < -2 }) { $0.d - $0.d * 2 < -2 },
+            .samples("double - double", #Predicate { $0.d - $0.d * 2 < -2 }) { $0.d - $0.d * 2 < -2 }
         ]
     }
 
     static func toMany() -> [CrossCase] {
         [
             .people("contains(where:)", #Predicate { $0.clubs.contains { $0.title == "Go" } }) { $0.clubs.contains { $0.title == "Go" } },
-            .people("contains(where:) string test", #Predicate { $0.clubs.contains { $0.title.starts(with: "B") } }) { $0.clubs.contains { $0.title.starts(with: "B") } },
-            .people("!contains(where:)", #Predicate { !$0.clubs.contains { $0.title == "Chess" } }) { !$0.clubs.contains { $0.title == "Chess" } },
-            .people("allSatisfy (empty is true)", #Predicate { $0.clubs.allSatisfy { $0.title != "Chess" } }) { $0.clubs.allSatisfy { $0.title != "Chess" } },
+            .people("contains(where:) string test", #Predicate { $0.clubs.contains { $0.title.starts(with: "B") } }) {
+                $0.clubs.contains { $0.title.starts(with: "B") }
+            },
+            .people("!contains(where:)", #Predicate { !$0.clubs.contains { $0.title == "Chess" } }) {
+                !$0.clubs.contains { $0.title == "Chess" }
+            },
+            .people("allSatisfy (empty is true)", #Predicate { $0.clubs.allSatisfy { $0.title != "Chess" } }) {
+                $0.clubs.allSatisfy { $0.title != "Chess" }
+            },
             .people("count ==", #Predicate { $0.clubs.count == 2 }) { $0.clubs.count == 2 },
             .people("count >=", #Predicate { $0.clubs.count >= 3 }) { $0.clubs.count >= 3 },
             .people("count < attribute-free", #Predicate { $0.clubs.count < 1 }) { $0.clubs.count < 1 },
             .people("isEmpty", #Predicate { $0.clubs.isEmpty }) { $0.clubs.isEmpty },
             .people("!isEmpty", #Predicate { !$0.clubs.isEmpty }) { !$0.clubs.isEmpty },
-            .people("nested contains with to-one path inside", #Predicate { $0.clubs.contains { $0.members.contains { $0.town?.name == "Zürich" } } }) { p in
+            .people(
+                "nested contains with to-one path inside",
+                #Predicate { $0.clubs.contains { $0.members.contains { $0.town?.name == "Zürich" } } }
+            ) { p in
                 p.clubMates.contains { $0.contains { $0.town?.name == "Zürich" } }
             },
-            .people("nested contains referring to outer object", #Predicate { p in p.clubs.contains { c in c.members.contains { m in m.age > p.age + 30 } } }) { p in
+            .people(
+                "nested contains referring to outer object",
+                #Predicate { p in p.clubs.contains { c in c.members.contains { m in m.age > p.age + 30 } } }
+            ) { p in
                 p.clubMates.contains { $0.contains { $0.age > p.age + 30 } }
             },
-            .people("nested contains comparing objects and to-ones", #Predicate { p in p.clubs.contains { c in c.members.contains { m in m != p && m.town == p.town } } }) { p in
+            .people(
+                "nested contains comparing objects and to-ones",
+                #Predicate { p in p.clubs.contains { c in c.members.contains { m in m != p && m.town == p.town } } }
+            ) { p in
                 p.clubMates.contains { $0.contains { $0.name != p.name && $0.townIndex == p.townIndex } }
             },
             .people("to-many through to-one: count", #Predicate { $0.town?.people.count == 3 }) { p in
@@ -600,7 +713,8 @@ enum CrossCases {
                 p.townIndex.map { t in CrossData.people.contains { $0.townIndex == t && $0.age > 60 } } ?? false
             },
             .people("to-many count through a forced nil to-one is 0", #Predicate { $0.town!.people.count == 0 }) { $0.town == nil },
-            .towns("isEmpty (inverse to-many)", #Predicate { $0.people.isEmpty }) { t, _ in !CrossData.people.contains { $0.townIndex == t } },
+            .towns("isEmpty (inverse to-many)", #Predicate { $0.people.isEmpty }) { t, _ in !CrossData.people.contains { $0.townIndex == t }
+            },
             .towns("count >", #Predicate { $0.people.count > 5 }) { t, _ in CrossData.people.filter { $0.townIndex == t }.count > 5 },
             .towns("allSatisfy incl. empty", #Predicate { $0.people.allSatisfy { $0.age >= 18 } }) { t, _ in
                 CrossData.people.filter { $0.townIndex == t }.allSatisfy { $0.age >= 18 }
@@ -614,18 +728,26 @@ enum CrossCases {
             .towns("contains nil attribute", #Predicate { $0.people.contains { $0.email == nil } }) { t, _ in
                 CrossData.people.contains { $0.townIndex == t && $0.email == nil }
             },
-            .towns("nested contains over many-to-many", #Predicate { $0.people.contains { $0.clubs.contains { $0.title == "Go" } } }) { t, _ in
+            .towns("nested contains over many-to-many", #Predicate { $0.people.contains { $0.clubs.contains { $0.title == "Go" } } }) {
+                t, _ in
                 CrossData.people.contains { $0.townIndex == t && $0.clubs.contains { $0.title == "Go" } }
             },
-            .towns("objects: every resident's town is this town", #Predicate { t in t.people.allSatisfy { $0.town! == t } }) { _, _ in true },
+            .towns("objects: every resident's town is this town", #Predicate { t in t.people.allSatisfy { $0.town! == t } }) { _, _ in true
+            },
             .clubs("members isEmpty", #Predicate { $0.members.isEmpty }) { $0.isEmpty },
             .clubs("members count >= 10", #Predicate { $0.members.count >= 10 }) { $0.count >= 10 },
-            .clubs("members allSatisfy to-one != nil", #Predicate { $0.members.allSatisfy { $0.town != nil } }) { $0.allSatisfy { $0.town != nil } },
-            .clubs("members contains to-one path", #Predicate { $0.members.contains { $0.town?.name == "Oslo" } }) { $0.contains { $0.town?.name == "Oslo" } },
+            .clubs("members allSatisfy to-one != nil", #Predicate { $0.members.allSatisfy { $0.town != nil } }) {
+                $0.allSatisfy { $0.town != nil }
+            },
+            .clubs("members contains to-one path", #Predicate { $0.members.contains { $0.town?.name == "Oslo" } }) {
+                $0.contains { $0.town?.name == "Oslo" }
+            },
             .clubs("members contains count through to-one", #Predicate { $0.members.contains { $0.town!.people.count > 6 } }) { members in
                 members.contains { m in m.townIndex.map { t in CrossData.people.filter { $0.townIndex == t }.count > 6 } ?? false }
             },
-            .clubs("members contains folded", #Predicate { $0.members.contains { $0.name.localizedStandardContains("lea") } }) { $0.contains { has(folded($0.name), "lea") } },
+            .clubs("members contains folded", #Predicate { $0.members.contains { $0.name.localizedStandardContains("lea") } }) {
+                $0.contains { has(folded($0.name), "lea") }
+            }
         ]
     }
 
@@ -637,55 +759,101 @@ enum CrossCases {
         abstractOnly.includesSubentities = false
         return [
             .fetch("Shape returns circles and squares", FetchRequest<Shape>(), key: "label", expected: shapes.map(\.label)),
-            .fetch("Shape with predicate", FetchRequest<Shape>(predicate: #Predicate { $0.label.starts(with: "c") || $0.label == "s2" }), key: "label",
-                   expected: shapes.filter { $0.label.starts(with: "c") || $0.label == "s2" }.map(\.label)),
+            .fetch(
+                "Shape with predicate", FetchRequest<Shape>(predicate: #Predicate { $0.label.starts(with: "c") || $0.label == "s2" }),
+                key: "label",
+                expected: shapes.filter { $0.label.starts(with: "c") || $0.label == "s2" }.map(\.label)),
             .fetch("Circle only circles", FetchRequest<Circle>(), key: "label", expected: shapes.filter(\.isCircle).map(\.label)),
-            .fetch("Circle with subclass attribute", FetchRequest<Circle>(predicate: #Predicate { $0.radius > 2 && $0.label != "" }), key: "label",
-                   expected: shapes.filter { $0.isCircle && $0.size > 2 }.map(\.label)),
-            .fetch("Square with inherited attribute", FetchRequest<Square>(predicate: #Predicate { $0.label == "s1" || $0.side > 3 }), key: "label",
-                   expected: ["s1", "s2"]),
+            .fetch(
+                "Circle with subclass attribute", FetchRequest<Circle>(predicate: #Predicate { $0.radius > 2 && $0.label != "" }),
+                key: "label",
+                expected: shapes.filter { $0.isCircle && $0.size > 2 }.map(\.label)),
+            .fetch(
+                "Square with inherited attribute", FetchRequest<Square>(predicate: #Predicate { $0.label == "s1" || $0.side > 3 }),
+                key: "label",
+                expected: ["s1", "s2"]),
             .fetch("Circle includesSubentities = false", circlesOnly, key: "label", expected: shapes.filter(\.isCircle).map(\.label)),
             .fetch("abstract Shape includesSubentities = false", abstractOnly, key: "label", expected: []),
-            .sorted("Shape sorted by label reverse, limited", FetchRequest<Shape>(sortBy: [SortDescriptor(\.label, order: .reverse)], fetchLimit: 3),
-                    key: "label", items: shapes, keyOf: \.label) { cmp($1.label, $0.label) },
+            .sorted(
+                "Shape sorted by label reverse, limited",
+                FetchRequest<Shape>(sortBy: [SortDescriptor(\.label, order: .reverse)], fetchLimit: 3),
+                key: "label", items: shapes, keyOf: \.label
+            ) { cmp($1.label, $0.label) }
         ]
     }
 
     static func sorting() -> [CrossCase] {
         let people = CrossData.people
         return [
-            .sorted("sort by name (code points)", FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]), key: "name", items: people, keyOf: \.name) {
+            .sorted(
+                "sort by name (code points)", FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]), key: "name", items: people,
+                keyOf: \.name
+            ) {
                 cmp($0.name, $1.name)
             },
-            .sorted("sort by age reverse, name; limit", FetchRequest<Person>(sortBy: [SortDescriptor(\.age, order: .reverse), SortDescriptor(\.name)], fetchLimit: 10),
-                    key: "name", items: people, keyOf: \.name) { then(cmp($1.age, $0.age), cmp($0.name, $1.name)) },
-            .sorted("sort by email (nil first), then name", FetchRequest<Person>(sortBy: [SortDescriptor(\.email), SortDescriptor(\.name)]),
-                    key: "name", items: people, keyOf: \.name) { then(cmp($0.email, $1.email), cmp($0.name, $1.name)) },
-            .sorted("sort by email reverse (nil last)", FetchRequest<Person>(sortBy: [SortDescriptor(\.email, order: .reverse)]),
-                    key: "name", items: people, keyOf: \.name) { cmp($1.email, $0.email) },
-            .sorted("sort through to-one, then age reverse; offset + limit",
-                    FetchRequest<Person>(sortBy: [SortDescriptor(\.town?.name), SortDescriptor(\.age, order: .reverse)], fetchLimit: 10, fetchOffset: 5),
-                    key: "name", items: people, keyOf: \.name) { then(cmp($0.town?.name, $1.town?.name), cmp($1.age, $0.age)) },
-            .sorted("sort by date reverse; offset + limit", FetchRequest<Person>(sortBy: [SortDescriptor(\.createdAt, order: .reverse)], fetchLimit: 7, fetchOffset: 3),
-                    key: "name", items: people, keyOf: \.name) { cmp($1.createdAt, $0.createdAt) },
-            .sorted("predicate + sort by score, name", FetchRequest<Person>(predicate: #Predicate { $0.score >= 7 }, sortBy: [SortDescriptor(\.score), SortDescriptor(\.name)]),
-                    key: "name", items: people, keyOf: \.name, where: { $0.score >= 7 }) { then(cmp($0.score, $1.score), cmp($0.name, $1.name)) },
-            .sorted("ties broken by insertion order", FetchRequest<Person>(sortBy: [SortDescriptor(\.score, order: .reverse)]),
-                    key: "name", items: people, keyOf: \.name) { cmp($1.score, $0.score) },
-            .sorted("offset past the end", FetchRequest<Person>(sortBy: [SortDescriptor(\.name)], fetchOffset: 100),
-                    key: "name", items: people, keyOf: \.name) { cmp($0.name, $1.name) },
-            .sorted("limit without sort (insertion order)", FetchRequest<Person>(predicate: #Predicate { $0.age > 30 }, fetchLimit: 5, fetchOffset: 2),
-                    key: "name", items: people, keyOf: \.name, where: { $0.age > 30 }) { _, _ in 0 },
-            .sorted("sort by decimal (numeric, nil first)", FetchRequest<Sample>(sortBy: [SortDescriptor(\.decimal)]),
-                    key: "s", items: CrossData.samples, keyOf: \.s) { cmp($0.decimal, $1.decimal) },
-            .sorted("sort by decimal reverse", FetchRequest<Sample>(sortBy: [SortDescriptor(\.decimal, order: .reverse)]),
-                    key: "s", items: CrossData.samples, keyOf: \.s) { cmp($1.decimal, $0.decimal) },
-            .sorted("sort by optional date, then int16 reverse", FetchRequest<Sample>(sortBy: [SortDescriptor(\.date), SortDescriptor(\.i16, order: .reverse)]),
-                    key: "s", items: CrossData.samples, keyOf: \.s) { then(cmp($0.date, $1.date), cmp($1.i16, $0.i16)) },
-            .sorted("sort by optional string", FetchRequest<Sample>(sortBy: [SortDescriptor(\.optionalString)]),
-                    key: "s", items: CrossData.samples, keyOf: \.s) { cmp($0.optionalString, $1.optionalString) },
-            .sorted("sort towns by population reverse", FetchRequest<Town>(sortBy: [SortDescriptor(\.population, order: .reverse)]),
-                    key: "name", items: CrossData.towns, keyOf: \.name) { cmp($1.population, $0.population) },
+            .sorted(
+                "sort by age reverse, name; limit",
+                FetchRequest<Person>(sortBy: [SortDescriptor(\.age, order: .reverse), SortDescriptor(\.name)], fetchLimit: 10),
+                key: "name", items: people, keyOf: \.name
+            ) { then(cmp($1.age, $0.age), cmp($0.name, $1.name)) },
+            .sorted(
+                "sort by email (nil first), then name", FetchRequest<Person>(sortBy: [SortDescriptor(\.email), SortDescriptor(\.name)]),
+                key: "name", items: people, keyOf: \.name
+            ) { then(cmp($0.email, $1.email), cmp($0.name, $1.name)) },
+            .sorted(
+                "sort by email reverse (nil last)", FetchRequest<Person>(sortBy: [SortDescriptor(\.email, order: .reverse)]),
+                key: "name", items: people, keyOf: \.name
+            ) { cmp($1.email, $0.email) },
+            .sorted(
+                "sort through to-one, then age reverse; offset + limit",
+                FetchRequest<Person>(
+                    sortBy: [SortDescriptor(\.town?.name), SortDescriptor(\.age, order: .reverse)], fetchLimit: 10, fetchOffset: 5),
+                key: "name", items: people, keyOf: \.name
+            ) { then(cmp($0.town?.name, $1.town?.name), cmp($1.age, $0.age)) },
+            .sorted(
+                "sort by date reverse; offset + limit",
+                FetchRequest<Person>(sortBy: [SortDescriptor(\.createdAt, order: .reverse)], fetchLimit: 7, fetchOffset: 3),
+                key: "name", items: people, keyOf: \.name
+            ) { cmp($1.createdAt, $0.createdAt) },
+            .sorted(
+                "predicate + sort by score, name",
+                FetchRequest<Person>(predicate: #Predicate { $0.score >= 7 }, sortBy: [SortDescriptor(\.score), SortDescriptor(\.name)]),
+                key: "name", items: people, keyOf: \.name, where: { $0.score >= 7 }
+            ) { then(cmp($0.score, $1.score), cmp($0.name, $1.name)) },
+            .sorted(
+                "ties broken by insertion order", FetchRequest<Person>(sortBy: [SortDescriptor(\.score, order: .reverse)]),
+                key: "name", items: people, keyOf: \.name
+            ) { cmp($1.score, $0.score) },
+            .sorted(
+                "offset past the end", FetchRequest<Person>(sortBy: [SortDescriptor(\.name)], fetchOffset: 100),
+                key: "name", items: people, keyOf: \.name
+            ) { cmp($0.name, $1.name) },
+            .sorted(
+                "limit without sort (insertion order)",
+                FetchRequest<Person>(predicate: #Predicate { $0.age > 30 }, fetchLimit: 5, fetchOffset: 2),
+                key: "name", items: people, keyOf: \.name, where: { $0.age > 30 }
+            ) { _, _ in 0 },
+            .sorted(
+                "sort by decimal (numeric, nil first)", FetchRequest<Sample>(sortBy: [SortDescriptor(\.decimal)]),
+                key: "s", items: CrossData.samples, keyOf: \.s
+            ) { cmp($0.decimal, $1.decimal) },
+            .sorted(
+                "sort by decimal reverse", FetchRequest<Sample>(sortBy: [SortDescriptor(\.decimal, order: .reverse)]),
+                key: "s", items: CrossData.samples, keyOf: \.s
+            ) { cmp($1.decimal, $0.decimal) },
+            .sorted(
+                "sort by optional date, then int16 reverse",
+                FetchRequest<Sample>(sortBy: [SortDescriptor(\.date), SortDescriptor(\.i16, order: .reverse)]),
+                key: "s", items: CrossData.samples, keyOf: \.s
+            ) { then(cmp($0.date, $1.date), cmp($1.i16, $0.i16)) },
+            .sorted(
+                "sort by optional string", FetchRequest<Sample>(sortBy: [SortDescriptor(\.optionalString)]),
+                key: "s", items: CrossData.samples, keyOf: \.s
+            ) { cmp($0.optionalString, $1.optionalString) },
+            .sorted(
+                "sort towns by population reverse", FetchRequest<Town>(sortBy: [SortDescriptor(\.population, order: .reverse)]),
+                key: "name", items: CrossData.towns, keyOf: \.name
+            ) { cmp($1.population, $0.population) }
         ]
     }
 }
@@ -729,24 +897,59 @@ struct CrossStorePredicateTests {
         let requests: [(String, () throws -> Void)] = [
             ("String.count", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.name.count > 3 })) }),
             ("regex", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.name.contains(/A.a/) })) }),
-            ("computed property", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.shout == "ADA" })) }),
-            ("to-many first", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.clubs.first?.title == "Go" })) }),
-            ("to-many filter", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.clubs.filter { $0.title == "Go" }.count == 1 })) }),
-            ("sequence max", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { [1, 2].max()! == $0.age })) }),
-            ("decimal arithmetic", { _ = try coordinator.fetchObjectIDs(FetchRequest<Sample>(predicate: #Predicate { $0.decimal! + one > one })) }),
+            (
+                "computed property",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.shout == "ADA" })) }
+            ),
+            (
+                "to-many first",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.clubs.first?.title == "Go" })) }
+            ),
+            (
+                "to-many filter",
+                {
+                    _ = try coordinator.fetchObjectIDs(
+                        FetchRequest<Person>(predicate: #Predicate { $0.clubs.filter { $0.title == "Go" }.count == 1 }))
+                }
+            ),
+            (
+                "sequence max",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { [1, 2].max()! == $0.age })) }
+            ),
+            (
+                "decimal arithmetic",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Sample>(predicate: #Predicate { $0.decimal! + one > one })) }
+            ),
             ("type check", { _ = try coordinator.fetchObjectIDs(FetchRequest<Shape>(predicate: #Predicate { $0 is Circle })) }),
             ("count of unsupported", { _ = try coordinator.count(for: FetchRequest<Person>(predicate: #Predicate { $0.name.count > 3 })) }),
-            ("dictionaries of unsupported", { _ = try coordinator.fetchDictionaries(FetchRequest<Person>(predicate: #Predicate { $0.clubs.first?.title == "Go" })) }),
-            ("sort on to-many count", { _ = try coordinator.fetchObjectIDs(FetchRequest<Town>(sortBy: [SortDescriptor(\Town.people.count)])) }),
-            ("caseInsensitiveCompare inside flatMap", {
-                let same = ComparisonResult.orderedSame
-                _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.email.flatMap { $0.caseInsensitiveCompare("x") } == same }))
-            }),
-            ("caseInsensitiveCompare against a non-constant", {
-                let same = ComparisonResult.orderedSame
-                _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.name.caseInsensitiveCompare("x") == ($0.age > 3 ? same : same) }))
-            }),
-            ("sort on computed property", { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.shout)])) }),
+            (
+                "dictionaries of unsupported",
+                { _ = try coordinator.fetchDictionaries(FetchRequest<Person>(predicate: #Predicate { $0.clubs.first?.title == "Go" })) }
+            ),
+            (
+                "sort on to-many count",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Town>(sortBy: [SortDescriptor(\Town.people.count)])) }
+            ),
+            (
+                "caseInsensitiveCompare inside flatMap",
+                {
+                    let same = ComparisonResult.orderedSame
+                    _ = try coordinator.fetchObjectIDs(
+                        FetchRequest<Person>(predicate: #Predicate { $0.email.flatMap { $0.caseInsensitiveCompare("x") } == same }))
+                }
+            ),
+            (
+                "caseInsensitiveCompare against a non-constant",
+                {
+                    let same = ComparisonResult.orderedSame
+                    _ = try coordinator.fetchObjectIDs(
+                        FetchRequest<Person>(predicate: #Predicate { $0.name.caseInsensitiveCompare("x") == ($0.age > 3 ? same : same) }))
+                }
+            ),
+            (
+                "sort on computed property",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.shout)])) }
+            )
         ]
         for (name, request) in requests {
             do {

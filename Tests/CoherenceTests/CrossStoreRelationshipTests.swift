@@ -16,24 +16,32 @@ struct CrossStoreRelationshipTests {
     static let configurations = ["Global": ["Account", "Tag"], "Persistent": ["Document", "Page"]]
 
     static func codeModel() throws -> ManagedObjectModel {
-        let account = EntityDescription(name: "Account", properties: [
-            AttributeDescription(name: "name", type: .string),
-            RelationshipDescription(name: "documents", destination: "Document", inverse: "account", isToMany: true),
-        ])
-        let tag = EntityDescription(name: "Tag", properties: [
-            AttributeDescription(name: "name", type: .string),
-            RelationshipDescription(name: "documents", destination: "Document", inverse: "tags", isToMany: true),
-        ])
-        let document = EntityDescription(name: "Document", properties: [
-            AttributeDescription(name: "name", type: .string),
-            RelationshipDescription(name: "account", destination: "Account", inverse: "documents"),
-            RelationshipDescription(name: "tags", destination: "Tag", inverse: "documents", isToMany: true),
-            RelationshipDescription(name: "pages", destination: "Page", inverse: "document", isToMany: true, deleteRule: .cascade),
-        ])
-        let page = EntityDescription(name: "Page", properties: [
-            AttributeDescription(name: "name", type: .string),
-            RelationshipDescription(name: "document", destination: "Document", inverse: "pages"),
-        ])
+        let account = EntityDescription(
+            name: "Account",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "documents", destination: "Document", inverse: "account", isToMany: true)
+            ])
+        let tag = EntityDescription(
+            name: "Tag",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "documents", destination: "Document", inverse: "tags", isToMany: true)
+            ])
+        let document = EntityDescription(
+            name: "Document",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "account", destination: "Account", inverse: "documents"),
+                RelationshipDescription(name: "tags", destination: "Tag", inverse: "documents", isToMany: true),
+                RelationshipDescription(name: "pages", destination: "Page", inverse: "document", isToMany: true, deleteRule: .cascade)
+            ])
+        let page = EntityDescription(
+            name: "Page",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "document", destination: "Document", inverse: "pages")
+            ])
         return try ManagedObjectModel(entities: [account, tag, document, page], configurations: configurations)
     }
 
@@ -83,17 +91,22 @@ struct CrossStoreRelationshipTests {
     }
 
     /// A coordinator with the Global store (`globalType`) and the Persistent store (SQLite).
-    static func coordinator(_ model: ManagedObjectModel, global globalType: StoreType,
-                            in dir: TemporaryDirectory) throws -> (PersistentStoreCoordinator, global: PersistentStore, persistent: PersistentStore) {
+    static func coordinator(
+        _ model: ManagedObjectModel, global globalType: StoreType,
+        in dir: TemporaryDirectory
+    ) throws -> (PersistentStoreCoordinator, global: PersistentStore, persistent: PersistentStore) {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        let global = try coordinator.addPersistentStore(type: globalType, configuration: "Global",
-                                                        at: globalType == .sqlite ? dir.file("global.sqlite") : nil)
+        let global = try coordinator.addPersistentStore(
+            type: globalType, configuration: "Global",
+            at: globalType == .sqlite ? dir.file("global.sqlite") : nil)
         let persistent = try coordinator.addPersistentStore(type: .sqlite, configuration: "Persistent", at: dir.file("persistent.sqlite"))
         return (coordinator, global, persistent)
     }
 
     /// Every stored object of `entities` with its relationships, read by a new context.
-    static func stored(_ coordinator: PersistentStoreCoordinator, _ entities: [String] = ["Account", "Tag", "Document", "Page"]) throws -> [String] {
+    static func stored(_ coordinator: PersistentStoreCoordinator, _ entities: [String] = ["Account", "Tag", "Document", "Page"]) throws
+        -> [String]
+    {
         let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         return try reader.performAndWait {
             var lines: [String] = []
@@ -124,8 +137,10 @@ struct CrossStoreRelationshipTests {
 
         /// Saves, expecting a cross-store error for `entity.property` from `from` to `to`, with
         /// every store as it was.
-        func expectRefused(_ entity: String, _ property: String, from: PersistentStore, to: PersistentStore,
-                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func expectRefused(
+            _ entity: String, _ property: String, from: PersistentStore, to: PersistentStore,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             let before = try Self.stored(coordinator)
             do {
                 try context.save()
@@ -136,8 +151,9 @@ struct CrossStoreRelationshipTests {
                 #expect(error.propertyName == property, sourceLocation: sourceLocation)
                 #expect(error.store == Self.location(from), sourceLocation: sourceLocation)
                 #expect(error.destinationStore == Self.location(to), sourceLocation: sourceLocation)
-                #expect(error.description.contains(Self.location(from)) && error.description.contains(Self.location(to)),
-                        sourceLocation: sourceLocation)
+                #expect(
+                    error.description.contains(Self.location(from)) && error.description.contains(Self.location(to)),
+                    sourceLocation: sourceLocation)
             }
             #expect(context.hasChanges, sourceLocation: sourceLocation)
             #expect(try Self.stored(coordinator) == before, sourceLocation: sourceLocation)
@@ -184,8 +200,10 @@ struct CrossStoreRelationshipTests {
             context.rollback()
         }
 
-        let expected = ["Account alice documents=[]", "Document d1 account=[] pages=[\"p1\"] tags=[]",
-                        "Document d2 account=[] pages=[] tags=[]", "Page p1 document=[\"d1\"]", "Tag red documents=[]"]
+        let expected = [
+            "Account alice documents=[]", "Document d1 account=[] pages=[\"p1\"] tags=[]",
+            "Document d2 account=[] pages=[] tags=[]", "Page p1 document=[\"d1\"]", "Tag red documents=[]"
+        ]
         #expect(try Self.stored(coordinator) == expected)
         // The files, read by a new coordinator.
         let (reopened, _, _) = try Self.coordinator(model, global: globalType, in: dir)

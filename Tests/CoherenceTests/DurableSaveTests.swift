@@ -53,8 +53,9 @@ final class DurableHarness: Sendable {
         }
         try connect.attachPersistentStore(at: dir, for: StoreConfiguration(name: "Global"))
         try connect.start()
-        userStore = try connect.attachPersistentStore(at: try StoreLocation.location(forUser: "alice", under: dir),
-                                                      for: StoreConfiguration(name: "User"))
+        userStore = try connect.attachPersistentStore(
+            at: try StoreLocation.location(forUser: "alice", under: dir),
+            for: StoreConfiguration(name: "User"))
         userFile = try #require(userStore.url)
         root = Self.writingContexts(of: connect).first
         self.connect = connect
@@ -100,14 +101,19 @@ final class DurableHarness: Sendable {
         let gate = DispatchSemaphore(value: 0)
         let opened = LockedValue(false)
         let open: @Sendable () -> Void = {
-            let first = opened.withLock { o -> Bool in defer { o = true }; return !o }
+            let first = opened.withLock { o -> Bool in
+                defer { o = true }; return !o
+            }
             if first { gate.signal() }
         }
         onWait(open)
         guard let root else { return open }
         let closed = LockedValue(false)
-        let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: view, queue: nil) { _ in
-            let first = closed.withLock { c -> Bool in defer { c = true }; return !c }
+        let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: view, queue: nil) {
+            _ in
+            let first = closed.withLock { c -> Bool in
+                defer { c = true }; return !c
+            }
             if first { root.perform { gate.wait() } }
         }
         observers.append(observer)
@@ -251,7 +257,7 @@ struct DurableSaveTests {
         let connect = h.connect!
         let root = try #require(h.root)
         try h.saveDirectly("taken")
-        try await h.saveInView("taken")          // accepted into the root; its write will conflict
+        try await h.saveInView("taken")  // accepted into the root; its write will conflict
 
         let error = #expect(throws: CoherenceError.self) { try connect.detach(persistentStore: h.userStore) }
         #expect(error?.code == .conflict)

@@ -199,7 +199,7 @@ struct FaultErrorTests {
             _ = town.population
             #expect(town.isFault)
             #expect(throws: CoherenceError.self) { try town.fulfillFault() }
-            try ada.fulfillFault(forRelationshipNamed: "town")   // Ada's own row is loaded
+            try ada.fulfillFault(forRelationshipNamed: "town")  // Ada's own row is loaded
             try f.reattach()
             #expect(ada.town?.name == "Paris")
             #expect(!other.hasChanges)
@@ -215,7 +215,7 @@ struct FaultErrorTests {
             paris.people = []
             #expect(throws: CoherenceError.self) { try context.save() }
             try f.reattach()
-            #expect(paris.people.isEmpty)   // read now: Ada and Bob left
+            #expect(paris.people.isEmpty)  // read now: Ada and Bob left
             #expect(context.hasChanges)
             try context.save()
         }
@@ -242,7 +242,7 @@ struct FaultErrorTests {
         let f = try Fixture()
         try f.context.performAndWait {
             let paris = try #require(try f.context.existingObject(with: f.paris) as? Town)
-            paris.people = []   // Ada and Bob are faults: their foreign keys change through the inverse
+            paris.people = []  // Ada and Bob are faults: their foreign keys change through the inverse
             try f.context.save()
         }
         #expect(try f.storedTowns() == ["Ada": nil, "Bob": nil])
@@ -324,7 +324,9 @@ struct FaultErrorTests {
 
     /// A coordinator with Ada in a.sqlite and Bob, in the Chess club, in b.sqlite (new objects
     /// go to the first store holding the entity).
-    static func twoStores(_ dir: TemporaryDirectory) throws -> (PersistentStoreCoordinator, b: PersistentStore, ada: ObjectID, bob: ObjectID) {
+    static func twoStores(_ dir: TemporaryDirectory) throws -> (
+        PersistentStoreCoordinator, b: PersistentStore, ada: ObjectID, bob: ObjectID
+    ) {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         func insert(_ name: String, club: String?) throws -> ObjectID {
@@ -443,10 +445,11 @@ struct FaultErrorTests {
     /// Detaches the store at `url` and overwrites the root page of `table` (not the schema)
     /// through a second handle, then attaches the store again.
     static func corruptTable(_ table: String, of coordinator: PersistentStoreCoordinator, at url: URL) throws {
-        try coordinator.remove(try #require(coordinator.persistentStore(for: url)))   // closes it (and checkpoints the WAL)
+        try coordinator.remove(try #require(coordinator.persistentStore(for: url)))  // closes it (and checkpoints the WAL)
         let (root, pageSize): (Int64, Int64) = try {
             let c = try SQLiteConnection(location: .file(url.path))
-            let root = try c.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = '\(table)'").rows { $0.int64(0) }.first
+            let root = try c.prepare("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = '\(table)'").rows { $0.int64(0) }
+                .first
             let size = try c.prepare("PRAGMA page_size").rows { $0.int64(0) }.first
             return (try #require(root), try #require(size))
         }()
@@ -461,14 +464,18 @@ struct FaultErrorTests {
         let dir = try TemporaryDirectory()
         let url = dir.file("teams.sqlite")
         let model = try ManagedObjectModel(entities: [
-            EntityDescription(name: "Team", properties: [
-                AttributeDescription(name: "name", type: .string, defaultValue: ""),
-                RelationshipDescription(name: "members", destination: "Member", inverse: "team", isToMany: true, deleteRule: .deny),
-            ]),
-            EntityDescription(name: "Member", properties: [
-                AttributeDescription(name: "name", type: .string, defaultValue: ""),
-                RelationshipDescription(name: "team", destination: "Team", inverse: "members"),
-            ]),
+            EntityDescription(
+                name: "Team",
+                properties: [
+                    AttributeDescription(name: "name", type: .string, defaultValue: ""),
+                    RelationshipDescription(name: "members", destination: "Member", inverse: "team", isToMany: true, deleteRule: .deny)
+                ]),
+            EntityDescription(
+                name: "Member",
+                properties: [
+                    AttributeDescription(name: "name", type: .string, defaultValue: ""),
+                    RelationshipDescription(name: "team", destination: "Team", inverse: "members")
+                ])
         ])
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         try coordinator.addPersistentStore(type: .sqlite, at: url)
@@ -487,7 +494,8 @@ struct FaultErrorTests {
         try context.performAndWait {
             context.delete(try context.existingObject(with: teamID))
             let error = #expect(throws: CoherenceError.self) { try context.save() }
-            #expect(error?.underlyingErrors.contains { ($0 as? CoherenceError)?.objectID == teamID } == true, "\(String(describing: error))")
+            #expect(
+                error?.underlyingErrors.contains { ($0 as? CoherenceError)?.objectID == teamID } == true, "\(String(describing: error))")
         }
         #expect(try coordinator.count(for: FetchRequest<ManagedObject>(entityName: "Team")) == 1)
     }
@@ -515,15 +523,16 @@ struct FaultErrorTests {
         try context.performAndWait {
             let person = try #require(context.object(with: ids[150]) as? Person)
             _ = person.name
-            #expect(person.isFault)   // no data was read: the default it returned is not presented as the row's
+            #expect(person.isFault)  // no data was read: the default it returned is not presented as the row's
             let error = #expect(throws: CoherenceError.self) { try person.fulfillFault() }
             #expect(error?.objectID == ids[150])
             // A read of an attached store: not an open failure.
             #expect(error?.code == .storeReadFailed)
             #expect(error?.store == url.path)
             #expect(error?.sql != nil)
-            #expect(error?.underlyingErrors.contains { ($0 as? SQLiteError)?.resultCode == SQLiteError.corrupt } == true,
-                    "\(String(describing: error))")
+            #expect(
+                error?.underlyingErrors.contains { ($0 as? SQLiteError)?.resultCode == SQLiteError.corrupt } == true,
+                "\(String(describing: error))")
             #expect(throws: CoherenceError.self) { try context.existingObject(with: ids[3]) }
             let fetchError = #expect(throws: CoherenceError.self) { try context.fetch(FetchRequest<Person>()) }
             #expect(fetchError?.code == .storeReadFailed)

@@ -21,21 +21,24 @@ func makeReadingModel() throws -> ManagedObjectModel {
 /// infinities, both zeros, subnormals and the extremes.
 let specialDoubles: [Double] = [
     .nan, -.nan, .signalingNaN, Double(nan: 0x5_1234_5678, signaling: false), Double(nan: 0x77, signaling: true),
-    .infinity, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Double(sign: .plus, exponent: -1030, significand: 1), Double(sign: .minus, exponent: -1062, significand: 1.25),
-    .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNormalMagnitude, 1.5, -7,
+    .infinity, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Double(sign: .plus, exponent: -1030, significand: 1),
+    Double(sign: .minus, exponent: -1062, significand: 1.25),
+    .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNormalMagnitude, 1.5, -7
 ]
 
 /// The same for `Float`.
 let specialFloats: [Float] = [
     .nan, -.nan, .signalingNaN, Float(nan: 0x1234, signaling: false), Float(nan: 0x3, signaling: true),
     .infinity, -.infinity, -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Float(sign: .plus, exponent: -133, significand: 1),
-    .greatestFiniteMagnitude, .leastNormalMagnitude, 0.1, -3,
+    .greatestFiniteMagnitude, .leastNormalMagnitude, 0.1, -3
 ]
 
 @Suite("Floating-point values: stored bit for bit")
 struct FloatingPointValueTests {
     /// A coordinator with one store of `type` for the `Reading` model.
-    static func coordinator(_ type: StoreType, in dir: TemporaryDirectory, model: ManagedObjectModel? = nil) throws -> PersistentStoreCoordinator {
+    static func coordinator(_ type: StoreType, in dir: TemporaryDirectory, model: ManagedObjectModel? = nil) throws
+        -> PersistentStoreCoordinator
+    {
         let c = PersistentStoreCoordinator(managedObjectModel: try model ?? makeReadingModel())
         try c.addPersistentStore(type: type, at: type == .sqlite ? dir.file("readings.sqlite") : nil)
         return c
@@ -66,8 +69,10 @@ struct FloatingPointValueTests {
         let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: reader)
         let read = try await other.perform {
             try other.fetch(FetchRequest<Reading>()).map {
-                (Int($0.label) ?? -1, $0.value.bitPattern, $0.optionalValue?.bitPattern, $0.single.bitPattern,
-                 $0.optionalSingle?.bitPattern, $0.at?.timeIntervalSinceReferenceDate)
+                (
+                    Int($0.label) ?? -1, $0.value.bitPattern, $0.optionalValue?.bitPattern, $0.single.bitPattern,
+                    $0.optionalSingle?.bitPattern, $0.at?.timeIntervalSinceReferenceDate
+                )
             }
         }
         #expect(read.count == count)
@@ -89,19 +94,25 @@ struct FloatingPointValueTests {
         let coordinator = try Self.coordinator(.sqlite, in: dir)
         let entity = try #require(coordinator.managedObjectModel.entity(for: Reading.self))
         let payload = Double(nan: 0x1234, signaling: false)
-        try insertObjects(coordinator, [
-            rowInsert(entity, ["label": .text("nan"), "value": payload.storedValue]),
-            rowInsert(entity, ["label": .text("-0"), "value": (-0.0).storedValue]),
-            rowInsert(entity, ["label": .text("inf"), "value": Double.infinity.storedValue]),
-            rowInsert(entity, ["label": .text("1.5"), "value": 1.5.storedValue]),
-        ])
+        try insertObjects(
+            coordinator,
+            [
+                rowInsert(entity, ["label": .text("nan"), "value": payload.storedValue]),
+                rowInsert(entity, ["label": .text("-0"), "value": (-0.0).storedValue]),
+                rowInsert(entity, ["label": .text("inf"), "value": Double.infinity.storedValue]),
+                rowInsert(entity, ["label": .text("1.5"), "value": 1.5.storedValue])
+            ])
         let c = try SQLiteConnection(location: .file(dir.file("readings.sqlite").path))
         let rows = try c.prepare("SELECT label, typeof(value), hex(value) FROM Reading ORDER BY Z_PK").rows {
             [$0.string(0), $0.string(1), $0.string(2)]
         }
         let nanHex = String(payload.bitPattern, radix: 16, uppercase: true)
-        #expect(rows == [["nan", "blob", nanHex], ["-0", "blob", "8000000000000000"],
-                         ["inf", "real", "496E66"], ["1.5", "real", "312E35"]].map { $0 })
+        #expect(
+            rows
+                == [
+                    ["nan", "blob", nanHex], ["-0", "blob", "8000000000000000"],
+                    ["inf", "real", "496E66"], ["1.5", "real", "312E35"]
+                ].map { $0 })
     }
 
     /// Change detection compares stored representations: −0.0 after 0.0 is a change, NaN after
@@ -159,14 +170,15 @@ struct FloatingPointValueTests {
                 readings.append(r)
             }
             try context.save()
-            readings[0].value = .nan      // 1.5 becomes NaN, unsaved
-            readings[6].value = -0.0      // 3 becomes −0.0, unsaved
+            readings[0].value = .nan  // 1.5 becomes NaN, unsaved
+            readings[6].value = -0.0  // 3 becomes −0.0, unsaved
             for (i, v) in unsaved.enumerated() {
                 let r = Reading(context: context)
                 r.label = "u\(i)"
                 r.value = v
             }
-            let request = FetchRequest<Reading>(predicate: #Predicate { !($0.value < 0) }, sortBy: [SortDescriptor(\.value), SortDescriptor(\.label)])
+            let request = FetchRequest<Reading>(
+                predicate: #Predicate { !($0.value < 0) }, sortBy: [SortDescriptor(\.value), SortDescriptor(\.label)])
             return (try context.fetch(request).map(\.label), try context.count(for: request))
         }
         var all = saved.enumerated().map { ("s\($0.offset)", $0.element) } + unsaved.enumerated().map { ("u\($0.offset)", $0.element) }
@@ -193,8 +205,10 @@ struct FloatingPointValueTests {
             try r.setValue(-Float.signalingNaN, forKey: "single")
             try context.save()
             context.refresh(r, mergeChanges: false)
-            return ((try r.value(forKey: "value") as? Double)?.bitPattern, (try r.value(forKey: "optionalValue") as? Double)?.bitPattern,
-                    (try r.value(forKey: "single") as? Float)?.bitPattern)
+            return (
+                (try r.value(forKey: "value") as? Double)?.bitPattern, (try r.value(forKey: "optionalValue") as? Double)?.bitPattern,
+                (try r.value(forKey: "single") as? Float)?.bitPattern
+            )
         }
         #expect(read.0 == payload.bitPattern)
         #expect(read.1 == (-0.0).bitPattern)

@@ -82,7 +82,7 @@ final class FaultRegistrar {
     func hook() {
         guard !inHook, faults.isEmpty else { return }
         inHook = true
-        faults = ids.map { context.object(with: $0) }   // unfilled faults, registered
+        faults = ids.map { context.object(with: $0) }  // unfilled faults, registered
         inHook = false
     }
 }
@@ -211,7 +211,7 @@ final class KeptPassport: ManagedObject {
             last = objects.last
             for (i, o) in objects.enumerated() {
                 map[try #require(o._objectID)] = o
-                if i == 1_000 { copy = map }   // the copy shares the table until one of them grows
+                if i == 1_000 { copy = map }  // the copy shares the table until one of them grows
             }
             for o in objects.prefix(1_001) { #expect(copy[try #require(o._objectID)] === o) }
             copy.reserveCapacity(20_000)
@@ -221,7 +221,7 @@ final class KeptPassport: ManagedObject {
         #expect(map.count == 5_000 && copy.count == 1_001)
         #expect(first != nil && last != nil)
         map = IdentityMap()
-        #expect(first != nil && last == nil)   // the copy still holds the first objects
+        #expect(first != nil && last == nil)  // the copy still holds the first objects
         copy = IdentityMap()
         #expect(first == nil)
     }
@@ -360,7 +360,7 @@ final class KeptPassport: ManagedObject {
                 #expect(people.count == 10)
                 weakPerson = people[4]
                 weakGroup = people[4]._group
-                weakTown = people[4].town               // a to-one read loads the group's towns
+                weakTown = people[4].town  // a to-one read loads the group's towns
                 #expect(weakTown?.name == "Rome")
             }
             #expect(weakPerson != nil && weakTown != nil && weakGroup != nil)
@@ -381,7 +381,7 @@ final class KeptPassport: ManagedObject {
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
             try context.performAndWait {
                 let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
-                _ = people[2].name                       // filled
+                _ = people[2].name  // filled
                 kept = people[2]
                 weakOther = people[3]
             }
@@ -389,7 +389,7 @@ final class KeptPassport: ManagedObject {
         #expect(weakOther == nil)
         let person = try #require(kept)
         #expect(person.managedObjectContext == nil)
-        #expect(person._group != nil)                    // its group lives on with it alone
+        #expect(person._group != nil)  // its group lives on with it alone
         #expect(Array(try #require(person._group).objects).count == 1)
         #expect(person.name == "p2" && person.age == 2)
     }
@@ -407,7 +407,7 @@ final class KeptPassport: ManagedObject {
             #expect(people.count == 10)
             #expect(people.allSatisfy { $0._group === people[0]._group })
             context.delete(people[1])
-            try context.save()                       // the deleted object is forgotten
+            try context.save()  // the deleted object is forgotten
             return (people[1], people[2], people[3])
         }
         let mergedID = context.performAndWait { mergedAway.objectID }
@@ -417,9 +417,10 @@ final class KeptPassport: ManagedObject {
             try other.save()
         }
         context.performAndWait {
-            #expect(mergedAway._group != nil)        // still registered until the merge
-            let note = Notification(name: ManagedObjectContext.didSaveNotification, object: nil,
-                                    userInfo: [ManagedObjectContext.NotificationKey.deletedObjectIDs: Set([mergedID])])
+            #expect(mergedAway._group != nil)  // still registered until the merge
+            let note = Notification(
+                name: ManagedObjectContext.didSaveNotification, object: nil,
+                userInfo: [ManagedObjectContext.NotificationKey.deletedObjectIDs: Set([mergedID])])
             context.mergeChanges(fromContextDidSave: note)
         }
         try context.performAndWait {
@@ -486,7 +487,7 @@ final class KeptPassport: ManagedObject {
                 for (k, part) in parts.enumerated() { part.objects = [people[2 * k], people[2 * k + 1]] }
             }
         }
-        #expect(weakGroup != nil)                     // alive with its members, the context gone
+        #expect(weakGroup != nil)  // alive with its members, the context gone
         Self.onThreadsAtOnce(parts.count) { k in parts[k].objects = [] }
         #expect(weakPeople.allSatisfy { $0.value == nil })
         #expect(weakGroup == nil)
@@ -532,7 +533,7 @@ final class KeptPassport: ManagedObject {
                 p.age = 100 + i
                 p.town = towns[i % 2]
             }
-            try child.save()                          // pushed: registered under temporary IDs
+            try child.save()  // pushed: registered under temporary IDs
             let people = try child.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
             #expect(people.count == 14)
             let fresh = people.filter { $0.age >= 100 }
@@ -540,7 +541,7 @@ final class KeptPassport: ManagedObject {
             #expect(fresh.allSatisfy { $0._group != nil && $0._group === people[0]._group })
             return fresh
         }
-        try parent.performAndWait { try parent.save() }   // the permanent IDs reach the child
+        try parent.performAndWait { try parent.save() }  // the permanent IDs reach the child
         child.performAndWait {
             #expect(fresh.allSatisfy { !$0.objectID.isTemporaryID })
             #expect(fresh.allSatisfy { $0._group != nil && $0._group === fresh[0]._group })
@@ -559,7 +560,7 @@ final class KeptPassport: ManagedObject {
         group.add(first)
         var map = IdentityMap()
         map[id] = first
-        map[id] = first                               // the same object again: stays
+        map[id] = first  // the same object again: stays
         #expect(first._group === group)
         map[id] = second
         #expect(first._group == nil)
@@ -577,8 +578,12 @@ final class KeptPassport: ManagedObject {
         let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
         let owner = try #require(model.entitiesByName["MapOwner"]), passport = try #require(model.entitiesByName["MapPassport"])
         let p = try #require(try insertObjects(coordinator, [rowInsert(passport, ["number": .text("P1")])]).first)
-        try insertObjects(coordinator, [rowInsert(owner, ["name": .text("a")], references: ["passport": p]),
-                                        rowInsert(owner, ["name": .text("b")], references: ["passport": p])])
+        try insertObjects(
+            coordinator,
+            [
+                rowInsert(owner, ["name": .text("a")], references: ["passport": p]),
+                rowInsert(owner, ["name": .text("b")], references: ["passport": p])
+            ])
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
             var request = FetchRequest<MapPassport>(predicate: #Predicate { $0.owner?.name != "zzz" })
@@ -665,7 +670,7 @@ final class KeptPassport: ManagedObject {
         try raw.execute("UPDATE \"AbandonShape\" SET Z_ENT = 999 WHERE Z_PK = (SELECT max(Z_PK) FROM \"AbandonShape\")")
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
-            let registrar = FaultRegistrar(Array(ids.prefix(2)), in: context)   // "someone else"
+            let registrar = FaultRegistrar(Array(ids.prefix(2)), in: context)  // "someone else"
             AbandonShape.onInit = registrar.hook
             defer { AbandonShape.onInit = nil }
             #expect(throws: CoherenceError.self) {
@@ -680,7 +685,7 @@ final class KeptPassport: ManagedObject {
                 #expect(context.registeredObject(for: id) === fault)
                 #expect(fault.managedObjectContext === context)
             }
-            #expect(context.registered.count == 2)   // the fetch's own objects are gone
+            #expect(context.registered.count == 2)  // the fetch's own objects are gone
             context.registered._checkInvariants()
         }
     }
@@ -705,7 +710,7 @@ final class KeptPassport: ManagedObject {
                     _ = try? context.fetch(inner)
                 }
                 defer { AwakeRow.onInit = nil }
-                var request = FetchRequest<AwakeRow>()   // no sort key: no probe object runs the hook first
+                var request = FetchRequest<AwakeRow>()  // no sort key: no probe object runs the hook first
                 request.returnsObjectsAsFaults = false
                 let rows = try context.fetch(request).sorted { $0.n < $1.n }
                 AwakeRow.onInit = nil
@@ -737,7 +742,7 @@ final class KeptPassport: ManagedObject {
                 KeptPassport.onInit = nil
                 #expect(found.first?.number == "P1")
                 #expect(found.first === registrar.faults.first)
-                #expect(KeptPassport.numbersAtDeinit == [""])   // the discarded copy: initial values
+                #expect(KeptPassport.numbersAtDeinit == [""])  // the discarded copy: initial values
             }
         }
         #expect(KeptPassport.numbersAtDeinit.sorted() == ["", "P1"])

@@ -118,7 +118,7 @@ struct LifetimeTests {
             try Self.rounds(1_000) { number in if number == 49 { baseline = Self.residentBytes() } }
             // Alone in its process, 950 rounds grow resident memory by well under 1 MB; keeping
             // each round's model and entities (about 10 KB a round) grows it by 9 MB.
-            guard baseline > 0 else { return }   // the rounds stopped early (recorded above)
+            guard baseline > 0 else { return }  // the rounds stopped early (recorded above)
             let growth = Self.residentBytes() - baseline
             #expect(growth < 4 << 20, "resident memory grew by \(growth >> 10) KB over 950 rounds")
             return
@@ -161,14 +161,14 @@ struct LifetimeTests {
         let entity = try #require(id?.entity)
         #expect(entity.name == "Person")
         #expect(entity.managedObjectModel == nil)
-        #expect(entity.attributesByName["name"]?.entity == nil)   // a link, like the others
+        #expect(entity.attributesByName["name"]?.entity == nil)  // a link, like the others
         let town = try #require(entity.relationshipsByName["town"])
         #expect(town.destinationEntity == nil)
         #expect(town.inverseRelationship == nil)
         #expect(object?.entity === entity)
         #expect(try object?.value(forKey: "name") as? String == "")
         #expect(object?.name == "")
-        #expect(object?.town == nil)   // its relationship's destination is gone with the model
+        #expect(object?.town == nil)  // its relationship's destination is gone with the model
         object?.name = "Ada"
         #expect(object?.name == "Ada")
     }
@@ -187,7 +187,7 @@ struct LifetimeTests {
             weakPerson = model.entitiesByName["Person"]
         }
         do {
-            let person = try #require(weakPerson)   // the container and the model are gone
+            let person = try #require(weakPerson)  // the container and the model are gone
             #expect(store?.holds(person) == true)
         }
         store = nil
@@ -202,10 +202,12 @@ struct LifetimeTests {
         let people = RelationshipDescription(name: "people", destination: "Person", inverse: "town", isToMany: true)
         do {
             let town = EntityDescription(name: "Town", properties: [people])
-            let person = EntityDescription(name: "Person", properties: [
-                RelationshipDescription(name: "town", destination: "Town", inverse: "people"),
-                AttributeDescription(name: "age", type: .integer64, isOptional: false, storedDefault: .integer(0)),
-            ], uniquenessConstraints: [["nope"]])
+            let person = EntityDescription(
+                name: "Person",
+                properties: [
+                    RelationshipDescription(name: "town", destination: "Town", inverse: "people"),
+                    AttributeDescription(name: "age", type: .integer64, isOptional: false, storedDefault: .integer(0))
+                ], uniquenessConstraints: [["nope"]])
             weakTown = town
             weakPerson = person
             #expect(throws: ModelError.self) { try ManagedObjectModel(entities: [town, person]) }

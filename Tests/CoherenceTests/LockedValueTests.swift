@@ -19,6 +19,9 @@ struct LockedValueTests {
         let box = LockedValue(1)
         #expect(throws: Failure.self) { try box.withLock { (_: inout Int) throws(Failure) in throw Failure() } }
         // The lock was released: taking it again does not block.
-        #expect(box.withLock { v -> Int in v += 1; return v } == 2)
+        #expect(
+            box.withLock { v -> Int in
+                v += 1; return v
+            } == 2)
     }
 }

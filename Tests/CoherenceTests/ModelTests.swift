@@ -11,7 +11,7 @@ final class DeinitReader: ManagedObject {
     nonisolated(unsafe) static var seen: [String] = []
     deinit {
         DeinitReader.seen.append("\(name) \(team == nil) \(tags)")
-        name = "gone"   // a write, dropped for a probe
+        name = "gone"  // a write, dropped for a probe
     }
 }
 
@@ -53,7 +53,7 @@ struct ModelTests {
     @Test func aDeinitThatReadsPropertiesIsSafe() throws {
         DeinitReader.seen = []
         let model = try ManagedObjectModel(types: [DeinitReader.self, DeinitGroup.self])
-        #expect(!DeinitReader.seen.isEmpty)   // probes went away, reading placeholders
+        #expect(!DeinitReader.seen.isEmpty)  // probes went away, reading placeholders
         DeinitReader.seen = []
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
@@ -99,10 +99,12 @@ struct ModelTests {
     }
 
     @Test func dynamicAccessChecksKeysAndTypes() throws {
-        let entity = EntityDescription(name: "Item", properties: [
-            AttributeDescription(name: "title", type: .string, defaultValue: "untitled"),
-            AttributeDescription(name: "count", type: .integer16),
-        ])
+        let entity = EntityDescription(
+            name: "Item",
+            properties: [
+                AttributeDescription(name: "title", type: .string, defaultValue: "untitled"),
+                AttributeDescription(name: "count", type: .integer16)
+            ])
         _ = try ManagedObjectModel(entities: [entity])
         let item = ManagedObject(entity: entity)
         #expect(try item.value(forKey: "title") as? String == "untitled")
@@ -125,12 +127,16 @@ struct ModelTests {
     }
 
     @Test func builderModelWithConfigurations() throws {
-        let town = EntityDescription(name: "Town", properties: [
-            AttributeDescription(name: "name", type: .string),
-        ], uniquenessConstraints: [["name"]], userInfo: ["uniquenessAttributes": "name"])
-        let note = EntityDescription(name: "Note", properties: [
-            AttributeDescription(name: "text", type: .string, isOptional: true),
-        ])
+        let town = EntityDescription(
+            name: "Town",
+            properties: [
+                AttributeDescription(name: "name", type: .string)
+            ], uniquenessConstraints: [["name"]], userInfo: ["uniquenessAttributes": "name"])
+        let note = EntityDescription(
+            name: "Note",
+            properties: [
+                AttributeDescription(name: "text", type: .string, isOptional: true)
+            ])
         let model = try ManagedObjectModel(entities: [town, note], configurations: ["Cache": ["Town"], "User": ["Note"]])
         #expect(model.entities(forConfiguration: "Cache")?.map(\.name) == ["Town"])
         #expect(model.entities(forConfiguration: nil)?.count == 2)
@@ -157,7 +163,7 @@ struct ModelTests {
         ("unknownSuper", .unknownSuperentity),
         ("badDefault", .invalidDefaultValue),
         ("badRegex", .invalidValidationRule),
-        ("inverseMismatch", .inverseMismatch),
+        ("inverseMismatch", .inverseMismatch)
     ])
     func invalidModelsAreRejected(_ scenario: String, _ expected: ModelError.Code) throws {
         var entities: [EntityDescription] = []
@@ -167,18 +173,29 @@ struct ModelTests {
             entities = [EntityDescription(name: "A", properties: [RelationshipDescription(name: "b", destination: "Missing")])]
             expectProperty = "b"
         case "unknownInverse":
-            entities = [EntityDescription(name: "A", properties: [RelationshipDescription(name: "b", destination: "B", inverse: "nope")]),
-                        EntityDescription(name: "B", properties: [])]
+            entities = [
+                EntityDescription(name: "A", properties: [RelationshipDescription(name: "b", destination: "B", inverse: "nope")]),
+                EntityDescription(name: "B", properties: [])
+            ]
             expectProperty = "b"
         case "duplicateEntity":
             entities = [EntityDescription(name: "A", properties: []), EntityDescription(name: "A", properties: [])]
         case "duplicateProperty":
-            entities = [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string),
-                                                                  AttributeDescription(name: "x", type: .string)])]
+            entities = [
+                EntityDescription(
+                    name: "A",
+                    properties: [
+                        AttributeDescription(name: "x", type: .string),
+                        AttributeDescription(name: "x", type: .string)
+                    ])
+            ]
             expectProperty = "x"
         case "unknownConstraint":
-            entities = [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string)],
-                                          uniquenessConstraints: [["y"]])]
+            entities = [
+                EntityDescription(
+                    name: "A", properties: [AttributeDescription(name: "x", type: .string)],
+                    uniquenessConstraints: [["y"]])
+            ]
             expectProperty = "y"
         case "unknownIndex":
             entities = [EntityDescription(name: "A", properties: [], indexes: [["z"]])]
@@ -189,11 +206,16 @@ struct ModelTests {
             entities = [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .integer16, defaultValue: "text")])]
             expectProperty = "x"
         case "badRegex":
-            entities = [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string, validation: .init(regularExpression: "(["))])]
+            entities = [
+                EntityDescription(
+                    name: "A", properties: [AttributeDescription(name: "x", type: .string, validation: .init(regularExpression: "(["))])
+            ]
             expectProperty = "x"
         case "inverseMismatch":
-            entities = [EntityDescription(name: "A", properties: [RelationshipDescription(name: "b", destination: "B", inverse: "c")]),
-                        EntityDescription(name: "B", properties: [RelationshipDescription(name: "c", destination: "B", inverse: "c")])]
+            entities = [
+                EntityDescription(name: "A", properties: [RelationshipDescription(name: "b", destination: "B", inverse: "c")]),
+                EntityDescription(name: "B", properties: [RelationshipDescription(name: "c", destination: "B", inverse: "c")])
+            ]
             expectProperty = "b"
         default:
             Issue.record("unknown scenario"); return

@@ -7,8 +7,10 @@ import Testing
 @Suite("Entities no store holds")
 struct NoStoreTests {
     /// Expects `.noStoreForEntity` naming `entity`.
-    static func expectNoStore(_ entity: String, sourceLocation: SourceLocation = #_sourceLocation,
-                              _ body: () throws -> Void) {
+    static func expectNoStore(
+        _ entity: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () throws -> Void
+    ) {
         let error = #expect(throws: CoherenceError.self, sourceLocation: sourceLocation) { try body() }
         #expect(error?.code == .noStoreForEntity, "\(String(describing: error))", sourceLocation: sourceLocation)
         #expect(error?.entityName == entity, sourceLocation: sourceLocation)

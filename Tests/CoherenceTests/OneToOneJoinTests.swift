@@ -15,9 +15,13 @@ struct OneToOneJoinTests {
         let coordinator = try makeCoordinator(type, in: dir, model: model)
         let owner = try #require(model.entitiesByName["MapOwner"]), passport = try #require(model.entitiesByName["MapPassport"])
         let p = try insertObjects(coordinator, ["P1", "P2", "P3"].map { rowInsert(passport, ["number": .text($0)]) })
-        let o = try insertObjects(coordinator, [rowInsert(owner, ["name": .text("a")], references: ["passport": p[0]]),
-                                                rowInsert(owner, ["name": .text("b")], references: ["passport": p[0]]),
-                                                rowInsert(owner, ["name": .text("c")], references: ["passport": p[1]])])
+        let o = try insertObjects(
+            coordinator,
+            [
+                rowInsert(owner, ["name": .text("a")], references: ["passport": p[0]]),
+                rowInsert(owner, ["name": .text("b")], references: ["passport": p[0]]),
+                rowInsert(owner, ["name": .text("c")], references: ["passport": p[1]])
+            ])
         return (coordinator, ["P1": p[0], "P2": p[1], "P3": p[2], "a": o[0], "b": o[1], "c": o[2]])
     }
 

@@ -14,7 +14,7 @@ import Testing
         let objects = try Self.objects(5)
         var c = OrderedObjects()
         for o in objects.reversed() { c.insert(o) }
-        c.insert(objects[4])    // already present: keeps its place
+        c.insert(objects[4])  // already present: keeps its place
         #expect(c.values.map(ObjectIdentifier.init) == objects.reversed().map(ObjectIdentifier.init))
         #expect(c.count == 5)
         #expect(c.contains(objects[2]))
@@ -27,7 +27,7 @@ import Testing
         for o in objects { c.insert(o) }
         c.remove(objects[1])
         c.remove(objects[3])
-        c.remove(objects[3])            // removing twice is harmless
+        c.remove(objects[3])  // removing twice is harmless
         #expect(c.count == 4)
         #expect(!c.contains(objects[1]))
         #expect(c.values.map(ObjectIdentifier.init) == [0, 2, 4, 5].map { ObjectIdentifier(objects[$0]) })
@@ -77,7 +77,7 @@ import Testing
             try context.save()
             let towns = try context.fetch(FetchRequest<Town>(sortBy: [SortDescriptor(\.name)]))
             for t in towns.reversed() { t.population += 1 }
-            towns[2].population -= 1                  // back to its saved value: not updated
+            towns[2].population -= 1  // back to its saved value: not updated
             #expect(context.updatedObjects.count == 4)
             #expect(context.updatedCandidates.values.map(\.objectID) == towns.reversed().map(\.objectID))
             try context.save()

@@ -29,8 +29,11 @@ struct OwnerOnlyFilesTests {
         try container.attachPersistentStore(at: location, for: StoreConfiguration(type: .inMemory))
         // Nor with a file name of its own.
         try container.attachPersistentStore(at: location, for: StoreConfiguration(fileName: "own.sqlite"))
-        #expect(Self.contents(dir.url) == ["stores", "stores/here", "stores/here/own.sqlite", "stores/here/own.sqlite-shm",
-                                           "stores/here/own.sqlite-wal"])
+        #expect(
+            Self.contents(dir.url) == [
+                "stores", "stores/here", "stores/here/own.sqlite", "stores/here/own.sqlite-shm",
+                "stores/here/own.sqlite-wal"
+            ])
     }
 
     @Test func aConfigurationNameThatIsNotOnePathComponentIsAnInvalidLocation() throws {
@@ -97,8 +100,10 @@ struct OwnerOnlyFilesTests {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/bin/sh")
         // The umask is set in the child before the test binary starts: this process's is untouched.
-        child.arguments = ["-c", "umask 000 && exec \"$0\" --testing-library swift-testing --filter \"$1\"", executable,
-                           "directoriesAndFilesAreOwnerOnlyFromTheirFirstMomentUnderUmask000"]
+        child.arguments = [
+            "-c", "umask 000 && exec \"$0\" --testing-library swift-testing --filter \"$1\"", executable,
+            "directoriesAndFilesAreOwnerOnlyFromTheirFirstMomentUnderUmask000"
+        ]
         var environment = ProcessInfo.processInfo.environment
         environment[Self.probeVariable] = dir.url.path
         child.environment = environment
@@ -109,10 +114,11 @@ struct OwnerOnlyFilesTests {
         let childOutput = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         #expect(child.terminationStatus == 0, "\(childOutput)")
         let report = try String(contentsOf: dir.file("report.txt"), encoding: .utf8).split(separator: "\n").map(String.init)
-        #expect(report.sorted() == [
-            "created /a 700", "created /a/b 700", "created /a/b/c 700", "created /a/b/c/Probe.sqlite 600",
-            "final /a 700", "final /a/b 700", "final /a/b/c 700", "final /a/b/c/Probe.sqlite 600",
-            "final /a/b/c/Probe.sqlite-shm 600", "final /a/b/c/Probe.sqlite-wal 600",
-        ], "\(childOutput)")
+        #expect(
+            report.sorted() == [
+                "created /a 700", "created /a/b 700", "created /a/b/c 700", "created /a/b/c/Probe.sqlite 600",
+                "final /a 700", "final /a/b 700", "final /a/b/c 700", "final /a/b/c/Probe.sqlite 600",
+                "final /a/b/c/Probe.sqlite-shm 600", "final /a/b/c/Probe.sqlite-wal 600"
+            ], "\(childOutput)")
     }
 }

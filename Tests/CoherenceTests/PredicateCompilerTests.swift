@@ -59,10 +59,12 @@ struct Fixture {
         club = try #require(model.entity(for: Club.self))
         let paris = try TestRow(town, 1, ["name": .text("Paris"), "population": .integer(2_100_000)])
         let lyon = try TestRow(town, 2, ["name": .text("Lyon"), "population": .integer(520_000)])
-        let ada = try TestRow(person, 1, ["name": .text("Ada"), "age": .integer(36), "score": .real(9.5), "email": .text("ada@example.com")])
+        let ada = try TestRow(
+            person, 1, ["name": .text("Ada"), "age": .integer(36), "score": .real(9.5), "email": .text("ada@example.com")])
         let bob = try TestRow(person, 2, ["name": .text("Bob"), "age": .integer(30), "score": .real(7), "email": .null])
         let emile = try TestRow(person, 3, ["name": .text("Émile"), "age": .integer(40), "score": .real(8), "email": .text("emile@x.fr")])
-        let zoe = try TestRow(person, 4, ["name": .text("zoe"), "age": .integer(25), "score": .real(6.5), "email": .text("Zoe@Example.com")])
+        let zoe = try TestRow(
+            person, 4, ["name": .text("zoe"), "age": .integer(25), "score": .real(6.5), "email": .text("Zoe@Example.com")])
         let chess = try TestRow(club, 1, ["title": .text("Chess")])
         let go = try TestRow(club, 2, ["title": .text("Go")])
         ada.toOne["town"] = paris
@@ -223,8 +225,9 @@ struct PredicateCompilerTests {
         let compare = #Predicate<String> { $0.caseInsensitiveCompare("éMILE") == same }
         #expect(try compare.evaluate("Emile"))
         #expect(try !compare.evaluate("Emil"))
-        let data = try JSONEncoder().encode(PredicateExpressions.StringLocalizedStandardContains(
-            root: PredicateExpressions.Value("a"), other: PredicateExpressions.Value("b")))
+        let data = try JSONEncoder().encode(
+            PredicateExpressions.StringLocalizedStandardContains(
+                root: PredicateExpressions.Value("a"), other: PredicateExpressions.Value("b")))
         #expect(!data.isEmpty)
     }
 
@@ -302,11 +305,21 @@ struct PredicateCompilerTests {
 
     @Test func objectComparisonsBetweenPaths() throws {
         let f = try Fixture()
-        let e = try f.ir(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.name.starts(with: "A") } } })
+        let e = try f.ir(
+            #Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.name.starts(with: "A") } } })
         #expect(e.description == "ANY($0.clubs as $1: ANY($1.members as $2: (($2 != $0) AND beginsWith($2.name, \"A\"))))")
-        #expect(try f.people(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.name.starts(with: "A") } } }) == ["Bob"])
-        #expect(try f.people(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.town == p.town } } }).isEmpty)
-        #expect(try f.people(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.town != p.town } } }) == ["Ada", "Bob", "zoe"])
+        #expect(
+            try f.people(
+                #Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.name.starts(with: "A") } } }) == [
+                    "Bob"
+                ])
+        #expect(
+            try f.people(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.town == p.town } } })
+                .isEmpty)
+        #expect(
+            try f.people(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m != p && m.town != p.town } } }) == [
+                "Ada", "Bob", "zoe"
+            ])
         let all = try PredicateCompiler.compile(#Predicate<Town> { t in t.people.allSatisfy { $0.town! == t } }, entity: f.town)
         #expect(all.description == "ALL($0.people as $1: ($1.town == $0))")
         #expect(try f.towns(#Predicate<Town> { t in t.people.allSatisfy { $0.town! == t } }) == ["Paris", "Lyon"])
@@ -332,9 +345,13 @@ struct PredicateCompilerTests {
         #expect(try people(PredicateExpressions.NotEqual(lhs: person, rhs: PredicateExpressions.Value(bob))) == ["Ada", "Émile", "zoe"])
         let chess = f.object(Club.self, for: f.clubs[0])
         let clubs = PredicateExpressions.KeyPath(root: person, keyPath: \Person.clubs)
-        #expect(try people(PredicateExpressions.SequenceContains(sequence: clubs, element: PredicateExpressions.Value(chess))) == ["Ada", "Bob"])
+        #expect(
+            try people(PredicateExpressions.SequenceContains(sequence: clubs, element: PredicateExpressions.Value(chess))) == ["Ada", "Bob"]
+        )
         let some = [f.object(Person.self, for: f.people[0]), f.object(Person.self, for: f.people[3])]
-        #expect(try people(PredicateExpressions.SequenceContains(sequence: PredicateExpressions.Value(some), element: person)) == ["Ada", "zoe"])
+        #expect(
+            try people(PredicateExpressions.SequenceContains(sequence: PredicateExpressions.Value(some), element: person)) == ["Ada", "zoe"]
+        )
         // A captured object's attributes are read when compiling.
         let lyon = f.object(Town.self, for: f.towns[1])
         lyon.name = "Lyon"
@@ -367,7 +384,8 @@ struct PredicateCompilerTests {
         #expect(e.description == "ANY($0.clubs as $1: ANY($1.members as $2: ($2.name == \"zoe\")))")
         #expect(try f.people(#Predicate<Person> { $0.clubs.contains { $0.members.contains { $0.name == "zoe" } } }) == ["Bob", "zoe"])
         // The inner predicate can refer to the outer object.
-        #expect(try f.people(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m.age > p.age } } }) == ["Bob", "zoe"])
+        #expect(
+            try f.people(#Predicate<Person> { p in p.clubs.contains { c in c.members.contains { m in m.age > p.age } } }) == ["Bob", "zoe"])
         #expect(try f.people(#Predicate<Person> { $0.town?.people.count == 2 }) == ["Ada", "zoe"])
     }
 
@@ -385,7 +403,7 @@ struct PredicateCompilerTests {
             try TestRow(sample, 1, ["s": .text("a"), "b": .integer(1), "decimal": (Decimal(95) / 10).storedValue]),
             try TestRow(sample, 2, ["s": .text("b"), "b": .integer(0), "decimal": Decimal(10).storedValue]),
             try TestRow(sample, 3, ["s": .text("c"), "b": .integer(0), "decimal": (Decimal(10025) / 100).storedValue]),
-            try TestRow(sample, 4, ["s": .text("d"), "b": .integer(1), "decimal": .null]),
+            try TestRow(sample, 4, ["s": .text("d"), "b": .integer(1), "decimal": .null])
         ]
         func matching(_ p: Predicate<Sample>) throws -> [String] {
             let e = try PredicateCompiler.compile(p, entity: sample)
@@ -455,7 +473,8 @@ struct PredicateCompilerTests {
         #expect(first?.contains("only count and isEmpty") == true)
         let one = Decimal(1)
         let decimal = unsupportedMessage {
-            _ = try PredicateCompiler.compile(#Predicate<Sample> { $0.decimal! + one > one }, entity: try #require(f.model.entity(for: Sample.self)))
+            _ = try PredicateCompiler.compile(
+                #Predicate<Sample> { $0.decimal! + one > one }, entity: try #require(f.model.entity(for: Sample.self)))
         }
         #expect(decimal?.contains("PredicateExpressions.Arithmetic") == true)
         #expect(decimal?.contains("Decimal") == true)

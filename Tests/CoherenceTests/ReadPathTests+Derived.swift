@@ -76,10 +76,10 @@ struct DerivedReadPathTests {
         let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try parent.performAndWait {
             let people = try ReadPathTests.people(parent)
-            people[0].town = people[2].town          // Ada to Rome, unsaved
-            let oslo = Town(context: parent)         // a temporary ID
+            people[0].town = people[2].town  // Ada to Rome, unsaved
+            let oslo = Town(context: parent)  // a temporary ID
             oslo.name = "Oslo"
-            people[1].town = oslo                    // Bob to Oslo, unsaved
+            people[1].town = oslo  // Bob to Oslo, unsaved
         }
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
         try child.performAndWait {

@@ -38,7 +38,7 @@ struct ReadPathTests {
             let (ada, bob, cy) = (people[0], people[1], people[2])
             let paris = try #require(ada.town)
             let rome = try #require(cy.town)
-            #expect(bob.town === paris)   // one object per row, also through the cache
+            #expect(bob.town === paris)  // one object per row, also through the cache
 
             ada.town = rome
             #expect(ada.town === rome)
@@ -126,14 +126,14 @@ struct ReadPathTests {
             weakContext = context
             return try context.performAndWait {
                 let people = try Self.people(context)
-                #expect(people[0].town?.name == "Paris")   // fills the cached destination
+                #expect(people[0].town?.name == "Paris")  // fills the cached destination
                 _ = people[2].name
                 return (people[0], people[2])
             }
         }()
         #expect(weakContext == nil)
         #expect(ada.managedObjectContext == nil && cy.managedObjectContext == nil)
-        #expect(ada.town == nil)   // the cached destination is gone with the context
+        #expect(ada.town == nil)  // the cached destination is gone with the context
         #expect(cy.town == nil)
         #expect(ada.name == "Ada" && cy.name == "Cy")
         #expect(!ada.hasChanges)

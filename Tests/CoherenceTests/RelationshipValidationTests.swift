@@ -7,16 +7,21 @@ import Testing
 @Suite struct RelationshipValidationTests {
     static func model() throws -> ManagedObjectModel {
         try ManagedObjectModel(entities: [
-            EntityDescription(name: "Team", properties: [
-                AttributeDescription(name: "name", type: .string, defaultValue: ""),
-                RelationshipDescription(name: "members", destination: "Member", inverse: "team", isToMany: true,
-                                        minCount: 1, maxCount: 2),
-            ]),
-            EntityDescription(name: "Member", properties: [
-                AttributeDescription(name: "name", type: .string, defaultValue: ""),
-                RelationshipDescription(name: "team", destination: "Team", inverse: "members", isOptional: false),
-                RelationshipDescription(name: "mentor", destination: "Member"),
-            ]),
+            EntityDescription(
+                name: "Team",
+                properties: [
+                    AttributeDescription(name: "name", type: .string, defaultValue: ""),
+                    RelationshipDescription(
+                        name: "members", destination: "Member", inverse: "team", isToMany: true,
+                        minCount: 1, maxCount: 2)
+                ]),
+            EntityDescription(
+                name: "Member",
+                properties: [
+                    AttributeDescription(name: "name", type: .string, defaultValue: ""),
+                    RelationshipDescription(name: "team", destination: "Team", inverse: "members", isOptional: false),
+                    RelationshipDescription(name: "mentor", destination: "Member")
+                ])
         ])
     }
 

@@ -11,7 +11,7 @@ struct SQLiteLayerTests {
         let mode = try c.prepare("PRAGMA journal_mode").rows { $0.string(0) }
         #expect(mode == ["wal"])
         let sync = try c.prepare("PRAGMA synchronous").rows { $0.int64(0) }
-        #expect(sync == [1])   // NORMAL
+        #expect(sync == [1])  // NORMAL
         let fk = try c.prepare("PRAGMA foreign_keys").rows { $0.int64(0) }
         #expect(fk == [1])
     }
@@ -136,8 +136,10 @@ struct SQLiteLayerTests {
     private func expectUTF16TableReadsRight(at path: String, through c: SQLiteConnection) throws {
         var raw: OpaquePointer?
         #expect(sqlite3_open(path, &raw) == SQLITE_OK)
-        #expect(sqlite3_exec(raw, "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (v); INSERT INTO t VALUES ('héllo')",
-                             nil, nil, nil) == SQLITE_OK)
+        #expect(
+            sqlite3_exec(
+                raw, "PRAGMA encoding = 'UTF-16le'; CREATE TABLE t (v); INSERT INTO t VALUES ('héllo')",
+                nil, nil, nil) == SQLITE_OK)
         sqlite3_close(raw)
         #expect(try c.prepare("SELECT v FROM t").rows { $0.value(0) } == [.text("héllo")])
     }
@@ -185,11 +187,13 @@ struct SQLiteLayerTests {
         try SQLiteConnection(location: .file(path)).execute("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('Héllo'), (''), (NULL)")
         let c = try SQLiteConnection(location: .file(path))
         #expect(c.textIsUTF8)
-        let st = try c.prepare("SELECT v, v || 'x', ?, coherence_fold(v), CAST(x'' AS TEXT), upper(v), CAST(x'00410042' AS TEXT) FROM t ORDER BY rowid")
+        let st = try c.prepare(
+            "SELECT v, v || 'x', ?, coherence_fold(v), CAST(x'' AS TEXT), upper(v), CAST(x'00410042' AS TEXT) FROM t ORDER BY rowid")
         st.bind("bö", at: 1)
         let rows = try st.rows { s in (0..<7).map { s.value(Int32($0)) } }
         #expect(rows.count == 3)
-        #expect(rows.first == [.text("Héllo"), .text("Héllox"), .text("bö"), .text("hello"), .text(""), .text("HéLLO"), .text("\u{0}A\u{0}B")])
+        #expect(
+            rows.first == [.text("Héllo"), .text("Héllox"), .text("bö"), .text("hello"), .text(""), .text("HéLLO"), .text("\u{0}A\u{0}B")])
         #expect(rows.dropFirst().first == [.text(""), .text("x"), .text("bö"), .text(""), .text(""), .text(""), .text("\u{0}A\u{0}B")])
         #expect(rows.last.map { [$0[0], $0[1], $0[3]] } == [.null, .null, .null])
     }
@@ -206,20 +210,22 @@ struct SQLiteLayerTests {
     /// registers of its own): every row reads its own values.
     @Test func aCompoundSelectReadsEachRowsValues() throws {
         let c = try SQLiteConnection(location: .memory)
-        try c.execute("""
+        try c.execute(
+            """
             CREATE TABLE a (x INTEGER, y TEXT, z REAL); CREATE TABLE b (p BLOB, q REAL, r TEXT, s);
             INSERT INTO a VALUES (1, 'one', 1.5), (2, 'two', NULL), (3, 'three', 3.5);
             INSERT INTO b VALUES (x'0102', 0, 'zero', x'ff'), (NULL, 2.5, NULL, 'text')
             """)
         let st = try c.prepare("SELECT x, y, z FROM a UNION ALL SELECT q, r, s FROM b ORDER BY 1")
         let first = try allRows(st)
-        #expect(first == [
-            [.real(0), .text("zero"), .blob(Data([0xff]))],
-            [.integer(1), .text("one"), .real(1.5)],
-            [.integer(2), .text("two"), .null],
-            [.real(2.5), .null, .text("text")],
-            [.integer(3), .text("three"), .real(3.5)],
-        ])
+        #expect(
+            first == [
+                [.real(0), .text("zero"), .blob(Data([0xff]))],
+                [.integer(1), .text("one"), .real(1.5)],
+                [.integer(2), .text("two"), .null],
+                [.real(2.5), .null, .text("text")],
+                [.integer(3), .text("three"), .real(3.5)]
+            ])
         // A second run reads the same rows.
         #expect(try allRows(st) == first)
     }
@@ -241,8 +247,10 @@ struct SQLiteLayerTests {
     /// A statement prepared again with another number of columns (a view redefined under
     /// `SELECT *`) keeps the column count it was prepared with: a column the new program does
     /// not have reads as NULL.
-    @Test(arguments: zip(["SELECT a, b FROM t", "SELECT a, abs(b) FROM t", "SELECT a, b + c FROM t", "SELECT a, b, c, a + c FROM t"],
-                         [[10, 20, nil], [10, 20, nil], [10, 50, nil], [10, 20, 30]] as [[Int64?]]))
+    @Test(
+        arguments: zip(
+            ["SELECT a, b FROM t", "SELECT a, abs(b) FROM t", "SELECT a, b + c FROM t", "SELECT a, b, c, a + c FROM t"],
+            [[10, 20, nil], [10, 20, nil], [10, 50, nil], [10, 20, 30]] as [[Int64?]]))
     func aStatementPreparedAgainWithOtherColumnsReadsRight(_ view: String, _ expected: [Int64?]) throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("v.sqlite").path

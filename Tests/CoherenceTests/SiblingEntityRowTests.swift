@@ -23,8 +23,12 @@ struct SiblingEntityRowTests {
         let model = coordinator.managedObjectModel
         let circle = try #require(model.entity(for: Circle.self)), square = try #require(model.entity(for: Square.self))
         let shape = try #require(model.entitiesByName["Shape"])
-        let ids = try insertObjects(coordinator, [rowInsert(circle, ["label": .text("c"), "radius": .real(2)]),
-                                                  rowInsert(square, ["label": .text("s"), "side": .real(3)])])
+        let ids = try insertObjects(
+            coordinator,
+            [
+                rowInsert(circle, ["label": .text("c"), "radius": .real(2)]),
+                rowInsert(square, ["label": .text("s"), "side": .real(3)])
+            ])
         return Fixture(coordinator: coordinator, circle: circle, square: square, shape: shape, squareID: ids[1])
     }
 
@@ -84,8 +88,11 @@ struct SiblingEntityRowTests {
         var values = f.circle.initialValues
         values[label] = .text("changed")
         var changes = StoreChangeSet()
-        changes.updates = [RowUpdate(objectID: f.wrongID, values: values, changedSlots: [label], references: [],
-                                     expectedVersion: 7, cachedValues: nil)]
+        changes.updates = [
+            RowUpdate(
+                objectID: f.wrongID, values: values, changedSlots: [label], references: [],
+                expectedVersion: 7, cachedValues: nil)
+        ]
         do {
             _ = try f.coordinator.save(changes)
             Issue.record("the update of a row that is not a Circle was accepted")

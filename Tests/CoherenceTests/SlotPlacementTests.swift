@@ -73,10 +73,12 @@ final class SpecialLabelled: Labelled {
         let dir = try TemporaryDirectory()
         let reflected = try ManagedObjectModel(types: [Pair.self])
         let reordered = try ManagedObjectModel(entities: [
-            EntityDescription(name: "Pair", managedObjectClass: Pair.self, properties: [
-                AttributeDescription(name: "second", type: .integer64, defaultValue: 7),
-                AttributeDescription(name: "first", type: .string, defaultValue: "a"),
-            ]),
+            EntityDescription(
+                name: "Pair", managedObjectClass: Pair.self,
+                properties: [
+                    AttributeDescription(name: "second", type: .integer64, defaultValue: 7),
+                    AttributeDescription(name: "first", type: .string, defaultValue: "a")
+                ])
         ])
         let slotA = try #require(reflected.entitiesByName["Pair"]?.propertiesByName["first"]?.slot)
         let slotB = try #require(reordered.entitiesByName["Pair"]?.propertiesByName["first"]?.slot)
@@ -144,9 +146,10 @@ final class SpecialLabelled: Labelled {
             for n in 0..<40 {
                 if i % 2 == 0 {
                     guard let m = try? ManagedObjectModel(types: [Pair.self]),
-                          let a = m.entitiesByName["Pair"]?.attributesByName["first"],
-                          let b = m.entitiesByName["Pair"]?.attributesByName["second"],
-                          a.defaultValue == .text("a"), b.defaultValue == .integer(7) else {
+                        let a = m.entitiesByName["Pair"]?.attributesByName["first"],
+                        let b = m.entitiesByName["Pair"]?.attributesByName["second"],
+                        a.defaultValue == .text("a"), b.defaultValue == .integer(7)
+                    else {
                         failures.withLock { $0 += 1 }
                         continue
                     }

@@ -32,9 +32,9 @@ import Testing
             #expect(town.committedValues(forKeys: ["name"])["name"] as? String == "Rome")
             #expect(town.changedValues().keys.sorted() == ["population"])
             #expect(town.hasChanges && context.updatedObjects.count == 1)
-            town.name = "Roma"                       // a second slot joins the sparse snapshot
+            town.name = "Roma"  // a second slot joins the sparse snapshot
             #expect(town._originals?.count == 2)
-            town.population = 10                     // back to its committed value
+            town.population = 10  // back to its committed value
             #expect(town.changedValues().keys.sorted() == ["name"])
             town.name = "Rome"
             #expect(!town.hasChanges && context.updatedObjects.isEmpty)
@@ -92,7 +92,7 @@ import Testing
         let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let town = try parent.performAndWait { () throws -> Town in
             let t = try #require(try parent.fetch(FetchRequest<Town>()).first)
-            t.population = 11                        // sparse in the parent
+            t.population = 11  // sparse in the parent
             return t
         }
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)

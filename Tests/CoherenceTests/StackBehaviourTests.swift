@@ -32,8 +32,10 @@ private func companion(_ url: URL, _ suffix: String) -> URL { URL(fileURLWithPat
 
 /// Expects `body` to throw a CoherenceError with `code` whose `store` is `store` and whose
 /// description names it.
-private func expectError(_ code: CoherenceError.Code, store: String, mentioning text: String? = nil,
-                         sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+private func expectError(
+    _ code: CoherenceError.Code, store: String, mentioning text: String? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) {
     let error = #expect(throws: CoherenceError.self, sourceLocation: sourceLocation) { try body() }
     #expect(error?.code == code, sourceLocation: sourceLocation)
     #expect(error?.store == store, sourceLocation: sourceLocation)
@@ -44,8 +46,10 @@ private func expectError(_ code: CoherenceError.Code, store: String, mentioning 
 }
 
 /// Inserts a town through one new background context and reads it back through another.
-private func expectSavesAndFetches(_ stack: some PersistentStack, town name: String,
-                                   sourceLocation: SourceLocation = #_sourceLocation) async throws {
+private func expectSavesAndFetches(
+    _ stack: some PersistentStack, town name: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
     let writer = stack.newBackgroundContext()
     try await writer.perform {
         let t = Town(context: writer)
@@ -83,10 +87,13 @@ struct StackBadInputTests {
         return connect
     }
 
-    func expectOnlyTheGoodStore(_ connect: GenericConnect<ContextStrategy.Direct>, _ dir: TemporaryDirectory,
-                                sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(connect.persistentStoreCoordinator.persistentStores.map(\.url?.path) == [dir.file("Bad.sqlite").path],
-                sourceLocation: sourceLocation)
+    func expectOnlyTheGoodStore(
+        _ connect: GenericConnect<ContextStrategy.Direct>, _ dir: TemporaryDirectory,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(
+            connect.persistentStoreCoordinator.persistentStores.map(\.url?.path) == [dir.file("Bad.sqlite").path],
+            sourceLocation: sourceLocation)
         #expect(connect.attachedStores.count == 1, sourceLocation: sourceLocation)
     }
 
@@ -152,12 +159,14 @@ struct StackBadInputTests {
         let connect = try startedConnect(dir)
         try Data("plain text".utf8).write(to: dir.file("broken.sqlite"))
         let error = #expect(throws: CoherenceError.self) {
-            try connect.attachPersistentStores(for: [StoreConfiguration(fileName: "fine.sqlite"),
-                                                     StoreConfiguration(fileName: "broken.sqlite")])
+            try connect.attachPersistentStores(for: [
+                StoreConfiguration(fileName: "fine.sqlite"),
+                StoreConfiguration(fileName: "broken.sqlite")
+            ])
         }
         #expect(error?.code == .storeOpenFailed)
         #expect(error?.store == dir.file("broken.sqlite").path)
-        expectOnlyTheGoodStore(connect, dir)   // fine.sqlite was detached again
+        expectOnlyTheGoodStore(connect, dir)  // fine.sqlite was detached again
         #expect(openFiles(under: dir.url).allSatisfy { !$0.contains("fine.sqlite") && !$0.contains("broken.sqlite") })
         try await expectSavesAndFetches(connect, town: "after rollback")
     }
@@ -268,11 +277,13 @@ struct StackStoresTests {
         let dir = try TemporaryDirectory()
         let connect = GenericConnect<ContextStrategy.Direct>(name: "HR", bundle: .module)
         connect.storeLocation = dir.url
-        let stores = try connect.attachPersistentStores(for: [StoreConfiguration(name: "PersistentData"),
-                                                              StoreConfiguration(name: "TransientData"),
-                                                              StoreConfiguration(fileName: "archive.db", name: "PersistentData")])
+        let stores = try connect.attachPersistentStores(for: [
+            StoreConfiguration(name: "PersistentData"),
+            StoreConfiguration(name: "TransientData"),
+            StoreConfiguration(fileName: "archive.db", name: "PersistentData")
+        ])
         try connect.start()
-        #expect(connect.persistentStoreCoordinator.persistentStores.count == 3)   // start attached nothing more
+        #expect(connect.persistentStoreCoordinator.persistentStores.count == 3)  // start attached nothing more
         for name in ["HR.persistentdata.sqlite", "HR.transientdata.sqlite", "archive.db"] {
             #expect(permissions(dir.file(name)) == 0o600, "\(name)")
         }
@@ -284,7 +295,7 @@ struct StackStoresTests {
             try context.save()
             return (e.objectID, s.objectID)
         }
-        #expect(employee.storeIdentifier == stores[0].identifier)   // the first store holding the entity
+        #expect(employee.storeIdentifier == stores[0].identifier)  // the first store holding the entity
         #expect(session.storeIdentifier == stores[1].identifier)
         // Without the first store, new employees go to the archive; fetches span every store.
         try connect.detach(persistentStore: stores[0])
@@ -322,14 +333,15 @@ struct StackStoresTests {
                 try context.save()
                 return try employeeNames(context)
             }
-            #expect(names == [user])   // the other user's store is not attached
+            #expect(names == [user])  // the other user's store is not attached
             try connect.detach(persistentStore: store)
             #expect(openFiles(under: location).isEmpty)
         }
         #expect(connect.persistentStoreCoordinator.persistentStores.count == 1)
         // Both users at once: fetches see both stores.
         let both = try ["alice", "bob"].map {
-            try connect.attachPersistentStore(at: StoreLocation.location(forUser: $0, under: dir.url), for: StoreConfiguration(name: "PersistentData"))
+            try connect.attachPersistentStore(
+                at: StoreLocation.location(forUser: $0, under: dir.url), for: StoreConfiguration(name: "PersistentData"))
         }
         let reader = connect.newBackgroundContext()
         #expect(try await reader.perform { try employeeNames(reader) } == ["alice", "bob"])
@@ -372,7 +384,7 @@ struct StackStoresTests {
         #expect(fresh.identifier != store.identifier)
         let context = container.newBackgroundContext()
         #expect(try await context.perform { try context.count(for: FetchRequest<Town>()) } == 0)
-        try await expectSavesAndFetches(container, town: "Oslo")   // no uniqueness conflict with the deleted store
+        try await expectSavesAndFetches(container, town: "Oslo")  // no uniqueness conflict with the deleted store
     }
 
     @Test func deinitialisingAContainerDetachesItsStores() async throws {
@@ -383,8 +395,10 @@ struct StackStoresTests {
         do {
             let connect = GenericConnect<ContextStrategy.Mixed>(name: "Gone", managedObjectModel: model)
             connect.storeLocation = dir.url
-            try connect.attachPersistentStores(for: [StoreConfiguration(), StoreConfiguration(fileName: "second.sqlite"),
-                                                     StoreConfiguration(type: .inMemory)])
+            try connect.attachPersistentStores(for: [
+                StoreConfiguration(), StoreConfiguration(fileName: "second.sqlite"),
+                StoreConfiguration(type: .inMemory)
+            ])
             try connect.start()
             try await expectSavesAndFetches(connect, town: "Oslo")
             coordinator = connect.persistentStoreCoordinator
@@ -433,8 +447,10 @@ final class BlockRecord: @unchecked Sendable {
 /// Calls `call` on a thread of its own, which then waits for the completion block, and reports how
 /// the block was called. (A thread of its own, so the block cannot run on it unless `call` runs
 /// the block itself.)
-private func callFromOwnThread(_ record: BlockRecord,
-                               _ call: @escaping @Sendable (@escaping @Sendable ((any Error)?) -> Void) -> Void) async -> BlockOutcome {
+private func callFromOwnThread(
+    _ record: BlockRecord,
+    _ call: @escaping @Sendable (@escaping @Sendable ((any Error)?) -> Void) -> Void
+) async -> BlockOutcome {
     await withCheckedContinuation { (continuation: CheckedContinuation<BlockOutcome, Never>) in
         let thread = Thread {
             let caller = pthread_self()
@@ -550,10 +566,11 @@ final class StackNotificationRecorder: @unchecked Sendable {
         token = NotificationCenter.default.addObserver(forName: name, object: context, queue: nil) { [weak self] note in
             let info = note.userInfo ?? [:]
             func ids(_ key: String) -> Set<ObjectID> { info[key] as? Set<ObjectID> ?? [] }
-            let change = ObservedChange(onExecutor: executor.isOnExecutor,
-                                        inserted: ids(ManagedObjectContext.NotificationKey.insertedObjectIDs),
-                                        updated: ids(ManagedObjectContext.NotificationKey.updatedObjectIDs),
-                                        deleted: ids(ManagedObjectContext.NotificationKey.deletedObjectIDs))
+            let change = ObservedChange(
+                onExecutor: executor.isOnExecutor,
+                inserted: ids(ManagedObjectContext.NotificationKey.insertedObjectIDs),
+                updated: ids(ManagedObjectContext.NotificationKey.updatedObjectIDs),
+                deleted: ids(ManagedObjectContext.NotificationKey.deletedObjectIDs))
             self?.lock.withLock { self?.seen.append(change) }
             continuation.yield(change)
         }
@@ -640,7 +657,7 @@ struct StackStrategyBehaviourTests {
         // The view context's objects, loaded so that updates and deletes have something to change.
         let (viewNames, viewTownID, viewBobID) = try await view.perform {
             let people = try view.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]))
-            _ = people.first?.town?.population   // fire the fault: the view holds the town's values
+            _ = people.first?.town?.population  // fire the fault: the view holds the town's values
             return (people.map(\.name), people.first?.town?.objectID, people.last?.objectID)
         }
         #expect(viewNames == ["Ada", "Bob"])
@@ -745,9 +762,11 @@ struct StackStrategyBehaviourTests {
         try again.start()
         let check = again.newBackgroundContext()
         let (towns, people, clubs) = try await check.perform {
-            (try check.fetch(FetchRequest<Town>()).map { "\($0.name):\($0.population)" },
-             try check.fetch(FetchRequest<Person>()).map { "\($0.name)@\($0.town?.name ?? "-")" },
-             try check.fetch(FetchRequest<Club>(sortBy: [SortDescriptor(\.title)])).map(\.title))
+            (
+                try check.fetch(FetchRequest<Town>()).map { "\($0.name):\($0.population)" },
+                try check.fetch(FetchRequest<Person>()).map { "\($0.name)@\($0.town?.name ?? "-")" },
+                try check.fetch(FetchRequest<Club>(sortBy: [SortDescriptor(\.title)])).map(\.title)
+            )
         }
         #expect(towns == ["Oslo:2"])
         #expect(people == ["Ada@Oslo"])
@@ -841,7 +860,9 @@ struct StackTransformableTests {
         let container = GenericPersistentContainer<ContextStrategy.Direct>(name: "HR", bundle: .module)
         container.storeLocation = dir.url
         try container.attachPersistentStore(for: StoreConfiguration(name: "PersistentData"))
-        #expect(container.managedObjectModel.entitiesByName["Employee"]?.attributesByName["tags"]?.valueTransformerName == "NSSecureUnarchiveFromData")
+        #expect(
+            container.managedObjectModel.entitiesByName["Employee"]?.attributesByName["tags"]?.valueTransformerName
+                == "NSSecureUnarchiveFromData")
         #expect(AttributeTransformers.transformer(named: "NSSecureUnarchiveFromData") == nil)
         let writer = container.newBackgroundContext()
         // (Expectations are checked outside perform blocks: those run on the contexts' queues.)
@@ -855,8 +876,12 @@ struct StackTransformableTests {
             try eve.setEncodedValue(nil as [String]?, forKey: "tags")
             // Bad values are errors, not crashes.
             var codes: [CoherenceError.Code?] = []
-            do { try ada.setValue(StackOpaque(), forKey: "tags"); codes.append(nil) } catch { codes.append((error as? CoherenceError)?.code) }
-            do { try ada.setEncodedValue(["nope"], forKey: "name"); codes.append(nil) } catch { codes.append((error as? CoherenceError)?.code) }
+            do { try ada.setValue(StackOpaque(), forKey: "tags"); codes.append(nil) } catch {
+                codes.append((error as? CoherenceError)?.code)
+            }
+            do { try ada.setEncodedValue(["nope"], forKey: "name"); codes.append(nil) } catch {
+                codes.append((error as? CoherenceError)?.code)
+            }
             try writer.save()
             return codes
         }
@@ -874,9 +899,10 @@ struct StackTransformableTests {
             guard let ada = byName["ada"], let bob = byName["bob"], let eve = byName["eve"] else {
                 throw CoherenceError(.objectNotFound, "missing employees: \(byName.keys.sorted())")
             }
-            var r = Read(ada: try ada.decodedValue(forKey: "tags", as: [String].self), adaRaw: try ada.value(forKey: "tags") as? Data,
-                         bob: try bob.decodedValue(forKey: "tags", as: [String].self),
-                         eve: try eve.decodedValue(forKey: "tags", as: [String].self), eveRawIsNil: try eve.value(forKey: "tags") == nil)
+            var r = Read(
+                ada: try ada.decodedValue(forKey: "tags", as: [String].self), adaRaw: try ada.value(forKey: "tags") as? Data,
+                bob: try bob.decodedValue(forKey: "tags", as: [String].self),
+                eve: try eve.decodedValue(forKey: "tags", as: [String].self), eveRawIsNil: try eve.value(forKey: "tags") == nil)
             do { _ = try ada.decodedValue(forKey: "tags", as: Int.self) } catch { r.mismatch = (error as? CoherenceError)?.code }
             do { _ = try ada.decodedValue(forKey: "nickname", as: String.self) } catch { r.unknown = (error as? CoherenceError)?.code }
             return r
@@ -912,8 +938,10 @@ struct StackTransformableTests {
         let reader = container.newBackgroundContext()
         let (titles, tags, places, dynamicTags): ([String], [[String]], [StackPlace?], [String]?) = try await reader.perform {
             let notes = try reader.fetch(FetchRequest<StackNote>(sortBy: [SortDescriptor(\.title)]))
-            let result = (notes.map(\.title), notes.map(\.tags), notes.map(\.place),
-                          try notes.first?.decodedValue(forKey: "tags", as: [String].self))   // the dynamic API reads the same JSON
+            let result = (
+                notes.map(\.title), notes.map(\.tags), notes.map(\.place),
+                try notes.first?.decodedValue(forKey: "tags", as: [String].self)
+            )  // the dynamic API reads the same JSON
             // Change and clear, then save again.
             notes.first?.place = nil
             notes.first?.tags.append("c")
@@ -926,7 +954,9 @@ struct StackTransformableTests {
         #expect(dynamicTags == ["a", "b"])
         let again = container.newBackgroundContext()
         let full = try await again.perform {
-            try again.fetch(FetchRequest<StackNote>(predicate: #Predicate { $0.title == "full" })).map { "\($0.tags) \(String(describing: $0.place))" }
+            try again.fetch(FetchRequest<StackNote>(predicate: #Predicate { $0.title == "full" })).map {
+                "\($0.tags) \(String(describing: $0.place))"
+            }
         }
         #expect(full == ["[\"a\", \"b\", \"c\"] nil"])
     }
@@ -934,10 +964,12 @@ struct StackTransformableTests {
     @Test func aRegisteredTransformerIsUsed() async throws {
         let dir = try TemporaryDirectory()
         AttributeTransformers.register(StackCSVTransformer(), forName: "StackBehaviourCSV")
-        let entity = EntityDescription(name: "Gadget", properties: [
-            AttributeDescription(name: "label", type: .string, isOptional: true),
-            AttributeDescription(name: "parts", type: .transformable, isOptional: true, valueTransformerName: "StackBehaviourCSV"),
-        ])
+        let entity = EntityDescription(
+            name: "Gadget",
+            properties: [
+                AttributeDescription(name: "label", type: .string, isOptional: true),
+                AttributeDescription(name: "parts", type: .transformable, isOptional: true, valueTransformerName: "StackBehaviourCSV")
+            ])
         let model = try ManagedObjectModel(entities: [entity])
         let container = GenericPersistentContainer<ContextStrategy.Direct>(name: "Gadgets", managedObjectModel: model)
         container.storeLocation = dir.url
@@ -947,7 +979,7 @@ struct StackTransformableTests {
             let g = try writer.insertNewObject(forEntityName: "Gadget")
             try g.setValue("clock", forKey: "label")
             try g.setValue(["gear", "spring"], forKey: "parts")
-            let stored = try g.value(forKey: "parts", as: Data.self)   // stored by the transformer
+            let stored = try g.value(forKey: "parts", as: Data.self)  // stored by the transformer
             // A value the transformer rejects is an error, not silently stored in another format.
             var rejected: CoherenceError.Code?
             do { try g.setValue(42, forKey: "parts") } catch { rejected = (error as? CoherenceError)?.code }

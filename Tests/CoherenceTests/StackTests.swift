@@ -113,14 +113,17 @@ struct StackTests {
         let connect = GenericConnect<ContextStrategy.Mixed>(name: "HR", bundle: .module)
         connect.storeLocation = dir.url
         // Custom configurations, then start.
-        let stores = try connect.attachPersistentStores(for: [StoreConfiguration(name: "TransientData", type: .inMemory),
-                                                              StoreConfiguration(name: "PersistentData", type: .sqlite)])
+        let stores = try connect.attachPersistentStores(for: [
+            StoreConfiguration(name: "TransientData", type: .inMemory),
+            StoreConfiguration(name: "PersistentData", type: .sqlite)
+        ])
         try connect.start()
         #expect(stores.map(\.type) == [.inMemory, .sqlite])
         #expect(FileManager.default.fileExists(atPath: dir.file("HR.persistentdata.sqlite").path))
         // A user's store after start, at <location>/<user>, created with owner-only permissions.
-        let alice = try connect.attachPersistentStore(at: StoreLocation.location(forUser: "alice", under: dir.url),
-                                                      for: StoreConfiguration(fileName: "alice.sqlite", name: "PersistentData"))
+        let alice = try connect.attachPersistentStore(
+            at: StoreLocation.location(forUser: "alice", under: dir.url),
+            for: StoreConfiguration(fileName: "alice.sqlite", name: "PersistentData"))
         let attributes = try FileManager.default.attributesOfItem(atPath: dir.file("alice").path)
         #expect(attributes[.posixPermissions] as? Int == 0o700)
         let fileAttributes = try FileManager.default.attributesOfItem(atPath: dir.file("alice/alice.sqlite").path)
@@ -141,12 +144,12 @@ struct StackTests {
         #expect(connect.state == .stopped)
         try connect.start()
         #expect(connect.state == .started)
-        try connect.start()   // harmless
+        try connect.start()  // harmless
         #expect(connect.persistentStoreCoordinator.persistentStores.map(\.url?.lastPathComponent) == ["Default.sqlite"])
         try connect.stop()
-        try connect.stop()    // harmless
+        try connect.stop()  // harmless
         #expect(connect.state == .stopped)
-        try connect.start()   // start → stop → start
+        try connect.start()  // start → stop → start
         #expect(connect.isStarted && connect.persistentStoreCoordinator.persistentStores.count == 1)
     }
 }
@@ -190,7 +193,7 @@ struct StrategyTests {
             #expect(people == ["Ada"])
         } else {
             let population: Int = await view.perform { (view.registeredObject(for: savedTown) as? Town)?.population ?? -1 }
-            #expect(population == 1)   // the view context was not updated
+            #expect(population == 1)  // the view context was not updated
             let fresh = connect.newBackgroundContext()
             let seen: Int = try await fresh.perform { try fresh.count(for: FetchRequest<Person>()) }
             #expect(seen == 1)

@@ -8,7 +8,8 @@ import Testing
 struct StoreAssignmentTests {
     /// Two stores holding every entity: a.sqlite first, then `secondType` (b.sqlite when SQLite).
     private static func twoStores(_ secondType: StoreType, in dir: TemporaryDirectory)
-        throws -> (PersistentStoreCoordinator, first: PersistentStore, second: PersistentStore) {
+        throws -> (PersistentStoreCoordinator, first: PersistentStore, second: PersistentStore)
+    {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         let first = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("a.sqlite"))
         let second = try coordinator.addPersistentStore(type: secondType, at: secondType == .sqlite ? dir.file("b.sqlite") : nil)
@@ -20,7 +21,8 @@ struct StoreAssignmentTests {
     private static func names(_ entity: String = "Town", in file: URL) throws -> [String] {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         try coordinator.addPersistentStore(type: .sqlite, at: file)
-        return try coordinator.fetchDictionaries(FetchRequest<ManagedObject>(entityName: entity)).compactMap { $0["name"] as? String }.sorted()
+        return try coordinator.fetchDictionaries(FetchRequest<ManagedObject>(entityName: entity)).compactMap { $0["name"] as? String }
+            .sorted()
     }
 
     /// A new town in `context`, assigned to `store` when one is given.
@@ -47,7 +49,9 @@ struct StoreAssignmentTests {
         if secondType == .sqlite {
             #expect(try Self.names(in: dir.file("b.sqlite")) == ["Bergen"])
         }
-        #expect(Set(try coordinator.fetchObjectIDs(FetchRequest<Town>()).compactMap(\.storeIdentifier)) == [first.identifier, second.identifier])
+        #expect(
+            Set(try coordinator.fetchObjectIDs(FetchRequest<Town>()).compactMap(\.storeIdentifier)) == [first.identifier, second.identifier]
+        )
     }
 
     /// A related object does not follow its destination's store: unassigned, it goes to the

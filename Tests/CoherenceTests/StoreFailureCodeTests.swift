@@ -9,7 +9,7 @@ import Testing
 struct StoreFailureCodeTests {
     static func notesModel() throws -> ManagedObjectModel {
         try ManagedObjectModel(entities: [
-            EntityDescription(name: "Note", properties: [AttributeDescription(name: "text", type: .string, defaultValue: "")]),
+            EntityDescription(name: "Note", properties: [AttributeDescription(name: "text", type: .string, defaultValue: "")])
         ])
     }
 

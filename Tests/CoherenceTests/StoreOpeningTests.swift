@@ -45,8 +45,9 @@ struct StoreOpeningTests {
     @Test func aForeignDatabaseIsLeftByteForByte() throws {
         let dir = try TemporaryDirectory()
         let url = dir.file("foreign.sqlite")
-        try runForeignSQL("PRAGMA journal_mode=DELETE; CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me')",
-                          at: url.path)
+        try runForeignSQL(
+            "PRAGMA journal_mode=DELETE; CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me')",
+            at: url.path)
         let (before, after) = try Self.refuse(url, model: try makeTestModel())
         #expect(Self.journalVersions(before) == [1, 1])
         #expect(Self.journalVersions(after) == [1, 1], "the file was switched to WAL")
@@ -61,8 +62,9 @@ struct StoreOpeningTests {
     @Test func aForeignDatabaseKeepsItsLog() throws {
         let dir = try TemporaryDirectory()
         let url = dir.file("crashed.sqlite")
-        try runForeignSQL("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('in the log')",
-                          at: url.path, keepingWAL: true)
+        try runForeignSQL(
+            "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('in the log')",
+            at: url.path, keepingWAL: true)
         let wal = URL(fileURLWithPath: url.path + "-wal")
         let walBefore = try Data(contentsOf: wal)
         #expect(!walBefore.isEmpty)

@@ -15,7 +15,7 @@ struct StoreTests {
         let c = try SQLiteConnection(location: .file(dir.file("s.sqlite").path))
         let tables = Set(try c.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").rows { $0.string(0) })
         #expect(tables.isSuperset(of: ["Person", "Town", "Club", "Sample", "Shape", "Z_METADATA", "Z_PRIMARYKEY"]))
-        #expect(!tables.contains("Circle"))   // single-table inheritance
+        #expect(!tables.contains("Circle"))  // single-table inheritance
         #expect(tables.contains { $0.hasPrefix("Z_Club_members") || $0.hasPrefix("Z_Person_clubs") })
         let indexes = Set(try c.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").rows { $0.string(0) })
         #expect(indexes.contains("Z_Person_age"))
@@ -39,13 +39,13 @@ struct StoreTests {
             "i": Int.max.storedValue, "i16": Int16.min.storedValue, "i32": Int32.max.storedValue, "i64": Int64.min.storedValue,
             "d": Double.leastNonzeroMagnitude.storedValue, "f": Float.greatestFiniteMagnitude.storedValue, "b": true.storedValue,
             "s": "Ünïcødé ✓ 𝄞 \u{0301}".storedValue, "data": blob.storedValue, "date": date.storedValue, "uuid": uuid.storedValue,
-            "url": URL(fileURLWithPath: "/tmp/ä b").storedValue, "decimal": decimal.storedValue,
+            "url": URL(fileURLWithPath: "/tmp/ä b").storedValue, "decimal": decimal.storedValue
         ]
         let empty: [String: StoredValue] = ["s": "".storedValue]
         let ids = try insertObjects(coordinator, [rowInsert(sample, values), rowInsert(sample, empty)])
         let rows = try coordinator.rows(for: ids)
         coordinator.rowCache.remove(ids)
-        let fresh = try coordinator.rows(for: ids)   // from the store, not the cache
+        let fresh = try coordinator.rows(for: ids)  // from the store, not the cache
         for r in [rows, fresh] {
             let full = try #require(r[ids[0]])
             let n = named(full)
@@ -150,14 +150,18 @@ struct StoreTests {
         var v1 = loaded.values
         v1[ageSlot] = .integer(37)
         var first = StoreChangeSet()
-        first.updates = [RowUpdate(objectID: id, values: v1, changedSlots: [ageSlot], references: [], expectedVersion: 1, cachedValues: loaded.values)]
+        first.updates = [
+            RowUpdate(objectID: id, values: v1, changedSlots: [ageSlot], references: [], expectedVersion: 1, cachedValues: loaded.values)
+        ]
         let r1 = try coordinator.save(first)
         #expect(r1.updatedVersions == [2])
         // A second writer still at version 1 conflicts.
         var v2 = loaded.values
         v2[ageSlot] = .integer(99)
         var second = StoreChangeSet()
-        second.updates = [RowUpdate(objectID: id, values: v2, changedSlots: [ageSlot], references: [], expectedVersion: 1, cachedValues: loaded.values)]
+        second.updates = [
+            RowUpdate(objectID: id, values: v2, changedSlots: [ageSlot], references: [], expectedVersion: 1, cachedValues: loaded.values)
+        ]
         do {
             _ = try coordinator.save(second)
             Issue.record("expected a version conflict")
@@ -195,7 +199,8 @@ struct StoreTests {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)
         let town = try #require(coordinator.managedObjectModel.entity(for: Town.self))
-        let existing = try #require(try insertObjects(coordinator, [rowInsert(town, ["name": .text("Oslo"), "population": .integer(1)])]).first)
+        let existing = try #require(
+            try insertObjects(coordinator, [rowInsert(town, ["name": .text("Oslo"), "population": .integer(1)])]).first)
         let person = try #require(coordinator.managedObjectModel.entity(for: Person.self))
         // One good insert and one duplicate: the whole save fails and writes nothing.
         do {
@@ -253,12 +258,16 @@ struct StoreTests {
     @Test func incompatibleModelIsDetected() throws {
         let dir = try TemporaryDirectory()
         let url = dir.file("s.sqlite")
-        let v1 = try ManagedObjectModel(entities: [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string)])])
+        let v1 = try ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string)])
+        ])
         do {
             let c = PersistentStoreCoordinator(managedObjectModel: v1)
             try c.addPersistentStore(type: .sqlite, at: url)
         }
-        let v2 = try ManagedObjectModel(entities: [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .integer64)])])
+        let v2 = try ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .integer64)])
+        ])
         let c2 = PersistentStoreCoordinator(managedObjectModel: v2)
         do {
             try c2.addPersistentStore(type: .sqlite, at: url)
@@ -268,7 +277,9 @@ struct StoreTests {
             #expect(error.store == url.standardizedFileURL.path)
         }
         // The same model opens it again.
-        let v1again = try ManagedObjectModel(entities: [EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string)])])
+        let v1again = try ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [AttributeDescription(name: "x", type: .string)])
+        ])
         let c3 = PersistentStoreCoordinator(managedObjectModel: v1again)
         #expect(throws: Never.self) { try c3.addPersistentStore(type: .sqlite, at: url) }
     }
@@ -286,7 +297,9 @@ struct StoreTests {
             #expect(error.message.contains("not a SQLite database"))
         }
 
-        do { try coordinator.addPersistentStore(type: .sqlite, at: dir.file("missing/dir/s.sqlite")); Issue.record("missing dir accepted") } catch {
+        do {
+            try coordinator.addPersistentStore(type: .sqlite, at: dir.file("missing/dir/s.sqlite")); Issue.record("missing dir accepted")
+        } catch {
             #expect(error.code == .storeOpenFailed)
             #expect(error.message.contains("does not exist"))
         }
@@ -304,7 +317,10 @@ struct StoreTests {
             try FileManager.default.createDirectory(at: ro, withIntermediateDirectories: true)
             _ = chmod(ro.path, 0o500)
             defer { _ = chmod(ro.path, 0o700) }
-            do { try coordinator.addPersistentStore(type: .sqlite, at: ro.appendingPathComponent("s.sqlite")); Issue.record("read-only dir accepted") } catch {
+            do {
+                try coordinator.addPersistentStore(type: .sqlite, at: ro.appendingPathComponent("s.sqlite"));
+                Issue.record("read-only dir accepted")
+            } catch {
                 #expect(error.code == .storeOpenFailed)
             }
         }
@@ -352,14 +368,16 @@ struct StoreTests {
         // Hold a write transaction open (as a save in progress does) and read meanwhile.
         let c = try engine.writerConnectionForSave()
         try c.execute("BEGIN IMMEDIATE")
-        try c.execute("INSERT INTO \"Town\" (Z_PK, Z_ENT, Z_OPT, \"name\", \"population\") VALUES (100000, \(town.entityNumber), 1, 'uncommitted', 0)")
+        try c.execute(
+            "INSERT INTO \"Town\" (Z_PK, Z_ENT, Z_OPT, \"name\", \"population\") VALUES (100000, \(town.entityNumber), 1, 'uncommitted', 0)"
+        )
         let counts = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<4 {
                 group.addTask { try coordinator.count(for: FetchRequest<Town>()) }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
-        #expect(counts == [100, 100, 100, 100])   // readers see the committed state only
+        #expect(counts == [100, 100, 100, 100])  // readers see the committed state only
         try c.execute("COMMIT")
         #expect(try coordinator.count(for: FetchRequest<Town>()) == 101)
     }
@@ -388,7 +406,7 @@ extension StoreTests {
             var expected: [Int] = []
             var rows = 0
             try engine.fetch(fetch, expecting: { expected.append($0) }, each: { _ in rows += 1 })
-            #expect(expected.count == 1)   // once, before the rows
+            #expect(expected.count == 1)  // once, before the rows
             return (expected.first ?? -1, rows)
         }
         func fetchNames() throws -> [String] {
@@ -399,7 +417,7 @@ extension StoreTests {
         #expect(try run() == (0, 5))
         #expect(try run() == (5, 5))
         try insertObjects(coordinator, (5..<55).map { rowInsert(town, ["name": .text("T\($0)")]) })
-        #expect(try run() == (5, 55))                     // more rows than expected
+        #expect(try run() == (5, 55))  // more rows than expected
         #expect(try run() == (5, 55))
         #expect(try fetchNames() == (0..<55).map { "T\($0)" }.sorted())
         #expect(try run() == (55, 55))
@@ -408,7 +426,7 @@ extension StoreTests {
             for t in try context.fetch(FetchRequest<Town>()) where t.name != "T7" && t.name != "T42" { context.delete(t) }
             try context.save()
         }
-        #expect(try fetchNames() == ["T42", "T7"])         // fewer rows than expected
+        #expect(try fetchNames() == ["T42", "T7"])  // fewer rows than expected
         #expect(try run() == (2, 2))
     }
 
@@ -447,7 +465,7 @@ struct PrimaryKeyTests {
         let model = try makeTestModel()
         let a = PersistentStoreCoordinator(managedObjectModel: model)
         try a.addPersistentStore(type: .sqlite, at: url)
-        let b = PersistentStoreCoordinator(managedObjectModel: model)   // as a second process would
+        let b = PersistentStoreCoordinator(managedObjectModel: model)  // as a second process would
         try b.addPersistentStore(type: .sqlite, at: url)
         let town = try #require(model.entity(for: Town.self))
         var keys: [Int64] = []

@@ -19,7 +19,8 @@ struct Options {
             case "--w9-child": o.w9Child = true
             case "--impl": i += 1; o.implementations = Set((args[safe: i] ?? "").split(separator: ",").map { $0.lowercased() })
             case "--help", "-h":
-                print("""
+                print(
+                    """
                     usage: CoherenceBenchmarks [--scale X] [--repetitions N] [--only W1,W3,...]
                       --scale X        multiply every N by X (default 1: 100,000 objects)
                       --repetitions N  repetitions per implementation (default 5)
@@ -58,7 +59,7 @@ typealias Run = () throws -> Double
 struct WorkloadResult {
     var name: String
     var title: String
-    var times: [String: [Double]] = [:]   // implementation → seconds per repetition
+    var times: [String: [Double]] = [:]  // implementation → seconds per repetition
     var unit = "s"
     var note = ""
 
@@ -116,7 +117,8 @@ func report(_ results: [WorkloadResult], options: Options) {
     }
     func r(_ v: Double?) -> String { v.map { String(format: "%.2f×", $0) } ?? "-" }
     print("")
-    print("workload                                              Coherence (med / min)      raw SQLite (med)   GRDB (med)     C/raw   C/GRDB")
+    print(
+        "workload                                              Coherence (med / min)      raw SQLite (med)   GRDB (med)     C/raw   C/GRDB")
     for w in results {
         let label = "\(w.name) \(w.title)".padding(toLength: 52, withPad: " ", startingAt: 0)
         let c = "\(f(w.median("coherence"), w.unit)) / \(f(w.min("coherence"), w.unit))".padding(toLength: 27, withPad: " ", startingAt: 0)
@@ -124,12 +126,17 @@ func report(_ results: [WorkloadResult], options: Options) {
         let grdb = f(w.median("grdb"), w.unit).padding(toLength: 14, withPad: " ", startingAt: 0)
         var note = w.note
         if let b = w.median("baseline") {
-            note += "; baselines \(f(b, w.unit)) / \(f(w.median("singles"), w.unit)): "
+            note +=
+                "; baselines \(f(b, w.unit)) / \(f(w.median("singles"), w.unit)): "
                 + "C/baseline \(r(w.ratio("coherence", "baseline"))) / \(r(w.ratio("coherence", "singles")))"
         }
-        print("\(label)  \(c)\(raw)\(grdb)\(r(w.ratio("coherence", "raw")).padding(toLength: 8, withPad: " ", startingAt: 0))\(r(w.ratio("coherence", "grdb")))\(note.isEmpty ? "" : "  " + note)")
+        print(
+            "\(label)  \(c)\(raw)\(grdb)\(r(w.ratio("coherence", "raw")).padding(toLength: 8, withPad: " ", startingAt: 0))\(r(w.ratio("coherence", "grdb")))\(note.isEmpty ? "" : "  " + note)"
+        )
     }
-    var json: [String: Any] = ["date": ISO8601DateFormatter().string(from: Date()), "scale": options.scale, "repetitions": options.repetitions]
+    var json: [String: Any] = [
+        "date": ISO8601DateFormatter().string(from: Date()), "scale": options.scale, "repetitions": options.repetitions
+    ]
     var items: [[String: Any]] = []
     for w in results {
         var item: [String: Any] = ["workload": w.name, "unit": w.unit]
@@ -144,7 +151,8 @@ func report(_ results: [WorkloadResult], options: Options) {
         items.append(item)
     }
     json["results"] = items
-    if let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]), let text = String(data: data, encoding: .utf8) {
+    if let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]), let text = String(data: data, encoding: .utf8)
+    {
         print("")
         print("JSON: \(text)")
     }

@@ -107,18 +107,20 @@ func grdbPool(_ url: URL) throws -> DatabasePool {
     config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
     let pool = try DatabasePool(path: url.path, configuration: config)
     try pool.write { db in
-        try db.execute(sql: """
-            CREATE TABLE IF NOT EXISTS town (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-            CREATE TABLE IF NOT EXISTS person (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, age INTEGER NOT NULL,
-              score REAL NOT NULL, createdAt DATETIME NOT NULL, townId INTEGER REFERENCES town(id));
-            CREATE INDEX IF NOT EXISTS person_age ON person(age);
-            CREATE INDEX IF NOT EXISTS person_town ON person(townId);
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS town (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS person (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, age INTEGER NOT NULL,
+                  score REAL NOT NULL, createdAt DATETIME NOT NULL, townId INTEGER REFERENCES town(id));
+                CREATE INDEX IF NOT EXISTS person_age ON person(age);
+                CREATE INDEX IF NOT EXISTS person_town ON person(townId);
+                """)
     }
     return pool
 }
 
 func gPerson(_ i: Int, _ n: Int, town: Int64? = nil) -> GPerson {
-    GPerson(id: Int64(i), name: Data_.name(i, n), email: Data_.email(i), age: Data_.age(i), score: Data_.score(i),
-            createdAt: Data_.created(i), townId: town)
+    GPerson(
+        id: Int64(i), name: Data_.name(i, n), email: Data_.email(i), age: Data_.age(i), score: Data_.score(i),
+        createdAt: Data_.created(i), townId: town)
 }

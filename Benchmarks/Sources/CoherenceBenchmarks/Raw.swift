@@ -8,10 +8,12 @@ final class RawDB {
     init(_ url: URL) throws {
         var handle: OpaquePointer?
         guard sqlite3_open_v2(url.path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
-              let handle else { throw RawError.open }
+            let handle
+        else { throw RawError.open }
         db = handle
         try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
-        try exec("""
+        try exec(
+            """
             CREATE TABLE IF NOT EXISTS town (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS person (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, age INTEGER NOT NULL,
               score REAL NOT NULL, createdAt REAL NOT NULL, townId INTEGER);
@@ -30,7 +32,9 @@ final class RawDB {
 
     func prepare(_ sql: String) throws -> OpaquePointer {
         var st: OpaquePointer?
-        guard sqlite3_prepare_v2(db, sql, -1, &st, nil) == SQLITE_OK, let st else { throw RawError.sql(String(cString: sqlite3_errmsg(db))) }
+        guard sqlite3_prepare_v2(db, sql, -1, &st, nil) == SQLITE_OK, let st else {
+            throw RawError.sql(String(cString: sqlite3_errmsg(db)))
+        }
         return st
     }
 }
@@ -39,7 +43,9 @@ let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 @inline(__always) func bindText(_ st: OpaquePointer, _ i: Int32, _ s: String) {
     var s = s
-    s.withUTF8 { b in _ = sqlite3_bind_text(st, i, UnsafeRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(b.count), transient) }
+    s.withUTF8 { b in
+        _ = sqlite3_bind_text(st, i, UnsafeRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(b.count), transient)
+    }
 }
 
 @inline(__always) func columnText(_ st: OpaquePointer, _ i: Int32) -> String {

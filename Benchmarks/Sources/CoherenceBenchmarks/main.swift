@@ -9,7 +9,9 @@ if options.w9Child {
     try Workloads.w9Child(options)
     exit(0)
 }
-print("Coherence benchmarks — scale \(options.scale), \(options.repetitions) repetitions, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print(
+    "Coherence benchmarks — scale \(options.scale), \(options.repetitions) repetitions, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+)
 var results: [WorkloadResult] = []
 @MainActor func run(_ name: String, _ body: () throws -> WorkloadResult) rethrows {
     guard options.wants(name) else { return }

@@ -42,10 +42,13 @@ extension ActionContext {
     ///   (an unknown attribute or a value of the wrong type: nothing is changed or saved), or
     ///   the save's error.
     @discardableResult
-    public func merge<T: ManagedObject>(objects: [[String: Any]], for type: T.Type, ignoreAttributes: Set<String> = [],
-                                        subsetFilter: Predicate<T>? = nil, condition: ((T) -> Bool)? = nil) throws -> MergeSummary {
-        try merge(objects: objects, entity: try mergeEntity(T.self), ignoreAttributes: ignoreAttributes,
-                  request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
+    public func merge<T: ManagedObject>(
+        objects: [[String: Any]], for type: T.Type, ignoreAttributes: Set<String> = [],
+        subsetFilter: Predicate<T>? = nil, condition: ((T) -> Bool)? = nil
+    ) throws -> MergeSummary {
+        try merge(
+            objects: objects, entity: try mergeEntity(T.self), ignoreAttributes: ignoreAttributes,
+            request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
     }
 
     /// Merges incoming objects whose values have any one type — typically `any Sendable`, as an
@@ -58,10 +61,13 @@ extension ActionContext {
     /// try context.merge(objects: payload, for: Product.self)
     /// ```
     @discardableResult
-    public func merge<T: ManagedObject, Value: Sendable>(objects: [[String: Value]], for type: T.Type, ignoreAttributes: Set<String> = [],
-                                               subsetFilter: Predicate<T>? = nil, condition: ((T) -> Bool)? = nil) throws -> MergeSummary {
-        try merge(objects: objects, entity: try mergeEntity(T.self), ignoreAttributes: ignoreAttributes,
-                  request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
+    public func merge<T: ManagedObject, Value: Sendable>(
+        objects: [[String: Value]], for type: T.Type, ignoreAttributes: Set<String> = [],
+        subsetFilter: Predicate<T>? = nil, condition: ((T) -> Bool)? = nil
+    ) throws -> MergeSummary {
+        try merge(
+            objects: objects, entity: try mergeEntity(T.self), ignoreAttributes: ignoreAttributes,
+            request: FetchRequest<T>(predicate: subsetFilter), condition: condition)
     }
 
     /// The entity of a typed subclass, or `.unmanagedEntity`.
@@ -75,28 +81,37 @@ extension ActionContext {
     /// Merges incoming objects whose values have any one type into an entity given by
     /// description; see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)-([[String:Any]],_,_,_,_)``.
     @discardableResult
-    public func merge<Value: Sendable>(objects: [[String: Value]], for entity: EntityDescription, ignoreAttributes: Set<String> = [],
-                             condition: ((ManagedObject) -> Bool)? = nil) throws -> MergeSummary {
-        try merge(objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
-                  request: FetchRequest<ManagedObject>(entityName: entity.name), condition: condition)
+    public func merge<Value: Sendable>(
+        objects: [[String: Value]], for entity: EntityDescription, ignoreAttributes: Set<String> = [],
+        condition: ((ManagedObject) -> Bool)? = nil
+    ) throws -> MergeSummary {
+        try merge(
+            objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
+            request: FetchRequest<ManagedObject>(entityName: entity.name), condition: condition)
     }
 
     /// Merges incoming objects into an entity given by description (for models built in code);
     /// see ``merge(objects:for:ignoreAttributes:subsetFilter:condition:)-([[String:Any]],_,_,_,_)``.
     @discardableResult
-    public func merge(objects: [[String: Any]], for entity: EntityDescription, ignoreAttributes: Set<String> = [],
-                      condition: ((ManagedObject) -> Bool)? = nil) throws -> MergeSummary {
-        try merge(objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
-                  request: FetchRequest<ManagedObject>(entityName: entity.name), condition: condition)
+    public func merge(
+        objects: [[String: Any]], for entity: EntityDescription, ignoreAttributes: Set<String> = [],
+        condition: ((ManagedObject) -> Bool)? = nil
+    ) throws -> MergeSummary {
+        try merge(
+            objects: objects, entity: entity, ignoreAttributes: ignoreAttributes,
+            request: FetchRequest<ManagedObject>(entityName: entity.name), condition: condition)
     }
 
-    private func merge<T: ManagedObject, Value>(objects: [[String: Value]], entity: EntityDescription, ignoreAttributes: Set<String>,
-                                         request: FetchRequest<T>, condition: ((T) -> Bool)?) throws -> MergeSummary {
+    private func merge<T: ManagedObject, Value>(
+        objects: [[String: Value]], entity: EntityDescription, ignoreAttributes: Set<String>,
+        request: FetchRequest<T>, condition: ((T) -> Bool)?
+    ) throws -> MergeSummary {
         guard !entity.name.isEmpty else {
             throw ActionError.missingEntityName("Entity does not have a name, cannot merge objects.")
         }
         guard let keyNames = uniquenessAttributes[entity.name] ?? ManagedEntities.uniquenessAttributes(of: entity),
-              entity.managedObjectModel === managedObjectModel else {
+            entity.managedObjectModel === managedObjectModel
+        else {
             throw ActionError.unmanagedEntity("Entity '\(entity.name)' not managed, cannot merge objects.")
         }
         let keys = keyNames.compactMap { entity.attributesByName[$0] }

@@ -45,9 +45,12 @@ struct MergeInput {
                 var a = 0
                 while a < scanned && names[a] != name { a += 1 }
                 let found = a < scanned ? attributes[a] : (scanned < names.count ? entity.attributesByName[name] : nil)
-                guard let attribute = found else { continue }   // relationships and extra keys are not merged
+                guard let attribute = found else { continue }  // relationships and extra keys are not merged
                 guard let stored = ManagedObject.mergeValue(raw, for: attribute) else {
-                    throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)': '\(attribute.name)' has a value of type \(type(of: raw)), which is not a \(attribute.type).")
+                    throw ActionError(
+                        .invalidValue,
+                        "Object \(index) of '\(entity.name)': '\(attribute.name)' has a value of type \(type(of: raw)), which is not a \(attribute.type)."
+                    )
                 }
                 let slot = attribute.slot
                 if keyIndex[slot] >= 0 { key[keyIndex[slot]] = stored }
@@ -58,7 +61,8 @@ struct MergeInput {
             }
             for (k, attribute) in keys.enumerated() {
                 guard !key[k].isNull else {
-                    throw ActionError(.invalidValue, "Object \(index) of '\(entity.name)' has no value for the uniqueness attribute '\(attribute.name)'.")
+                    throw ActionError(
+                        .invalidValue, "Object \(index) of '\(entity.name)' has no value for the uniqueness attribute '\(attribute.name)'.")
                 }
                 keyValues.append(key[k])
             }
@@ -171,7 +175,8 @@ struct MergePlan {
                 pairs.sort { $0 < $1 }
                 return pairs.map(\.1)
             }
-            build(inKeys, stKeys, order(inKeys), order(stKeys), incoming: incoming, stored: stored) { a, b in a < b ? -1 : (a == b ? 0 : 1) }
+            build(inKeys, stKeys, order(inKeys), order(stKeys), incoming: incoming, stored: stored) { a, b in a < b ? -1 : (a == b ? 0 : 1)
+            }
         } else {
             let inKeys = (0..<incoming.count).map { Array(incoming.key(of: $0)) }
             let stKeys = stored.values.map { v in keys.map { v[$0.slot] } }
@@ -183,7 +188,9 @@ struct MergePlan {
                 }
                 return order
             }
-            build(inKeys, stKeys, order(inKeys), order(stKeys), incoming: incoming, stored: stored) { a, b in ActionContext.compareKeys(a, b, keys) }
+            build(inKeys, stKeys, order(inKeys), order(stKeys), incoming: incoming, stored: stored) { a, b in
+                ActionContext.compareKeys(a, b, keys)
+            }
         }
     }
 
@@ -200,8 +207,10 @@ struct MergePlan {
 
     /// Walks incoming and stored objects in key order (`inOrder` / `stOrder`: indices sorted by
     /// `compare`, input order among equal keys).
-    private mutating func build<K>(_ inKeys: [K], _ stKeys: [K], _ inOrder: [Int], _ stOrder: [Int], incoming: MergeInput,
-                                   stored: MergeStored, compare: (K, K) -> Int) {
+    private mutating func build<K>(
+        _ inKeys: [K], _ stKeys: [K], _ inOrder: [Int], _ stOrder: [Int], incoming: MergeInput,
+        stored: MergeStored, compare: (K, K) -> Int
+    ) {
         incomingOrder = inOrder
         operations.reserveCapacity(max(inOrder.count, stOrder.count))
         let n = inOrder.count, m = stOrder.count

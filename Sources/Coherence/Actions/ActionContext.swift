@@ -48,9 +48,10 @@ public enum ManagedEntities {
                 constraints += current.uniquenessConstraints
                 c = current.superentity
             }
-            names = constraints.enumerated().min { a, b in
-                a.element.count < b.element.count || (a.element.count == b.element.count && a.offset < b.offset)
-            }?.element
+            names =
+                constraints.enumerated().min { a, b in
+                    a.element.count < b.element.count || (a.element.count == b.element.count && a.offset < b.offset)
+                }?.element
         }
         guard let names, !names.isEmpty, names.allSatisfy({ entity.attributesByName[$0] != nil }) else { return nil }
         return names

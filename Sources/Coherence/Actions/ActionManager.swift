@@ -91,10 +91,11 @@ final class ActionEngine: Sendable {
 
     /// Cancels actions that have not started, waits for running ones, unmanages entities.
     func stop() {
-        let queues = state.withLock { s -> [ActionQueue] in
-            s.managed = nil
-            return Array(s.queues.values)
-        } + [generic]
+        let queues =
+            state.withLock { s -> [ActionQueue] in
+                s.managed = nil
+                return Array(s.queues.values)
+            } + [generic]
         for q in queues {
             for proxy in q.pendingProxies { proxy.cancel() }
         }
@@ -124,28 +125,30 @@ extension GenericConnect: ActionManager {
     @discardableResult
     public func execute<A: GenericAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy {
         let proxy = makeProxy(action, completionBlock)
-        actionEngine.generic.enqueue(ActionQueue.Job(proxy: proxy) { done in
-            guard proxy.begin() else { done(); return }
-            var failure: (any Error)?
-            do { try action.execute() } catch { failure = error }
-            proxy.finish(error: failure)
-            done()
-        })
+        actionEngine.generic.enqueue(
+            ActionQueue.Job(proxy: proxy) { done in
+                guard proxy.begin() else { done(); return }
+                var failure: (any Error)?
+                do { try action.execute() } catch { failure = error }
+                proxy.finish(error: failure)
+                done()
+            })
         return proxy
     }
 
     @discardableResult
     public func execute<A: AsyncGenericAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy {
         let proxy = makeProxy(action, completionBlock)
-        actionEngine.generic.enqueue(ActionQueue.Job(proxy: proxy) { done in
-            guard proxy.begin() else { done(); return }
-            proxy.runTask {
-                var failure: (any Error)?
-                do { try await action.execute() } catch { failure = error }
-                proxy.finish(error: failure)
-                done()
-            }
-        })
+        actionEngine.generic.enqueue(
+            ActionQueue.Job(proxy: proxy) { done in
+                guard proxy.begin() else { done(); return }
+                proxy.runTask {
+                    var failure: (any Error)?
+                    do { try await action.execute() } catch { failure = error }
+                    proxy.finish(error: failure)
+                    done()
+                }
+            })
         return proxy
     }
 
@@ -163,15 +166,16 @@ extension GenericConnect: ActionManager {
     public func execute<A: EntityAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy {
         let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
         let proxy = makeProxy(action, completionBlock)
-        queue.enqueue(ActionQueue.Job(proxy: proxy) { [self] done in
-            guard proxy.begin() else { done(); return }
-            let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
-            var failure: (any Error)?
-            do { try action.execute(context: context) } catch { failure = error }
-            if failure == nil { proxy.record(context.performAndWait { context.statistics }) }
-            proxy.finish(error: failure)
-            done()
-        })
+        queue.enqueue(
+            ActionQueue.Job(proxy: proxy) { [self] done in
+                guard proxy.begin() else { done(); return }
+                let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
+                var failure: (any Error)?
+                do { try action.execute(context: context) } catch { failure = error }
+                if failure == nil { proxy.record(context.performAndWait { context.statistics }) }
+                proxy.finish(error: failure)
+                done()
+            })
         return proxy
     }
 
@@ -179,17 +183,18 @@ extension GenericConnect: ActionManager {
     public func execute<A: AsyncEntityAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy {
         let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
         let proxy = makeProxy(action, completionBlock)
-        queue.enqueue(ActionQueue.Job(proxy: proxy) { [self] done in
-            guard proxy.begin() else { done(); return }
-            let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
-            proxy.runTask {
-                var failure: (any Error)?
-                do { try await action.execute(context: context) } catch { failure = error }
-                if failure == nil { proxy.record(await context.perform { context.statistics }) }
-                proxy.finish(error: failure)
-                done()
-            }
-        })
+        queue.enqueue(
+            ActionQueue.Job(proxy: proxy) { [self] done in
+                guard proxy.begin() else { done(); return }
+                let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
+                proxy.runTask {
+                    var failure: (any Error)?
+                    do { try await action.execute(context: context) } catch { failure = error }
+                    if failure == nil { proxy.record(await context.perform { context.statistics }) }
+                    proxy.finish(error: failure)
+                    done()
+                }
+            })
         return proxy
     }
 }

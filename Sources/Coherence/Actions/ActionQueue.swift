@@ -37,10 +37,12 @@ final class ActionQueue: Sendable {
 
     func enqueue(_ job: Job) {
         job.proxy.markPending()
-        job.proxy.dequeue.withLock { $0 = { [weak self, weak proxy = job.proxy] in
-            guard let self, let proxy else { return false }
-            return self.remove(proxy)
-        } }
+        job.proxy.dequeue.withLock {
+            $0 = { [weak self, weak proxy = job.proxy] in
+                guard let self, let proxy else { return false }
+                return self.remove(proxy)
+            }
+        }
         state.withLock { $0.pending.append(job) }
         pump()
     }

@@ -339,7 +339,9 @@ struct UserInfoTemplate: @unchecked Sendable {
             let made = Unmanaged.passRetained(Box(UserInfoTemplate(mask: mask)))
             let mine = UInt(bitPattern: made.toOpaque())
             let (exchanged, current) = entry.pointee.compareExchange(expected: 0, desired: mine, ordering: .acquiringAndReleasing)
-            if exchanged { bits = mine } else {
+            if exchanged {
+                bits = mine
+            } else {
                 made.release()
                 bits = current
             }
@@ -441,8 +443,10 @@ extension ManagedObjectContext {
         if p.mergedInserted.isEmpty { postedInserted = (event.inserted, insertedSet) }
         // The save reuses these sets when its updated objects are exactly this list (it checks).
         if p.mergedUpdated.isEmpty { postedUpdated = (event.updated, updatedSet, updated) }
-        var info = event.userInfo(objects: ObjectSets(inserted: insertedSet, updated: updatedSet, deleted: Set(p.deleted.values),
-                                                      refreshed: Set(p.refreshed.values), invalidated: Set(p.invalidated.values)))
+        var info = event.userInfo(
+            objects: ObjectSets(
+                inserted: insertedSet, updated: updatedSet, deleted: Set(p.deleted.values),
+                refreshed: Set(p.refreshed.values), invalidated: Set(p.invalidated.values)))
         if p.invalidatedAll { info[NotificationKey.invalidatedAllObjects] = true }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: info)
         broadcaster.yield(event)

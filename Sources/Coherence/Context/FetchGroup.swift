@@ -1,4 +1,3 @@
-
 /// The objects of one fetch result. When a relationship fault fires on one of them, the
 /// relationship is loaded for all of them in one query (so walking 100,000 fetched objects
 /// issues one query per relationship, not 100,000).

@@ -97,7 +97,7 @@ struct IdentityMap {
     @inline(__always)
     static func hash(_ id: ObjectID) -> UInt64 {
         var rootIdentity = id.entity.rootIdentity
-        if rootIdentity == 0 { rootIdentity = UInt(bitPattern: ObjectIdentifier(id.entity.rootEntity)) }   // not loaded
+        if rootIdentity == 0 { rootIdentity = UInt(bitPattern: ObjectIdentifier(id.entity.rootEntity)) }  // not loaded
         let root = UInt64(rootIdentity)
         let key = id.primaryKey
         let run = ObjectID.mix(key >> 3, seed: Int(truncatingIfNeeded: root ^ id.storeWord))
@@ -112,8 +112,10 @@ struct IdentityMap {
 
     /// The bucket of the table holding `id` (`found`), or the empty bucket where it would go.
     @inline(__always)
-    private static func probe(_ entries: UnsafeMutablePointer<Entry>, mask: Int, for id: ObjectID,
-                              hash: UInt64) -> (index: Int, found: Bool) {
+    private static func probe(
+        _ entries: UnsafeMutablePointer<Entry>, mask: Int, for id: ObjectID,
+        hash: UInt64
+    ) -> (index: Int, found: Bool) {
         var i = Int(truncatingIfNeeded: hash) & mask
         while let o = entries[i].object {
             if entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) { return (i, true) }
@@ -207,7 +209,7 @@ struct IdentityMap {
         if p.found, let old = entries[p.index].object {
             entries[p.index].object = Unmanaged.passRetained(object)
             if old.toOpaque() != Unmanaged.passUnretained(object).toOpaque() {
-                old._withUnsafeGuaranteedRef { $0._leaveGroup() }   // no longer registered
+                old._withUnsafeGuaranteedRef { $0._leaveGroup() }  // no longer registered
             }
             old.release()
             return
@@ -264,7 +266,7 @@ struct IdentityMap {
             i = (i &+ 1) & mask
         }
         let object = removed.takeRetainedValue()
-        if leavingGroup { object._leaveGroup() }   // no longer registered (see `FetchGroup`)
+        if leavingGroup { object._leaveGroup() }  // no longer registered (see `FetchGroup`)
         return object
     }
 

@@ -77,7 +77,7 @@ extension ManagedObjectContext {
             if record.object._flags.contains(.loadFailed) {
                 unloaded[key]?.editedSlots = []
             } else {
-                unloaded[key] = nil   // its row turned out gone: nothing is left to keep
+                unloaded[key] = nil  // its row turned out gone: nothing is left to keep
             }
         }
     }
@@ -125,9 +125,10 @@ extension ManagedObjectContext {
     /// object, every failure in `underlyingErrors`.
     private static func unsavable(_ failures: [CoherenceError], _ problem: String) -> CoherenceError {
         let first = failures[0]
-        var error = CoherenceError(first.code,
-                                   "\(first.objectID.map { "\($0)" } ?? "An object") \(problem), so the save wrote nothing (the changes are kept): \(first.message)",
-                                   entity: first.entityName, objectID: first.objectID, store: first.store, sql: first.sql)
+        var error = CoherenceError(
+            first.code,
+            "\(first.objectID.map { "\($0)" } ?? "An object") \(problem), so the save wrote nothing (the changes are kept): \(first.message)",
+            entity: first.entityName, objectID: first.objectID, store: first.store, sql: first.sql)
         error.underlyingErrors = failures
         return error
     }
@@ -165,7 +166,9 @@ extension ManagedObjectContext {
             applyDeleteRules(o)
         }
         pendingDeleteRules = blocked
-        if !failures.isEmpty { throw Self.unsavable(failures, "is deleted, but its relationships could not be read to apply its delete rules") }
+        if !failures.isEmpty {
+            throw Self.unsavable(failures, "is deleted, but its relationships could not be read to apply its delete rules")
+        }
     }
 
     /// Before a save: loads the to-many relationships replaced while they could not be read,
@@ -184,7 +187,9 @@ extension ManagedObjectContext {
             }
         }
         pendingReplaces = blocked
-        if !failures.isEmpty { throw Self.unsavable(failures, "has a relationship replaced while it could not be read, and it still cannot be") }
+        if !failures.isEmpty {
+            throw Self.unsavable(failures, "has a relationship replaced while it could not be read, and it still cannot be")
+        }
     }
 
     /// Destinations of a relationship for an object, loading it for the object's whole fetch

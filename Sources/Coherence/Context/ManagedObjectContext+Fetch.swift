@@ -19,9 +19,10 @@ extension ManagedObjectContext {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
         var commonClass: ObjectIdentifier?
-        let objects = try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges,
-                                       asFaults: request.returnsObjectsAsFaults,
-                                       prefetching: request.relationshipKeyPathsForPrefetching, commonClass: &commonClass)
+        let objects = try fetchObjects(
+            fetch, includesPendingChanges: request.includesPendingChanges,
+            asFaults: request.returnsObjectsAsFaults,
+            prefetching: request.relationshipKeyPathsForPrefetching, commonClass: &commonClass)
         // The registration saw every object's class as it made it; otherwise one pass checks.
         if commonClass == ObjectIdentifier(T.self) || objects.allSatisfy({ type(of: $0) == T.self }) {
             // Every object is exactly a T (checked above, a pointer comparison each): reinterpret
@@ -40,7 +41,8 @@ extension ManagedObjectContext {
         if !request.includesPendingChanges || pendingObjects(for: fetch).isEmpty, parent == nil {
             return try persistentStoreCoordinator.fetchObjectIDs(request)
         }
-        return try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges, asFaults: true, prefetching: []).map(\.objectID)
+        return try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges, asFaults: true, prefetching: []).map(
+            \.objectID)
     }
 
     /// The number of objects a request matches (unsaved changes included).
@@ -66,17 +68,22 @@ extension ManagedObjectContext {
     }
 
     /// Runs a compiled fetch and returns registered objects.
-    func fetchObjects(_ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
-                      prefetching: [String]) throws(CoherenceError) -> [ManagedObject] {
+    func fetchObjects(
+        _ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
+        prefetching: [String]
+    ) throws(CoherenceError) -> [ManagedObject] {
         var commonClass: ObjectIdentifier?
-        return try fetchObjects(fetch, includesPendingChanges: includesPendingChanges, asFaults: asFaults,
-                                prefetching: prefetching, commonClass: &commonClass)
+        return try fetchObjects(
+            fetch, includesPendingChanges: includesPendingChanges, asFaults: asFaults,
+            prefetching: prefetching, commonClass: &commonClass)
     }
 
     /// Runs a compiled fetch and returns registered objects; `commonClass` is set to the class
     /// of every result when the fetch knows them all to share it (nil otherwise).
-    func fetchObjects(_ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
-                      prefetching: [String], commonClass: inout ObjectIdentifier?) throws(CoherenceError) -> [ManagedObject] {
+    func fetchObjects(
+        _ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
+        prefetching: [String], commonClass: inout ObjectIdentifier?
+    ) throws(CoherenceError) -> [ManagedObject] {
         commonClass = nil
         let pending = includesPendingChanges ? pendingObjects(for: fetch) : []
         var storeFetch = fetch
@@ -92,11 +99,14 @@ extension ManagedObjectContext {
             var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
             let read: Bool
             do throws(CoherenceError) {
-                read = try persistentStoreCoordinator.forEachSingleStoreRow(storeFetch, begin: { store, expected in
-                    registration.begin(store: store, expectedRows: expected)
-                }, { row in
-                    registration.add(row)
-                })
+                read = try persistentStoreCoordinator.forEachSingleStoreRow(
+                    storeFetch,
+                    begin: { store, expected in
+                        registration.begin(store: store, expectedRows: expected)
+                    },
+                    { row in
+                        registration.add(row)
+                    })
             } catch {
                 registration.abandon()
                 throw error
@@ -120,7 +130,8 @@ extension ManagedObjectContext {
         }
 
         if !pending.isEmpty {
-            return try finishFetch(mergePending(results, pending: pending, fetch: fetch), group: group, fetch: fetch, prefetching: prefetching)
+            return try finishFetch(
+                mergePending(results, pending: pending, fetch: fetch), group: group, fetch: fetch, prefetching: prefetching)
         }
         return try finishFetch(results, group: group, fetch: fetch, prefetching: prefetching)
     }
@@ -155,7 +166,7 @@ extension ManagedObjectContext {
                 o._install(s, asFault: asFaults, keepRelations: true)
                 if !asFaults { awaken.append((o, false)) }
             } else if o._flags.contains(.fault) && !asFaults {
-                awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
+                awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
             }
             if o._groupReference == nil { group.add(o) }
             results.append(o)
@@ -168,10 +179,14 @@ extension ManagedObjectContext {
     }
 
     /// Prefetches relationships of a fetch's results.
-    private func finishFetch(_ results: [ManagedObject], group: FetchGroup, fetch: StoreFetch,
-                             prefetching: [String]) throws(CoherenceError) -> [ManagedObject] {
+    private func finishFetch(
+        _ results: [ManagedObject], group: FetchGroup, fetch: StoreFetch,
+        prefetching: [String]
+    ) throws(CoherenceError) -> [ManagedObject] {
         for name in prefetching {
-            guard let r = fetch.entity.relationshipsByName[name], let first = results.first(where: { $0._group === group }) else { continue }
+            guard let r = fetch.entity.relationshipsByName[name], let first = results.first(where: { $0._group === group }) else {
+                continue
+            }
             _ = first._relatedObjects(at: r.slot)
             // Load the destinations too (their faults fill in batches), so reading them needs no query.
             for o in group.objects {
@@ -333,7 +348,7 @@ struct RowRegistration: ~Copyable {
         self.handle = context.handle
         self.newFlags = asFaults ? [.fault, .prefilled] : []
         self.mayBeRegistered = !context.registered.isEmpty
-        context.handle.generation &+= 1   // for the insertions below, made through `_registered`
+        context.handle.generation &+= 1  // for the insertions below, made through `_registered`
     }
 
     /// Learns the rows' store and how many rows it expects, before the first row: the result
@@ -420,7 +435,7 @@ struct RowRegistration: ~Copyable {
             o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
             if !asFaults { awaken.append((o, false)) }
         } else if o._flags.contains(.fault) && !asFaults {
-            awaken.append((o, true))   // a prefilled fault: a non-faulting fetch realizes it
+            awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
         }
         if o._groupReference == nil { group.add(o) }
         noteClass(ObjectIdentifier(type(of: o)))

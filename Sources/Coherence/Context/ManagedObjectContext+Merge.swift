@@ -65,7 +65,9 @@ extension ManagedObjectContext {
                 reportPropagationError(error)
                 // A store detached since the save: its objects cannot be reloaded, the others can.
                 let coordinator = persistentStoreCoordinator
-                let attached = loaded.filter { $0.objectID.storeIdentifier.flatMap { coordinator.persistentStore(withIdentifier: $0) } != nil }
+                let attached = loaded.filter {
+                    $0.objectID.storeIdentifier.flatMap { coordinator.persistentStore(withIdentifier: $0) } != nil
+                }
                 if attached.count < loaded.count && !attached.isEmpty {
                     loaded = attached
                     do { reloaded = try source.sourceSnapshots(for: attached.map(\.objectID)) } catch { reportPropagationError(error) }
@@ -86,7 +88,8 @@ extension ManagedObjectContext {
                         case .toOne(let target):
                             // Keep a locally changed to-one; a merely resolved one reloads.
                             if let r = o.entity.properties[slot] as? RelationshipDescription, r.hasForeignKey,
-                               target?.objectID != o._committedToOneID(r) {
+                                target?.objectID != o._committedToOneID(r)
+                            {
                                 o._setRelationState(state, at: slot)
                             }
                         case .toMany(let m):
@@ -102,7 +105,8 @@ extension ManagedObjectContext {
                 guard let relations = o._relations else { continue }
                 for (slot, state) in relations {
                     if case .toMany(let m) = state, m.objects != nil, m.pendingAdds.isEmpty, m.pendingRemoves.isEmpty,
-                       !o.hasChanges {
+                        !o.hasChanges
+                    {
                         o._relations?[slot] = nil
                     }
                 }
@@ -121,9 +125,21 @@ extension ManagedObjectContext {
         }
         if !event.deleted.isEmpty { removeReferences(to: event.deleted) }
         // (Into an empty set, the event's IDs are taken as they are rather than rehashed.)
-        if pendingChanges.mergedInserted.isEmpty { pendingChanges.mergedInserted = event.inserted } else { pendingChanges.mergedInserted.formUnion(event.inserted) }
-        if pendingChanges.mergedUpdated.isEmpty { pendingChanges.mergedUpdated = event.updated } else { pendingChanges.mergedUpdated.formUnion(event.updated) }
-        if pendingChanges.mergedDeleted.isEmpty { pendingChanges.mergedDeleted = event.deleted } else { pendingChanges.mergedDeleted.formUnion(event.deleted) }
+        if pendingChanges.mergedInserted.isEmpty {
+            pendingChanges.mergedInserted = event.inserted
+        } else {
+            pendingChanges.mergedInserted.formUnion(event.inserted)
+        }
+        if pendingChanges.mergedUpdated.isEmpty {
+            pendingChanges.mergedUpdated = event.updated
+        } else {
+            pendingChanges.mergedUpdated.formUnion(event.updated)
+        }
+        if pendingChanges.mergedDeleted.isEmpty {
+            pendingChanges.mergedDeleted = event.deleted
+        } else {
+            pendingChanges.mergedDeleted.formUnion(event.deleted)
+        }
         processPendingChanges()
         // Children that merge automatically see the merged state next.
         for child in childContexts where child.automaticallyMergesChangesFromParent {

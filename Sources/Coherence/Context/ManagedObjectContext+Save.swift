@@ -20,7 +20,9 @@ extension ManagedObjectContext {
     public func save() throws(CoherenceError) {
         assertOnExecutor()
         guard !isSaving else {
-            throw CoherenceError(.invalidRequest, "save() was called while the context '\(name ?? "unnamed")' is already saving (from willSave or an observer?).")
+            throw CoherenceError(
+                .invalidRequest,
+                "save() was called while the context '\(name ?? "unnamed")' is already saving (from willSave or an observer?).")
         }
         isSaving = true
         defer { isSaving = false }
@@ -104,15 +106,20 @@ extension ManagedObjectContext {
     func checkStoresAttached(updated: [ManagedObject]) throws(CoherenceError) {
         let coordinator = persistentStoreCoordinator
         var checked: Set<ObjectIdentifier> = []
-        for o in insertedList where o.objectID.isTemporaryID && assignedStores[o.objectID] == nil
-            && checked.insert(ObjectIdentifier(o.entity)).inserted {
+        for o in insertedList
+        where o.objectID.isTemporaryID && assignedStores[o.objectID] == nil
+            && checked.insert(ObjectIdentifier(o.entity)).inserted
+        {
             _ = try coordinator.store(forNew: o.objectID, assignedStores: [:])
         }
         for list in [insertedList, updated, deletedList] {
             for o in list {
-                guard let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID], coordinator.persistentStore(withIdentifier: sid) == nil else { continue }
-                throw CoherenceError(.storeNotAttached, "\(o.objectID) lives in a store that is no longer attached; its changes cannot be saved.",
-                                     entity: o.entity.name, objectID: o.objectID)
+                guard let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID],
+                    coordinator.persistentStore(withIdentifier: sid) == nil
+                else { continue }
+                throw CoherenceError(
+                    .storeNotAttached, "\(o.objectID) lives in a store that is no longer attached; its changes cannot be saved.",
+                    entity: o.entity.name, objectID: o.objectID)
             }
         }
     }
@@ -148,16 +155,19 @@ extension ManagedObjectContext {
                 }
                 let remaining = o._relatedObjects(at: r.slot).filter { !$0.isDeleted }
                 if !remaining.isEmpty {
-                    failures.append(CoherenceError(.deleteDenied,
-                                                   "\(o.entity.name) \(o.objectID) cannot be deleted: relationship '\(r.name)' (delete rule deny) still has \(remaining.count) object(s).",
-                                                   entity: o.entity.name, property: r.name, objectID: o.objectID))
+                    failures.append(
+                        CoherenceError(
+                            .deleteDenied,
+                            "\(o.entity.name) \(o.objectID) cannot be deleted: relationship '\(r.name)' (delete rule deny) still has \(remaining.count) object(s).",
+                            entity: o.entity.name, property: r.name, objectID: o.objectID))
                 }
             }
             do { try o.validateForDelete() } catch { failures.append(Self.wrap(error, o)) }
         }
         guard !failures.isEmpty else { return updated }
         let summary = failures.prefix(3).map(\.message).joined(separator: "; ")
-        var error = CoherenceError(.validation, "The save failed validation with \(failures.count) error(s): \(summary)\(failures.count > 3 ? "; …" : "")")
+        var error = CoherenceError(
+            .validation, "The save failed validation with \(failures.count) error(s): \(summary)\(failures.count > 3 ? "; …" : "")")
         error.underlyingErrors = failures
         throw error
     }
@@ -171,8 +181,10 @@ extension ManagedObjectContext {
     func validateProperties(_ o: ManagedObject) -> [CoherenceError] {
         var failures: [CoherenceError] = []
         func fail(_ p: PropertyDescription, _ message: String) {
-            failures.append(CoherenceError(.validation, "\(o.entity.name).\(p.name) \(message)", entity: o.entity.name,
-                                           property: p.name, objectID: o.objectID))
+            failures.append(
+                CoherenceError(
+                    .validation, "\(o.entity.name).\(p.name) \(message)", entity: o.entity.name,
+                    property: p.name, objectID: o.objectID))
         }
         o._willAccess()
         let entity = o.entity
@@ -190,7 +202,7 @@ extension ManagedObjectContext {
                 switch v {
                 case .integer(let i): number = Double(i)
                 case .real(let d): number = d
-                case .blob where a.type.isFloatingPoint: number = v.doubleValue   // NaN passes, as NaN < min is false
+                case .blob where a.type.isFloatingPoint: number = v.doubleValue  // NaN passes, as NaN < min is false
                 case .text(let t) where a.type == .decimal: number = DecimalText.parse(t).map { NSDecimalNumber(decimal: $0).doubleValue }
                 default: number = nil
                 }
@@ -298,13 +310,15 @@ extension ManagedObjectContext {
                         references.append(RowReference(slot: r.slot, target: current))
                     }
                 }
-                if !references.isEmpty { scratch.sort() }   // slots in property order
+                if !references.isEmpty { scratch.sort() }  // slots in property order
             }
             if o._relations != nil { appendJoinChanges(o, into: &changes) }
             guard !scratch.isEmpty else { return }
             if scratch != lastSlots { lastSlots = scratch }
-            changes.updates.append(RowUpdate(objectID: o.objectID, values: values, changedSlots: lastSlots, references: references,
-                                             expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
+            changes.updates.append(
+                RowUpdate(
+                    objectID: o.objectID, values: values, changedSlots: lastSlots, references: references,
+                    expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
             updatedObjects.append(.passUnretained(o))
         }
         deletedList.forEachBorrowed { o in
@@ -319,12 +333,17 @@ extension ManagedObjectContext {
         guard let relations = o._relations else { return }
         for (slot, state) in relations {
             guard case .toMany(let m) = state, let r = o.entity.properties[slot] as? RelationshipDescription,
-                  case .joinTable(_, let sourceIsFirst) = r.storage, sourceIsFirst else { continue }
+                case .joinTable(_, let sourceIsFirst) = r.storage, sourceIsFirst
+            else { continue }
             if let objects = m.objects {
                 let current = Set(objects.filter { !$0.isDeleted }.map(\.objectID))
                 let committed = Set(m.committed ?? [])
-                for d in current.subtracting(committed) { changes.joinInserts.append(JoinChange(relationship: r, source: o.objectID, destination: d)) }
-                for d in committed.subtracting(current) { changes.joinDeletes.append(JoinChange(relationship: r, source: o.objectID, destination: d)) }
+                for d in current.subtracting(committed) {
+                    changes.joinInserts.append(JoinChange(relationship: r, source: o.objectID, destination: d))
+                }
+                for d in committed.subtracting(current) {
+                    changes.joinDeletes.append(JoinChange(relationship: r, source: o.objectID, destination: d))
+                }
             } else {
                 for d in m.pendingAdds where !d.isDeleted {
                     changes.joinInserts.append(JoinChange(relationship: r, source: o.objectID, destination: d.objectID))
@@ -368,7 +387,9 @@ extension ManagedObjectContext {
     }
 
     /// Updates objects after a successful store save.
-    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>]) -> SavedObjects {
+    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>])
+        -> SavedObjects
+    {
         var saved = SavedObjects()
         saved.inserted = insertedList
         saved.deleted = deletedList
@@ -400,7 +421,9 @@ extension ManagedObjectContext {
         // (Defensive, against a misaligned list: an object written but missed above still gets
         // its version. The objects are alive: nothing has run since the change set was built.)
         if written < updatedObjects.count {
-            for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) { o.takeUnretainedValue()._version = v }
+            for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) {
+                o.takeUnretainedValue()._version = v
+            }
         }
         insertedList.forEachBorrowed { o in
             guard !o.isDeleted else { return }
@@ -476,10 +499,12 @@ extension ManagedObjectContext {
         event.updated = saved.updatedIDs ?? ObjectID.set(of: saved.updated)
         event.deleted = saved.deletedIDs ?? ObjectID.set(of: saved.deleted)
         event.permanentIDs = saved.permanentIDs
-        let boxed: Any = event   // one box for both notifications
+        let boxed: Any = event  // one box for both notifications
         let idInfo = event.userInfo(objects: nil, boxed: boxed)
-        let info = event.userInfo(objects: ObjectSets(inserted: saved.insertedSet ?? Set(saved.inserted), updated: saved.updatedSet ?? Set(saved.updated),
-                                                      deleted: Set(saved.deleted)), boxed: boxed)
+        let info = event.userInfo(
+            objects: ObjectSets(
+                inserted: saved.insertedSet ?? Set(saved.inserted), updated: saved.updatedSet ?? Set(saved.updated),
+                deleted: Set(saved.deleted)), boxed: boxed)
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
         broadcaster.yield(event)
@@ -522,16 +547,20 @@ extension ManagedObjectContext {
         }
         for o in insertedList {
             let (toOne, toMany) = relationships(o)
-            pushed.append(PushedObject(kind: .insert, id: o.objectID, values: o._values,
-                                       changedSlots: o.entity.attributes.map(\.slot), toOne: toOne, toMany: toMany))
+            pushed.append(
+                PushedObject(
+                    kind: .insert, id: o.objectID, values: o._values,
+                    changedSlots: o.entity.attributes.map(\.slot), toOne: toOne, toMany: toMany))
             saved.inserted.append(o)
         }
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
             let (toOne, toMany) = relationships(o)
             let slots = Array(changedSlots(o).keys)
             guard !slots.isEmpty || !toOne.isEmpty || !toMany.isEmpty else { continue }
-            pushed.append(PushedObject(kind: .update, id: o.objectID, values: o._values, changedSlots: slots,
-                                       toOne: toOne, toMany: toMany))
+            pushed.append(
+                PushedObject(
+                    kind: .update, id: o.objectID, values: o._values, changedSlots: slots,
+                    toOne: toOne, toMany: toMany))
             saved.updated.append(o)
         }
         for o in deletedList {
@@ -569,7 +598,9 @@ extension ManagedObjectContext {
             o._context = self
             o._flags = [.inserted]
             o._values = p.values
-            if p.id.isTemporaryID { appendInserted(o) } else {
+            if p.id.isTemporaryID {
+                appendInserted(o)
+            } else {
                 registered[p.id] = o
                 insertedList.append(o)
             }

@@ -261,7 +261,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         #if DEBUG
         if !isOnExecutor {
             let what = object.map { "object \($0.objectID) of " } ?? ""
-            preconditionFailure("Coherence: \(what)ManagedObjectContext '\(name ?? "unnamed")' (\(concurrencyType)) used off its executor in \(function); use perform or performAndWait")
+            preconditionFailure(
+                "Coherence: \(what)ManagedObjectContext '\(name ?? "unnamed")' (\(concurrencyType)) used off its executor in \(function); use perform or performAndWait"
+            )
         }
         #endif
     }
@@ -274,8 +276,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// ```swift
     /// let count = try await context.perform { try context.count(for: FetchRequest<Person>()) }
     /// ```
-    public func perform<T, E: Error>(schedule: ScheduledTaskType = .immediate,
-                                     _ block: sending @escaping () throws(E) -> sending T) async throws(E) -> T {
+    public func perform<T, E: Error>(
+        schedule: ScheduledTaskType = .immediate,
+        _ block: sending @escaping () throws(E) -> sending T
+    ) async throws(E) -> T {
         if schedule.isImmediate && isOnExecutor {
             return try run(block)
         }
@@ -356,7 +360,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         if let o = lookup(id) {
             // IDs of one hierarchy are equal by key: the registered object may be a sibling's.
             if !o.entity.isKindOf(id.entity) && !id.entity.isKindOf(o.entity) {
-                throw CoherenceError(.objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
+                throw CoherenceError(
+                    .objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
             }
             if o.isDeleted || o._flags.contains(.inaccessible) {
                 throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
@@ -526,7 +531,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         // A destination entity with subentities needs a query per fault to find its concrete
         // entity: leave those to be made one at a time.
         guard let group = object._group, !group.loadedSlots.contains(r.slot), r.fkOrdinal >= 0,
-              r.destinationEntity?.subentities.isEmpty == true else { return }
+            r.destinationEntity?.subentities.isEmpty == true
+        else { return }
         group.loadedSlots.insert(r.slot)
         // Unmanaged: the group lists only live sources and the identity map keeps the
         // destinations alive, and nothing is released or unregistered here, so the pairs need
@@ -543,7 +549,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         let destinationEntity = r.destinationEntity
         for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
             if o._committedToOneStorage == nil, let destinationEntity, let committed = o._committed,
-               r.slot < committed.count, o._objectID?.storeIdentifier == store {
+                r.slot < committed.count, o._objectID?.storeIdentifier == store
+            {
                 guard case .integer(let key) = committed[r.slot] else { continue }
                 if let d = byKey[KeyOnly(key)] {
                     destinations.append((.passUnretained(o), .passUnretained(d)))
@@ -598,7 +605,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         do throws(CoherenceError) {
             related = try source.sourceRelated(r, of: ids)
         } catch {
-            group?.loadedSlots.remove(r.slot)   // the next read loads the group again
+            group?.loadedSlots.remove(r.slot)  // the next read loads the group again
             // Another member may be the one that cannot be read (its store detached): the
             // object is read alone.
             guard sources.count > 1, let id = object._objectID, !id.isTemporaryID else { throw error }
@@ -629,7 +636,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         object._context = self
         object._flags = [.inserted]
         object._version = 0
-        _ = object.objectID   // a temporary ID; the object is found through insertedList
+        _ = object.objectID  // a temporary ID; the object is found through insertedList
         appendInserted(object)
         pendingChanges.inserted.append(object)
         object.awakeFromInsert()
@@ -698,7 +705,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     private func nullify(_ object: ManagedObject, _ r: RelationshipDescription) {
         guard let inverse = r.inverseRelationship else { return }
         for d in object._relatedObjects(at: r.slot) {
-            if inverse.isToMany { d._primitiveRemove(object, from: inverse) } else if d._toOne(inverse) === object {
+            if inverse.isToMany {
+                d._primitiveRemove(object, from: inverse)
+            } else if d._toOne(inverse) === object {
                 d._primitiveSetToOne(inverse, nil)
             }
         }
@@ -761,7 +770,6 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         pendingChanges = PendingChanges()
     }
 
-
     /// Permanent IDs for inserted objects, before they are saved: each in the store it was
     /// assigned to (``assign(_:to:)``), else in the first attached store that holds its entity.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws(CoherenceError) {
@@ -795,22 +803,28 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         assertOnExecutor()
         let entity = object.entity
         guard object._context === self else {
-            throw CoherenceError(.contextMismatch, "\(object.objectID) is not in the context '\(name ?? "unnamed")'.",
-                                 entity: entity.name, objectID: object.objectID)
+            throw CoherenceError(
+                .contextMismatch, "\(object.objectID) is not in the context '\(name ?? "unnamed")'.",
+                entity: entity.name, objectID: object.objectID)
         }
         let id = object.objectID
         guard object.isInserted, id.isTemporaryID else {
-            throw CoherenceError(.invalidRequest, "Only an inserted object with a temporary ID can be assigned to a store; \(id) is \(object.isInserted ? "already in a store" : "not inserted").",
-                                 entity: entity.name, objectID: id)
+            throw CoherenceError(
+                .invalidRequest,
+                "Only an inserted object with a temporary ID can be assigned to a store; \(id) is \(object.isInserted ? "already in a store" : "not inserted").",
+                entity: entity.name, objectID: id)
         }
         let location = PersistentStoreCoordinator.location(of: store)
         guard persistentStoreCoordinator.persistentStores.contains(where: { $0 === store }) else {
-            throw CoherenceError(.storeNotAttached, "\(id) cannot be assigned to a store that is not attached to the context's coordinator.",
-                                 entity: entity.name, objectID: id, store: location)
+            throw CoherenceError(
+                .storeNotAttached, "\(id) cannot be assigned to a store that is not attached to the context's coordinator.",
+                entity: entity.name, objectID: id, store: location)
         }
         guard store.holds(entity) else {
-            throw CoherenceError(.noStoreForEntity, "\(id) cannot be assigned to the store: its configuration '\(store.configurationName ?? ManagedObjectModel.defaultConfigurationName)' does not hold entity '\(entity.name)'.",
-                                 entity: entity.name, objectID: id, store: location)
+            throw CoherenceError(
+                .noStoreForEntity,
+                "\(id) cannot be assigned to the store: its configuration '\(store.configurationName ?? ManagedObjectModel.defaultConfigurationName)' does not hold entity '\(entity.name)'.",
+                entity: entity.name, objectID: id, store: location)
         }
         assignedStores[id] = store.identifier
     }
@@ -821,7 +835,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         // Registered again at once, so it stays in its fetch group (another object registered
         // under the old ID would not be, and leaves its group).
         if let old = object._objectID, !(old.isTemporaryID && object.isInserted),
-           let removed = registered.remove(old, leavingGroup: false), removed !== object {
+            let removed = registered.remove(old, leavingGroup: false), removed !== object
+        {
             removed._leaveGroup()
         }
         object._objectID = id
@@ -893,7 +908,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     private func restoreCommitted(_ o: ManagedObject) {
         if let committed = o._committed {
             o._values = committed
-            o._committed = committed   // shared again: the object is unchanged
+            o._committed = committed  // shared again: the object is unchanged
         }
         o._relations = nil
     }

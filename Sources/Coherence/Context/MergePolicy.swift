@@ -92,7 +92,9 @@ extension ManagedObjectContext {
                 let iChanged: Bool
                 if case .toOne(let o)? = object._relations?[r.slot] {
                     iChanged = o?.objectID != object._committedToOneID(r)
-                } else { iChanged = false }
+                } else {
+                    iChanged = false
+                }
                 if theirs != base && (!iChanged || policy == .storeTrump) {
                     object._relations?[r.slot] = nil
                 }
@@ -108,9 +110,13 @@ extension ManagedObjectContext {
         }
         // The object now builds on the stored row.
         object._committed = persisted
-        object._committedToOne = ObjectSnapshot(row: StoreRow(entity: entity, primaryKey: conflict.objectID.primaryKey,
-                                                              version: conflict.newVersion, values: persisted),
-                                                id: conflict.objectID).toOne
+        object._committedToOne =
+            ObjectSnapshot(
+                row: StoreRow(
+                    entity: entity, primaryKey: conflict.objectID.primaryKey,
+                    version: conflict.newVersion, values: persisted),
+                id: conflict.objectID
+            ).toOne
         object._version = conflict.newVersion
         // With overwrite, every property that differs from the stored row is now a change, so
         // the whole object is written (including properties only the store changed, even to nil).
@@ -121,8 +127,10 @@ extension ManagedObjectContext {
     func resolveUniqueness(_ conflict: SaveConflict, policy: MergePolicy.Kind) throws {
         guard let object = lookup(conflict.objectID), let existingID = conflict.conflictingObjectIDs.first else { return }
         guard !existingID.isTemporaryID, let persisted = conflict.persistedValues else {
-            var error = CoherenceError(.conflict, "\(conflict.objectID) and \(existingID), both new, have the same values for [\(conflict.constraint.joined(separator: ", "))].",
-                                       entity: conflict.objectID.entity.name, objectID: conflict.objectID)
+            var error = CoherenceError(
+                .conflict,
+                "\(conflict.objectID) and \(existingID), both new, have the same values for [\(conflict.constraint.joined(separator: ", "))].",
+                entity: conflict.objectID.entity.name, objectID: conflict.objectID)
             error.conflicts = [conflict]
             throw error
         }
@@ -135,19 +143,24 @@ extension ManagedObjectContext {
             insertedList.removeAll { $0 === object }
             object._flags.remove(.inserted)
         }
-        rekey(object, to: ObjectID(entity: existingID.entity, storeIdentifier: existingID.storeIdentifier, primaryKey: existingID.primaryKey))
+        rekey(
+            object, to: ObjectID(entity: existingID.entity, storeIdentifier: existingID.storeIdentifier, primaryKey: existingID.primaryKey))
         let mine = object._values
         object._committed = persisted
         object._version = conflict.newVersion
-        object._committedToOne = ObjectSnapshot(row: StoreRow(entity: existingID.entity, primaryKey: existingID.primaryKey,
-                                                              version: conflict.newVersion, values: persisted),
-                                                id: existingID).toOne
+        object._committedToOne =
+            ObjectSnapshot(
+                row: StoreRow(
+                    entity: existingID.entity, primaryKey: existingID.primaryKey,
+                    version: conflict.newVersion, values: persisted),
+                id: existingID
+            ).toOne
         switch policy {
         case .objectTrump, .overwrite:
-            object._values = mine        // upsert: the stored row takes the in-memory values
+            object._values = mine  // upsert: the stored row takes the in-memory values
             updatedCandidates.insert(object)
         default:
-            object._values = persisted   // keep the stored values
+            object._values = persisted  // keep the stored values
             object._relations = nil
             updatedCandidates.remove(object)
         }

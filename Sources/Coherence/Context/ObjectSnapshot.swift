@@ -76,7 +76,8 @@ extension PersistentStoreCoordinator: ContextSource {
         return result
     }
 
-    package func sourceRelated(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
+    package func sourceRelated(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]]
+    {
         try related(relationship, of: ids)
     }
 }

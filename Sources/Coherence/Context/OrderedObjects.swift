@@ -20,7 +20,7 @@ struct OrderedObjects: ExpressibleByDictionaryLiteral {
     private static let epochs = Atomic<UInt32>(0)
     private static func nextEpoch() -> UInt32 {
         var e = epochs.add(1, ordering: .relaxed).newValue
-        if e == 0 { e = epochs.add(1, ordering: .relaxed).newValue }   // 0 means "never a member"
+        if e == 0 { e = epochs.add(1, ordering: .relaxed).newValue }  // 0 means "never a member"
         return e
     }
 
@@ -103,8 +103,9 @@ struct OrderedObjects: ExpressibleByDictionaryLiteral {
         var live = 0
         for (i, object) in slots.enumerated() where object !== Self.hole {
             live += 1
-            assert(object._candidateEpoch == epoch && Int(object._candidatePosition) == i,
-                   "OrderedObjects: an object does not record its place")
+            assert(
+                object._candidateEpoch == epoch && Int(object._candidatePosition) == i,
+                "OrderedObjects: an object does not record its place")
         }
         assert(live == count, "OrderedObjects: \(live) objects for a count of \(count)")
     }

@@ -107,8 +107,10 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
     public var underlyingErrors: [any Error & Sendable] = []
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, entity: String? = nil, property: String? = nil, objectID: ObjectID? = nil,
-                store: String? = nil, sql: String? = nil) {
+    public init(
+        _ code: Code, _ message: String, entity: String? = nil, property: String? = nil, objectID: ObjectID? = nil,
+        store: String? = nil, sql: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.entityName = entity

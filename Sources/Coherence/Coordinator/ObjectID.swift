@@ -20,8 +20,11 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         guard hasStore else { return nil }
         let h = storeHigh, l = storeLow
         func byte(_ word: UInt64, _ n: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: word >> (56 - 8 * n)) }
-        return UUID(uuid: (byte(h, 0), byte(h, 1), byte(h, 2), byte(h, 3), byte(h, 4), byte(h, 5), byte(h, 6), byte(h, 7),
-                           byte(l, 0), byte(l, 1), byte(l, 2), byte(l, 3), byte(l, 4), byte(l, 5), byte(l, 6), byte(l, 7)))
+        return UUID(
+            uuid: (
+                byte(h, 0), byte(h, 1), byte(h, 2), byte(h, 3), byte(h, 4), byte(h, 5), byte(h, 6), byte(h, 7),
+                byte(l, 0), byte(l, 1), byte(l, 2), byte(l, 3), byte(l, 4), byte(l, 5), byte(l, 6), byte(l, 7)
+            ))
     }
     /// The store identifier's 16 bytes, kept as plain integers rather than as a `UUID`:
     /// Foundation's `UUID` comes from a library built for evolution, so a struct holding one has

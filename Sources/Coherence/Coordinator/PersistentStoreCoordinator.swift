@@ -48,12 +48,15 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - options: how the store is opened and saved (``StoreOptions``).
     /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`.
     @discardableResult
-    public func addPersistentStore(type: StoreType, configuration: String? = nil, at url: URL? = nil,
-                                   options: StoreOptions = StoreOptions()) throws(CoherenceError) -> PersistentStore {
+    public func addPersistentStore(
+        type: StoreType, configuration: String? = nil, at url: URL? = nil,
+        options: StoreOptions = StoreOptions()
+    ) throws(CoherenceError) -> PersistentStore {
         let configuration = configuration == ManagedObjectModel.defaultConfigurationName ? nil : configuration
         guard let entities = managedObjectModel.entities(forConfiguration: configuration) else {
-            throw CoherenceError(.invalidRequest, "The model has no configuration named '\(configuration ?? "")'.",
-                                 store: url?.path)
+            throw CoherenceError(
+                .invalidRequest, "The model has no configuration named '\(configuration ?? "")'.",
+                store: url?.path)
         }
         let engine: any StoreEngine
         switch type {
@@ -65,13 +68,15 @@ public final class PersistentStoreCoordinator: Sendable {
             if stores.withLock({ $0.contains { $0.url?.standardizedFileURL == standardized } }) {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: url.path)
             }
-            engine = try SQLiteStore(url: standardized, model: managedObjectModel, configuration: configuration,
-                                     synchronous: options.synchronous)
+            engine = try SQLiteStore(
+                url: standardized, model: managedObjectModel, configuration: configuration,
+                synchronous: options.synchronous)
         default:
             engine = try InMemoryStore(model: managedObjectModel, configuration: configuration)
         }
-        let store = PersistentStore(type: type, url: type == .sqlite ? url?.standardizedFileURL : nil, options: options,
-                                    engine: engine, entities: entities)
+        let store = PersistentStore(
+            type: type, url: type == .sqlite ? url?.standardizedFileURL : nil, options: options,
+            engine: engine, entities: entities)
         let duplicate = stores.withLock { list -> Bool in
             if list.contains(where: { $0.identifier == store.identifier }) { return true }
             list.append(store)
@@ -79,8 +84,9 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         if duplicate {
             engine.close()
-            throw CoherenceError(.alreadyAttached, "A store with the same UUID is already attached (a copy of the same file?).",
-                                 store: url?.path)
+            throw CoherenceError(
+                .alreadyAttached, "A store with the same UUID is already attached (a copy of the same file?).",
+                store: url?.path)
         }
         return store
     }
@@ -94,8 +100,9 @@ public final class PersistentStoreCoordinator: Sendable {
             return true
         }
         guard removed else {
-            throw CoherenceError(.storeNotAttached, "The store is not attached to this coordinator.",
-                                 store: Self.location(of: store))
+            throw CoherenceError(
+                .storeNotAttached, "The store is not attached to this coordinator.",
+                store: Self.location(of: store))
         }
         saveLock.withLock { () -> Void in store.engine.close() }
         rowCache.removeAll(inStore: store.identifier)
@@ -128,11 +135,13 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The object ID a URI names, or nil when it is not an ID of an attached store and model.
     public func managedObjectID(forURIRepresentation uri: URL) -> ObjectID? {
         guard uri.scheme == "x-coredata", let host = uri.host, let storeID = UUID(uuidString: host),
-              persistentStore(withIdentifier: storeID) != nil else { return nil }
+            persistentStore(withIdentifier: storeID) != nil
+        else { return nil }
         let parts = uri.path.split(separator: "/", omittingEmptySubsequences: true)
         guard parts.count == 2, let name = String(parts[0]).removingPercentEncoding,
-              let entity = managedObjectModel.entitiesByName[name], parts[1].first == "p",
-              let key = Int64(parts[1].dropFirst()) else { return nil }
+            let entity = managedObjectModel.entitiesByName[name], parts[1].first == "p",
+            let key = Int64(parts[1].dropFirst())
+        else { return nil }
         return ObjectID(entity: entity, storeIdentifier: storeID, primaryKey: key)
     }
 
@@ -173,8 +182,9 @@ public final class PersistentStoreCoordinator: Sendable {
     package func store(forNew id: ObjectID, assignedStores: [ObjectID: UUID]) throws(CoherenceError) -> PersistentStore {
         if !assignedStores.isEmpty, let identifier = assignedStores[id] {
             guard let store = persistentStore(withIdentifier: identifier) else {
-                throw CoherenceError(.storeNotAttached, "\(id) was assigned to store \(identifier.uuidString), which is no longer attached.",
-                                     entity: id.entity.name, objectID: id, store: identifier.uuidString)
+                throw CoherenceError(
+                    .storeNotAttached, "\(id) was assigned to store \(identifier.uuidString), which is no longer attached.",
+                    entity: id.entity.name, objectID: id, store: identifier.uuidString)
             }
             return store
         }
@@ -205,7 +215,9 @@ public final class PersistentStoreCoordinator: Sendable {
     package func fetchRows(_ fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
         let stores = try readStores(for: fetch.entity)
         if stores.count == 1, let store = stores.first {
-            return try store.engine.fetch(fetch).map { (ObjectID(entity: $0.entity, storeIdentifier: store.identifier, primaryKey: $0.primaryKey), $0) }
+            return try store.engine.fetch(fetch).map {
+                (ObjectID(entity: $0.entity, storeIdentifier: store.identifier, primaryKey: $0.primaryKey), $0)
+            }
         }
         var perStore = fetch
         if let limit = fetch.limit { perStore.limit = limit + fetch.offset }
@@ -225,8 +237,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// ``StoreEngine/fetch(_:expecting:each:)``). Contexts register objects this way without
     /// holding every row first.
     /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
-    package func forEachSingleStoreRow(_ fetch: StoreFetch, begin: (_ store: UUID, _ expectedRows: Int) -> Void,
-                                       _ body: (consuming StoreRow) -> Void) throws(CoherenceError) -> Bool {
+    package func forEachSingleStoreRow(
+        _ fetch: StoreFetch, begin: (_ store: UUID, _ expectedRows: Int) -> Void,
+        _ body: (consuming StoreRow) -> Void
+    ) throws(CoherenceError) -> Bool {
         let stores = try readStores(for: fetch.entity)
         guard stores.count == 1, let store = stores.first else { return false }
         let identifier = store.identifier
@@ -234,11 +248,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return true
     }
 
-    static func mergeAcrossStores(_ rows: [(id: ObjectID, row: StoreRow)], fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
+    static func mergeAcrossStores(_ rows: [(id: ObjectID, row: StoreRow)], fetch: StoreFetch) throws(CoherenceError) -> [(
+        id: ObjectID, row: StoreRow
+    )] {
         for key in fetch.sortKeys where !key.path.relationships.isEmpty {
-            throw CoherenceError(.unsupportedPredicate,
-                                 "Sorting by '\(key.path)' through a relationship is not supported when the entity spans several stores.",
-                                 entity: fetch.entity.name)
+            throw CoherenceError(
+                .unsupportedPredicate,
+                "Sorting by '\(key.path)' through a relationship is not supported when the entity spans several stores.",
+                entity: fetch.entity.name)
         }
         var rows = rows
         let keys = fetch.sortKeys
@@ -299,8 +316,9 @@ public final class PersistentStoreCoordinator: Sendable {
         if let names = request.propertiesToFetch {
             properties = try names.map { (name: String) throws(CoherenceError) -> PropertyDescription in
                 guard let p = fetch.entity.propertiesByName[name], !((p as? RelationshipDescription)?.isToMany ?? false) else {
-                    throw CoherenceError(.unknownKey, "'\(name)' is not an attribute or to-one relationship of '\(fetch.entity.name)'.",
-                                         entity: fetch.entity.name, property: name)
+                    throw CoherenceError(
+                        .unknownKey, "'\(name)' is not an attribute or to-one relationship of '\(fetch.entity.name)'.",
+                        entity: fetch.entity.name, property: name)
                 }
                 return p
             }
@@ -312,7 +330,8 @@ public final class PersistentStoreCoordinator: Sendable {
         for case let r as RelationshipDescription in properties where !r.hasForeignKey {
             // One-to-one stored on the other side: look the keys up in one query.
             let related = try self.related(r, of: rows.map(\.id))
-            toOneTargets[ObjectIdentifier(r)] = Dictionary(uniqueKeysWithValues: related.compactMap { k, v in v.first.map { (k.primaryKey, $0) } })
+            toOneTargets[ObjectIdentifier(r)] = Dictionary(
+                uniqueKeysWithValues: related.compactMap { k, v in v.first.map { (k.primaryKey, $0) } })
         }
         return rows.map { id, row in
             var d: [String: any Sendable] = [:]
@@ -369,8 +388,9 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// The error for objects of a store that is not attached (their rows are not known to be gone).
     private static func detachedStoreError(_ store: UUID, entity: EntityDescription?) -> CoherenceError {
-        CoherenceError(.storeNotAttached, "The store \(store.uuidString) is not attached to this coordinator, so its objects cannot be read.",
-                       entity: entity?.name, store: store.uuidString)
+        CoherenceError(
+            .storeNotAttached, "The store \(store.uuidString) is not attached to this coordinator, so its objects cannot be read.",
+            entity: entity?.name, store: store.uuidString)
     }
 
     /// Destinations of a relationship for several objects (all in one query per store).
@@ -395,7 +415,9 @@ public final class PersistentStoreCoordinator: Sendable {
             let related = try store.engine.related(relationship, sources: Array(sources.keys))
             for (source, targets) in related {
                 guard let sourceID = sources[source] else { continue }
-                result[sourceID] = targets.map { ObjectID(entity: byNumber[$0.entityNumber] ?? dest, storeIdentifier: sid, primaryKey: $0.primaryKey) }
+                result[sourceID] = targets.map {
+                    ObjectID(entity: byNumber[$0.entityNumber] ?? dest, storeIdentifier: sid, primaryKey: $0.primaryKey)
+                }
             }
         }
         return result
@@ -426,8 +448,12 @@ public final class PersistentStoreCoordinator: Sendable {
                     } else {
                         // Results come back aligned with the part; put them where the whole
                         // change set has them.
-                        for (n, i) in part.insertIndexes.enumerated() where n < r.insertedIDs.count { result.insertedIDs[i] = r.insertedIDs[n] }
-                        for (n, i) in part.updateIndexes.enumerated() where n < r.updatedVersions.count { result.updatedVersions[i] = r.updatedVersions[n] }
+                        for (n, i) in part.insertIndexes.enumerated() where n < r.insertedIDs.count {
+                            result.insertedIDs[i] = r.insertedIDs[n]
+                        }
+                        for (n, i) in part.updateIndexes.enumerated() where n < r.updatedVersions.count {
+                            result.updatedVersions[i] = r.updatedVersions[n]
+                        }
                     }
                 } catch {
                     if error.code == .conflict {
@@ -509,14 +535,18 @@ public final class PersistentStoreCoordinator: Sendable {
         // One store holding every entity involved, and every existing object in it: no split.
         let attached = stores.withLock { $0 }
         if attached.count == 1, let only = attached.first, changes.assignedStores.isEmpty,
-           // Through pointers: reading a row of the array would copy it (and retain its arrays);
-           // and by the identifier's words, without making a `UUID` per row.
-           changes.inserts.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { n in
-               let id = rows[n].objectID
-               return only.holds(id.entity) && (id.isTemporaryID || id.isStored(in: only.identifier))
-           } }),
-           changes.updates.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } }),
-           changes.deletes.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } }) {
+            // Through pointers: reading a row of the array would copy it (and retain its arrays);
+            // and by the identifier's words, without making a `UUID` per row.
+            changes.inserts.withUnsafeBufferPointer({ rows in
+                rows.indices.allSatisfy { n in
+                    let id = rows[n].objectID
+                    return only.holds(id.entity) && (id.isTemporaryID || id.isStored(in: only.identifier))
+                }
+            }),
+            changes.updates.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } }
+            ),
+            changes.deletes.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } })
+        {
             return [SavePart(store: only, changes: changes)]
         }
         var parts: [UUID: SavePart] = [:]
@@ -549,8 +579,10 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         // Relationships cannot cross stores: every destination must be in its source's store.
         // Checked before any store writes, so a refused save leaves every store as it was.
-        func checkSameStore(_ source: ObjectID, in store: PersistentStore, _ target: ObjectID?,
-                            _ relationship: PropertyDescription) throws(CoherenceError) {
+        func checkSameStore(
+            _ source: ObjectID, in store: PersistentStore, _ target: ObjectID?,
+            _ relationship: PropertyDescription
+        ) throws(CoherenceError) {
             guard let target else { return }
             let targetStore: PersistentStore?
             if target.isTemporaryID {
@@ -564,9 +596,10 @@ public final class PersistentStoreCoordinator: Sendable {
             guard targetStore !== store else { return }
             let here = Self.location(of: store)
             let there = targetStore.map(Self.location) ?? "detached store \(target.storeIdentifier?.uuidString ?? "")"
-            var error = CoherenceError(.crossStoreRelationship,
-                                       "\(source.entity.name).\(relationship.name) relates \(source) in store \(here) to \(target) in store \(there); relationships cannot cross stores.",
-                                       entity: source.entity.name, property: relationship.name, objectID: source, store: here)
+            var error = CoherenceError(
+                .crossStoreRelationship,
+                "\(source.entity.name).\(relationship.name) relates \(source) in store \(here) to \(target) in store \(there); relationships cannot cross stores.",
+                entity: source.entity.name, property: relationship.name, objectID: source, store: here)
             error.destinationStore = there
             throw error
         }

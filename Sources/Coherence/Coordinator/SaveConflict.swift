@@ -43,9 +43,11 @@ public struct SaveConflict: Sendable, CustomStringConvertible {
     /// Values now in the store, by slot (nil when deleted).
     package let persistedValues: [StoredValue]?
 
-    package init(kind: Kind, objectID: ObjectID, objectValues: [StoredValue], cachedValues: [StoredValue]?,
-                 persistedValues: [StoredValue]?, oldVersion: Int64, newVersion: Int64,
-                 constraint: [String] = [], conflictingObjectIDs: [ObjectID] = []) {
+    package init(
+        kind: Kind, objectID: ObjectID, objectValues: [StoredValue], cachedValues: [StoredValue]?,
+        persistedValues: [StoredValue]?, oldVersion: Int64, newVersion: Int64,
+        constraint: [String] = [], conflictingObjectIDs: [ObjectID] = []
+    ) {
         let entity = objectID.entity
         func named(_ values: [StoredValue]) -> [String: StoredValue] {
             var d: [String: StoredValue] = [:]

@@ -38,8 +38,10 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
     public var fetchBatchSize: Int
 
     /// Creates a fetch request.
-    public init(entityName: String? = nil, predicate: Predicate<Entity>? = nil, sortBy: [SortDescriptor<Entity>] = [],
-                fetchLimit: Int = 0, fetchOffset: Int = 0) {
+    public init(
+        entityName: String? = nil, predicate: Predicate<Entity>? = nil, sortBy: [SortDescriptor<Entity>] = [],
+        fetchLimit: Int = 0, fetchOffset: Int = 0
+    ) {
         self.entityName = entityName
         self.predicate = predicate
         self.sortDescriptors = sortBy
@@ -66,7 +68,8 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
             return e
         }
         guard let e = model.entity(for: Entity.self) else {
-            throw CoherenceError(.unknownEntity, "The model has no entity for class \(Entity.self); set entityName.", entity: "\(Entity.self)")
+            throw CoherenceError(
+                .unknownEntity, "The model has no entity for class \(Entity.self); set entityName.", entity: "\(Entity.self)")
         }
         return e
     }
@@ -79,7 +82,8 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
         }
         let compiled = try predicate.map { p throws(CoherenceError) in try PredicateCompiler.compile(p, entity: entity) }
         let keys = try PredicateCompiler.sortKeys(sortDescriptors, entity: entity)
-        return StoreFetch(entity: entity, includesSubentities: includesSubentities, predicate: compiled, sortKeys: keys,
-                          limit: fetchLimit > 0 ? fetchLimit : nil, offset: fetchOffset)
+        return StoreFetch(
+            entity: entity, includesSubentities: includesSubentities, predicate: compiled, sortKeys: keys,
+            limit: fetchLimit > 0 ? fetchLimit : nil, offset: fetchOffset)
     }
 }

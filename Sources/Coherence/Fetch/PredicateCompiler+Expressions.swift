@@ -39,29 +39,41 @@ extension PredicateExpressions.KeyPath: QueryCompilable {
         switch base {
         case .constant(let value):
             guard let result = value[keyPath: anyKeyPath] else {
-                throw context.unsupported(Self.self, "key path \(anyKeyPath) cannot be read on the constant of type \(PredicateCompiler.typeName(type(of: value)))")
+                throw context.unsupported(
+                    Self.self,
+                    "key path \(anyKeyPath) cannot be read on the constant of type \(PredicateCompiler.typeName(type(of: value)))")
             }
             return .constant(result)
 
         case .objectPath(let path, let entity):
             guard let property = entity.property(forKeyPath: anyKeyPath) else {
-                throw context.unsupported(Self.self, "key path \(anyKeyPath) is not an attribute or relationship of entity '\(entity.name)'")
+                throw context.unsupported(
+                    Self.self, "key path \(anyKeyPath) is not an attribute or relationship of entity '\(entity.name)'")
             }
             if let attribute = property as? AttributeDescription {
                 guard KeyPathResolver.valueType(Output.self, fits: attribute),
-                      KeyPathResolver.readsAttribute(anyKeyPath, attribute, entity: entity) else {
-                    throw context.unsupported(Self.self, "key path \(anyKeyPath) reads attribute '\(entity.name).\(attribute.name)' but is not that attribute (computed properties cannot be translated to SQL)")
+                    KeyPathResolver.readsAttribute(anyKeyPath, attribute, entity: entity)
+                else {
+                    throw context.unsupported(
+                        Self.self,
+                        "key path \(anyKeyPath) reads attribute '\(entity.name).\(attribute.name)' but is not that attribute (computed properties cannot be translated to SQL)"
+                    )
                 }
                 var result = path
                 result.attribute = attribute
                 return .value(.path(result))
             }
             guard let relationship = property as? RelationshipDescription,
-                  KeyPathResolver.valueType(Output.self, fits: relationship) else {
-                throw context.unsupported(Self.self, "key path \(anyKeyPath) reads '\(entity.name).\(property.name)' but is not that property (computed properties cannot be translated to SQL)")
+                KeyPathResolver.valueType(Output.self, fits: relationship)
+            else {
+                throw context.unsupported(
+                    Self.self,
+                    "key path \(anyKeyPath) reads '\(entity.name).\(property.name)' but is not that property (computed properties cannot be translated to SQL)"
+                )
             }
             guard let destination = relationship.destinationEntity else {
-                throw context.unsupported(Self.self, "relationship '\(entity.name).\(relationship.name)' has no destination entity (the model is not loaded)")
+                throw context.unsupported(
+                    Self.self, "relationship '\(entity.name).\(relationship.name)' has no destination entity (the model is not loaded)")
             }
             if relationship.isToMany {
                 return .toMany(ToManyPath(base: path, relationship: relationship), destination)
@@ -77,16 +89,21 @@ extension PredicateExpressions.KeyPath: QueryCompilable {
                     return .value(.compare(.equal, .count(path), .constant(.integer(0))))
                 }
             }
-            throw context.unsupported(Self.self, "key path \(anyKeyPath) on the to-many relationship '\(path)' (only count and isEmpty are supported)")
+            throw context.unsupported(
+                Self.self, "key path \(anyKeyPath) on the to-many relationship '\(path)' (only count and isEmpty are supported)")
 
         case .value(let e):
             if Root.Output.self == String.self {
                 if anyKeyPath == \String.isEmpty { return .value(.compare(.equal, e, .constant(.text("")))) }
                 if anyKeyPath == \String.count {
-                    throw context.unsupported(Self.self, "String.count counts grapheme clusters, which SQL cannot; compare the string itself (for example with isEmpty) instead")
+                    throw context.unsupported(
+                        Self.self,
+                        "String.count counts grapheme clusters, which SQL cannot; compare the string itself (for example with isEmpty) instead"
+                    )
                 }
             }
-            throw context.unsupported(Self.self, "key path \(anyKeyPath) of \(PredicateCompiler.typeName(Root.Output.self)) values cannot be translated to SQL")
+            throw context.unsupported(
+                Self.self, "key path \(anyKeyPath) of \(PredicateCompiler.typeName(Root.Output.self)) values cannot be translated to SQL")
 
         case .range, .ordering:
             throw context.unsupported(Self.self, "key path \(anyKeyPath) cannot be read on this value")
@@ -207,7 +224,8 @@ extension PredicateExpressions.OptionalFlatMap: QueryCompilable {
             let unwrapped: Any?
             if let optional = c as? any AnyOptional { unwrapped = optional.unwrappedAny } else { unwrapped = c }
             guard let unwrapped else { return .value(.constant(.null)) }
-            return try context.with(variable.key, boundTo: .constant(unwrapped)) { (c: inout PredicateCompiler.Context) throws(CoherenceError) in
+            return try context.with(variable.key, boundTo: .constant(unwrapped)) {
+                (c: inout PredicateCompiler.Context) throws(CoherenceError) in
                 try c.operand(transform)
             }
         case .objectPath(let objectPath, _):
@@ -217,7 +235,7 @@ extension PredicateExpressions.OptionalFlatMap: QueryCompilable {
             // Paths that continue from the object are nil whenever the object is.
             switch result {
             case .value(.path(let p)) where PredicateCompiler.extends(p, objectPath),
-                 .objectPath(let p, _) where PredicateCompiler.extends(p, objectPath):
+                .objectPath(let p, _) where PredicateCompiler.extends(p, objectPath):
                 return result
             case .toMany(let p, _) where PredicateCompiler.extends(p.base, objectPath):
                 return result
@@ -377,7 +395,10 @@ extension PredicateExpressions.SequenceContains: QueryCompilable {
             let scope = context.depth + 1
             return .value(.anyMatch(path, scope: scope, predicate: .compare(.equal, .path(PropertyPath(scope: scope)), target)))
         default:
-            throw context.unsupported(Self.self, "contains(_:) is only supported on captured arrays or sets and on to-many relationships, not on \(PredicateCompiler.typeName(LHS.Output.self)) values")
+            throw context.unsupported(
+                Self.self,
+                "contains(_:) is only supported on captured arrays or sets and on to-many relationships, not on \(PredicateCompiler.typeName(LHS.Output.self)) values"
+            )
         }
     }
 }
@@ -385,15 +406,18 @@ extension PredicateExpressions.SequenceContains: QueryCompilable {
 extension PredicateCompiler {
     /// `contains(where:)` (`any: true`) and `allSatisfy` over a to-many relationship or a
     /// captured sequence.
-    static func quantified(_ sequence: Any, _ test: Any, _ variable: PredicateExpressions.VariableID, any: Bool,
-                           part: Any.Type, _ context: inout Context) throws(CoherenceError) -> Operand {
+    static func quantified(
+        _ sequence: Any, _ test: Any, _ variable: PredicateExpressions.VariableID, any: Bool,
+        part: Any.Type, _ context: inout Context
+    ) throws(CoherenceError) -> Operand {
         let seq = try context.operand(sequence)
         switch seq {
         case .toMany(let path, let destination):
             let scope = context.depth + 1
             context.depth = scope
             defer { context.depth = scope - 1 }
-            let predicate = try context.with(variable, boundTo: .objectPath(PropertyPath(scope: scope), destination)) { (c: inout Context) throws(CoherenceError) in
+            let predicate = try context.with(variable, boundTo: .objectPath(PropertyPath(scope: scope), destination)) {
+                (c: inout Context) throws(CoherenceError) in
                 try c.condition(test)
             }
             return .value(any ? .anyMatch(path, scope: scope, predicate: predicate) : .allMatch(path, scope: scope, predicate: predicate))
@@ -401,13 +425,15 @@ extension PredicateCompiler {
             guard let elements = c as? any Sequence else { return .value(.constant(.null)) }
             var parts: [QueryExpression] = []
             for element in PredicateCompiler.elements(of: elements) {
-                parts.append(try context.with(variable, boundTo: .constant(element)) { (c: inout Context) throws(CoherenceError) in
-                    try c.condition(test)
-                })
+                parts.append(
+                    try context.with(variable, boundTo: .constant(element)) { (c: inout Context) throws(CoherenceError) in
+                        try c.condition(test)
+                    })
             }
             return .value(any ? .or(parts) : .and(parts))
         default:
-            throw context.unsupported(part, "\(any ? "contains(where:)" : "allSatisfy") is only supported on to-many relationships and captured sequences")
+            throw context.unsupported(
+                part, "\(any ? "contains(where:)" : "allSatisfy") is only supported on to-many relationships and captured sequences")
         }
     }
 }
@@ -461,7 +487,8 @@ extension PredicateExpressions.RangeExpressionContains: QueryCompilable {
         default:
             break
         }
-        throw context.unsupported(Self.self, "contains(_:) is only supported on ranges built in the predicate or captured Range / ClosedRange / partial ranges")
+        throw context.unsupported(
+            Self.self, "contains(_:) is only supported on ranges built in the predicate or captured Range / ClosedRange / partial ranges")
     }
 }
 

@@ -30,7 +30,9 @@ import Foundation
 package enum PredicateCompiler {
     /// Compiles a predicate over objects of `entity` (the predicate's variable is scope 0).
     /// - Throws: `.unsupportedPredicate` naming the first part that cannot be translated.
-    package static func compile<T: ManagedObject>(_ predicate: Predicate<T>, entity: EntityDescription) throws(CoherenceError) -> QueryExpression {
+    package static func compile<T: ManagedObject>(_ predicate: Predicate<T>, entity: EntityDescription) throws(CoherenceError)
+        -> QueryExpression
+    {
         var context = Context(entity: entity)
         context.bindings[predicate.variable.key] = .objectPath(PropertyPath(scope: 0), entity)
         return try context.condition(predicate.expression)
@@ -41,8 +43,10 @@ package enum PredicateCompiler {
     /// `#Predicate` only accepts captured values that are `Codable` and `Sendable`, which managed
     /// objects are not; trees built directly from `PredicateExpressions` may hold them
     /// (`PredicateExpressions.Value(town)` becomes `.object(town.objectID)`).
-    package static func compile<T: ManagedObject>(_ expression: some PredicateExpression<Bool>, variable: PredicateExpressions.Variable<T>,
-                                                 entity: EntityDescription) throws(CoherenceError) -> QueryExpression {
+    package static func compile<T: ManagedObject>(
+        _ expression: some PredicateExpression<Bool>, variable: PredicateExpressions.Variable<T>,
+        entity: EntityDescription
+    ) throws(CoherenceError) -> QueryExpression {
         var context = Context(entity: entity)
         context.bindings[variable.key] = .objectPath(PropertyPath(scope: 0), entity)
         return try context.condition(expression)
@@ -55,12 +59,15 @@ package enum PredicateCompiler {
     /// string comparator compares text by UTF-8 bytes, `.localizedStandard` / `.localized`
     /// (Apple platforms) compare it folded.
     /// - Throws: `.unsupportedPredicate` naming the descriptor that cannot be translated.
-    package static func sortKeys<T: ManagedObject>(_ descriptors: [SortDescriptor<T>], entity: EntityDescription) throws(CoherenceError) -> [SortKey] {
+    package static func sortKeys<T: ManagedObject>(_ descriptors: [SortDescriptor<T>], entity: EntityDescription) throws(CoherenceError)
+        -> [SortKey]
+    {
         var keys: [SortKey] = []
         for descriptor in descriptors {
             guard let keyPath = descriptor.keyPath else {
-                throw CoherenceError(.unsupportedPredicate, "Unsupported sort descriptor \(descriptor): it has no key path.",
-                                     entity: entity.name)
+                throw CoherenceError(
+                    .unsupportedPredicate, "Unsupported sort descriptor \(descriptor): it has no key path.",
+                    entity: entity.name)
             }
             let path = try sortPath(keyPath, entity: entity)
             let folded: Bool
@@ -71,9 +78,10 @@ package enum PredicateCompiler {
                 } else if isFoldingComparator(forward) {
                     folded = true
                 } else {
-                    throw CoherenceError(.unsupportedPredicate,
-                                         "Unsupported sort descriptor on \(path): its string comparator \(comparator) cannot be translated to SQL (use .lexical\(foldingComparatorNames)).",
-                                         entity: entity.name, property: path.attribute?.name)
+                    throw CoherenceError(
+                        .unsupportedPredicate,
+                        "Unsupported sort descriptor on \(path): its string comparator \(comparator) cannot be translated to SQL (use .lexical\(foldingComparatorNames)).",
+                        entity: entity.name, property: path.attribute?.name)
                 }
             } else {
                 folded = false
@@ -99,34 +107,41 @@ package enum PredicateCompiler {
         var relationships: [RelationshipDescription] = []
         var current = entity
         for _ in 0..<16 {
-            let found = relationships.isEmpty
+            let found =
+                relationships.isEmpty
                 ? entity.property(forKeyPath: keyPath)
                 : KeyPathResolver.probe(keyPath, entity: entity, through: relationships)
             guard let property = found else {
-                throw CoherenceError(.unsupportedPredicate,
-                                     "Unsupported sort key path \(keyPath): it does not lead to an attribute of entity '\(current.name)'.",
-                                     entity: entity.name)
+                throw CoherenceError(
+                    .unsupportedPredicate,
+                    "Unsupported sort key path \(keyPath): it does not lead to an attribute of entity '\(current.name)'.",
+                    entity: entity.name)
             }
             let described = (relationships.map(\.name) + [property.name]).joined(separator: ".")
             if let attribute = property as? AttributeDescription {
                 guard KeyPathResolver.valueType(valueType, fits: attribute),
-                      relationships.isEmpty ? KeyPathResolver.readsAttribute(keyPath, attribute, entity: entity) : true else {
-                    throw CoherenceError(.unsupportedPredicate,
-                                         "Unsupported sort key path \(keyPath): it reads '\(described)' but is not that attribute itself (computed properties and members of attribute values cannot be sorted on in SQL).",
-                                         entity: entity.name, property: property.name)
+                    relationships.isEmpty ? KeyPathResolver.readsAttribute(keyPath, attribute, entity: entity) : true
+                else {
+                    throw CoherenceError(
+                        .unsupportedPredicate,
+                        "Unsupported sort key path \(keyPath): it reads '\(described)' but is not that attribute itself (computed properties and members of attribute values cannot be sorted on in SQL).",
+                        entity: entity.name, property: property.name)
                 }
                 return PropertyPath(scope: 0, relationships: relationships, attribute: attribute)
             }
             guard let relationship = property as? RelationshipDescription, !relationship.isToMany,
-                  let destination = relationship.destinationEntity else {
-                throw CoherenceError(.unsupportedPredicate,
-                                     "Unsupported sort key path \(keyPath): '\(described)' is a to-many relationship; sort keys must be attributes reached through to-one relationships.",
-                                     entity: entity.name, property: property.name)
+                let destination = relationship.destinationEntity
+            else {
+                throw CoherenceError(
+                    .unsupportedPredicate,
+                    "Unsupported sort key path \(keyPath): '\(described)' is a to-many relationship; sort keys must be attributes reached through to-one relationships.",
+                    entity: entity.name, property: property.name)
             }
             if valueType is any RelationshipValue.Type {
-                throw CoherenceError(.unsupportedPredicate,
-                                     "Unsupported sort key path \(keyPath): '\(described)' is a relationship; sort by one of its attributes instead.",
-                                     entity: entity.name, property: property.name)
+                throw CoherenceError(
+                    .unsupportedPredicate,
+                    "Unsupported sort key path \(keyPath): '\(described)' is a relationship; sort by one of its attributes instead.",
+                    entity: entity.name, property: property.name)
             }
             relationships.append(relationship)
             current = destination
@@ -189,11 +204,15 @@ package enum PredicateCompiler {
             case .objectPath(let p, _): return .path(p)
             case .constant(let c): return try constantExpression(c, part: part)
             case .toMany(let p, _):
-                throw unsupported(type(of: part), "the to-many relationship '\(p)' can only be used with contains(where:), allSatisfy, contains(_:), count and isEmpty")
+                throw unsupported(
+                    type(of: part),
+                    "the to-many relationship '\(p)' can only be used with contains(where:), allSatisfy, contains(_:), count and isEmpty")
             case .range:
                 throw unsupported(type(of: part), "a range can only be used with contains(_:)")
             case .ordering:
-                throw unsupported(type(of: part), "the result of caseInsensitiveCompare can only be compared with == or != to a captured ComparisonResult")
+                throw unsupported(
+                    type(of: part), "the result of caseInsensitiveCompare can only be compared with == or != to a captured ComparisonResult"
+                )
             }
         }
 
@@ -222,13 +241,16 @@ package enum PredicateCompiler {
 
         /// An `.unsupportedPredicate` error naming `part`.
         func unsupported(_ part: Any.Type, _ reason: String) -> CoherenceError {
-            CoherenceError(.unsupportedPredicate, "Unsupported predicate expression \(typeName(part)): \(reason).",
-                           entity: entity.name)
+            CoherenceError(
+                .unsupportedPredicate, "Unsupported predicate expression \(typeName(part)): \(reason).",
+                entity: entity.name)
         }
 
         /// Compiles `body` with `variable` bound to `operand`.
-        mutating func with<R>(_ variable: PredicateExpressions.VariableID, boundTo operand: Operand,
-                              _ body: (inout Context) throws(CoherenceError) -> R) throws(CoherenceError) -> R {
+        mutating func with<R>(
+            _ variable: PredicateExpressions.VariableID, boundTo operand: Operand,
+            _ body: (inout Context) throws(CoherenceError) -> R
+        ) throws(CoherenceError) -> R {
             let saved = bindings[variable]
             bindings[variable] = operand
             defer { bindings[variable] = saved }
@@ -366,7 +388,8 @@ enum KeyPathResolver {
     static func readsAttribute(_ keyPath: AnyKeyPath, _ attribute: AttributeDescription, entity: EntityDescription) -> Bool {
         let valueType = type(of: keyPath).valueType
         guard builtinTypes.contains(ObjectIdentifier(valueType)), let marker = marker(for: attribute.type),
-              attribute.slot >= 0, entity.properties.count > attribute.slot else { return true }
+            attribute.slot >= 0, entity.properties.count > attribute.slot
+        else { return true }
         let object = entity.managedObjectClass.init(entity: entity)
         guard object._values.count > attribute.slot else { return true }
         object._setStoredValue(marker, at: attribute.slot)
@@ -379,7 +402,7 @@ enum KeyPathResolver {
             Int.self, Int16.self, Int32.self, Int64.self, Double.self, Float.self, Bool.self, String.self,
             Data.self, Date.self, UUID.self, URL.self, Decimal.self,
             Int?.self, Int16?.self, Int32?.self, Int64?.self, Double?.self, Float?.self, Bool?.self, String?.self,
-            Data?.self, Date?.self, UUID?.self, URL?.self, Decimal?.self,
+            Data?.self, Date?.self, UUID?.self, URL?.self, Decimal?.self
         ]
         return Set(types.map { ObjectIdentifier($0) })
     }()
@@ -400,7 +423,9 @@ enum KeyPathResolver {
 
     /// The property a key path reads on the object reached from an object of `entity` through
     /// `relationships` (all to-one): builds that chain of objects, with a probe at its end.
-    static func probe(_ keyPath: AnyKeyPath, entity: EntityDescription, through relationships: [RelationshipDescription]) -> PropertyDescription? {
+    static func probe(_ keyPath: AnyKeyPath, entity: EntityDescription, through relationships: [RelationshipDescription])
+        -> PropertyDescription?
+    {
         let root = entity.managedObjectClass.init(entity: entity)
         var object = root
         for relationship in relationships {

@@ -74,13 +74,15 @@ extension PredicateExpressions {
 
     /// Builds `root.localizedStandardContains(other)` for the `#Predicate` macro.
     public static func build_localizedStandardContains<Root, Other>(_ root: Root, _ other: Other)
-        -> StringLocalizedStandardContains<Root, Other> {
+        -> StringLocalizedStandardContains<Root, Other>
+    {
         StringLocalizedStandardContains(root: root, other: other)
     }
 
     /// Builds `root.caseInsensitiveCompare(other)` for the `#Predicate` macro.
     public static func build_caseInsensitiveCompare<Root, Other>(_ root: Root, _ other: Other)
-        -> StringCaseInsensitiveCompare<Root, Other> {
+        -> StringCaseInsensitiveCompare<Root, Other>
+    {
         StringCaseInsensitiveCompare(root: root, other: other)
     }
 }

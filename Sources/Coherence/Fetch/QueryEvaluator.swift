@@ -103,8 +103,10 @@ package enum QueryEvaluator {
             return .bool(truth(e, &scopes))
         case .arithmetic(let op, let a, let b):
             let floatingPoint = isFloatingPoint(e)
-            return .stored(arithmetic(op, number(evaluate(a, &scopes), floatingPoint: floatingPoint),
-                                      number(evaluate(b, &scopes), floatingPoint: floatingPoint), floatingPoint: floatingPoint))
+            return .stored(
+                arithmetic(
+                    op, number(evaluate(a, &scopes), floatingPoint: floatingPoint),
+                    number(evaluate(b, &scopes), floatingPoint: floatingPoint), floatingPoint: floatingPoint))
         case .negate(let x):
             return .stored(negate(number(evaluate(x, &scopes), floatingPoint: isFloatingPoint(x)), floatingPoint: isFloatingPoint(x)))
         case .fold(let x):
@@ -284,7 +286,7 @@ package enum QueryEvaluator {
     static func compare(_ op: ComparisonOperator, _ a: Value, _ b: Value, in domain: Domain) -> Bool? {
         if domain == .floatingPoint, case .stored(let x) = a, case .stored(let y) = b, !x.isNull, !y.isNull {
             let fx = comparable(floatingPoint: x), fy = comparable(floatingPoint: y)
-            if fx.isSpecialReal || fy.isSpecialReal { return op == .notEqual }   // NaN: unordered
+            if fx.isSpecialReal || fy.isSpecialReal { return op == .notEqual }  // NaN: unordered
             return compare(op, .stored(fx), .stored(fy), in: .plain)
         }
         switch op {
@@ -294,8 +296,7 @@ package enum QueryEvaluator {
             case (.object(let x), .object(let y)): equal = x == y
             case (.object, _), (_, .object): equal = false
             case (.stored(let x), .stored(let y)):
-                if x.isNull || y.isNull { equal = x.isNull && y.isNull }
-                else { equal = order(a, b, in: domain) == 0 }
+                if x.isNull || y.isNull { equal = x.isNull && y.isNull } else { equal = order(a, b, in: domain) == 0 }
             }
             return op == .equal ? equal : !equal
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
@@ -424,7 +425,9 @@ package enum QueryEvaluator {
         case .divide, .realDivide: return y == 0 ? .null : result(x / y)
         case .remainder:
             // SQLite's % works on the operands converted to integers.
-            guard let xi = Int64(exactly: x.rounded(.towardZero)), let yi = Int64(exactly: y.rounded(.towardZero)), yi != 0 else { return .null }
+            guard let xi = Int64(exactly: x.rounded(.towardZero)), let yi = Int64(exactly: y.rounded(.towardZero)), yi != 0 else {
+                return .null
+            }
             return yi == -1 ? .real(0) : .real(Double(xi % yi))
         }
     }

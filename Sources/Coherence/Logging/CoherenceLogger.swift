@@ -1,4 +1,3 @@
-
 /// Where Coherence's log messages go. The library writes nothing to standard error or
 /// standard output except through the logger in ``CoherenceLogging/logger``.
 ///

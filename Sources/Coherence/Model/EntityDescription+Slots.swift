@@ -43,7 +43,7 @@ extension EntityDescription {
             let label = String(cString: cName)
             var slot = -1
             if label.hasPrefix("_"), let property = propertiesByName[String(label.dropFirst())] { slot = property.slot }
-            guard Int16(exactly: slot) != nil else {   // a wrapper keeps its slot in two bytes
+            guard Int16(exactly: slot) != nil else {  // a wrapper keeps its slot in two bytes
                 readable = false
                 return false
             }
@@ -60,8 +60,9 @@ extension EntityDescription {
         let type = managedObjectClass
         guard type != ManagedObject.self else { return }
         guard let placements = slotPlacements(for: type) else {
-            throw ModelError(.classMismatch, entity: name,
-                             "Coherence cannot read the stored fields of class '\(type)' to place its property wrappers.")
+            throw ModelError(
+                .classMismatch, entity: name,
+                "Coherence cannot read the stored fields of class '\(type)' to place its property wrappers.")
         }
         let buffer = UnsafeMutableBufferPointer<SlotPlacement>.allocate(capacity: placements.count)
         _ = buffer.initialize(from: placements)
@@ -75,8 +76,9 @@ extension EntityDescription {
                 let expected = label.hasPrefix("_") ? propertiesByName[String(label.dropFirst())]?.slot ?? -1 : -1
                 guard wrapper.slot == expected else {
                     slotPlacementBuffer = nil
-                    throw ModelError(.classMismatch, entity: name, property: String(label.dropFirst()),
-                                     "Coherence could not place the property wrapper '\(label)' of class '\(type)'.")
+                    throw ModelError(
+                        .classMismatch, entity: name, property: String(label.dropFirst()),
+                        "Coherence could not place the property wrapper '\(label)' of class '\(type)'.")
                 }
             }
             mirror = m.superclassMirror
@@ -140,7 +142,8 @@ extension ManagedObject {
     @usableFromInline @inline(never)
     package final func _attributeDefault<Value: PersistentValue>(at slot: Int, as type: Value.Type) -> Value? {
         guard slot < entity.properties.count, let a = entity.properties[slot] as? AttributeDescription,
-              let stored = a.defaultValue else { return nil }
+            let stored = a.defaultValue
+        else { return nil }
         return Value(storedValue: stored)
     }
 
@@ -148,7 +151,9 @@ extension ManagedObject {
     /// the object was created with an entity that does not match its class.
     @usableFromInline @inline(never)
     package final func _unplacedProperty() -> Never {
-        preconditionFailure("An object of class '\(type(of: self))' was read through a property its entity '\(entity.name)' does not have: the object was created with an entity that does not match its class")
+        preconditionFailure(
+            "An object of class '\(type(of: self))' was read through a property its entity '\(entity.name)' does not have: the object was created with an entity that does not match its class"
+        )
     }
 
     /// For a property whose wrapper has no slot: returns when the object is one of the probes

@@ -95,9 +95,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     private let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
 
     /// Creates an entity description.
-    public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, isAbstract: Bool = false,
-                superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
-                indexes: [[String]] = [], userInfo: [String: any Sendable] = [:]) {
+    public init(
+        name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, isAbstract: Bool = false,
+        superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
+        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:]
+    ) {
         self.name = name
         self.managedObjectClass = managedObjectClass
         self.isAbstract = isAbstract

@@ -47,8 +47,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 throw ModelError(.duplicateEntity, entity: e.name, "Two entities are named '\(e.name)'.")
             }
             guard !e.isLoaded else {
-                throw ModelError(.entityInAnotherModel, entity: e.name,
-                                 "Entity '\(e.name)' already belongs to another model; create a new description.")
+                throw ModelError(
+                    .entityInAnotherModel, entity: e.name,
+                    "Entity '\(e.name)' already belongs to another model; create a new description.")
             }
             byName[e.name] = e
         }
@@ -66,8 +67,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 var set = Set<String>()
                 for n in names {
                     guard let e = byName[n] else {
-                        throw ModelError(.unknownConfigurationEntity, entity: n,
-                                         "Configuration '\(config)' names entity '\(n)', which is not in the model.")
+                        throw ModelError(
+                            .unknownConfigurationEntity, entity: n,
+                            "Configuration '\(config)' names entity '\(n)', which is not in the model.")
                     }
                     Self.addHierarchy(of: e, to: &set)
                 }
@@ -206,24 +208,28 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                     throw ModelError(.invalidName, entity: e.name, "A property name is empty.")
                 }
                 guard names.insert(p.name).inserted else {
-                    throw ModelError(.duplicateProperty, entity: e.name, property: p.name,
-                                     "Entity '\(e.name)' has two properties named '\(p.name)' (own or inherited).")
+                    throw ModelError(
+                        .duplicateProperty, entity: e.name, property: p.name,
+                        "Entity '\(e.name)' has two properties named '\(p.name)' (own or inherited).")
                 }
                 if p.isClaimed {
-                    throw ModelError(.entityInAnotherModel, entity: e.name, property: p.name,
-                                     "Property '\(p.name)' already belongs to another entity; create a new description.")
+                    throw ModelError(
+                        .entityInAnotherModel, entity: e.name, property: p.name,
+                        "Property '\(p.name)' already belongs to another entity; create a new description.")
                 }
                 p.entity = e
                 p.slot = props.count
                 if let a = p as? AttributeDescription {
                     if let d = a.defaultValue, !a.type.accepts(d) {
-                        throw ModelError(.invalidDefaultValue, entity: e.name, property: p.name,
-                                         "The default value \(d) is not a valid \(a.type).")
+                        throw ModelError(
+                            .invalidDefaultValue, entity: e.name, property: p.name,
+                            "The default value \(d) is not a valid \(a.type).")
                     }
                     if let pattern = a.validation.regularExpression {
                         do { a.compiledRegex = try NSRegularExpression(pattern: pattern) } catch {
-                            throw ModelError(.invalidValidationRule, entity: e.name, property: p.name,
-                                             "The regular expression '\(pattern)' is invalid.")
+                            throw ModelError(
+                                .invalidValidationRule, entity: e.name, property: p.name,
+                                "The regular expression '\(pattern)' is invalid.")
                         }
                     }
                 }
@@ -242,19 +248,23 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         for e in entities {
             for r in e.ownProperties.compactMap({ $0 as? RelationshipDescription }) {
                 guard let dest = byName[r.destinationEntityName] else {
-                    throw ModelError(.unknownDestination, entity: e.name, property: r.name,
-                                     "Relationship '\(e.name).\(r.name)' points at entity '\(r.destinationEntityName)', which is not in the model.")
+                    throw ModelError(
+                        .unknownDestination, entity: e.name, property: r.name,
+                        "Relationship '\(e.name).\(r.name)' points at entity '\(r.destinationEntityName)', which is not in the model.")
                 }
                 r.destinationEntity = dest
                 guard let inv = r.inverseName else { continue }
                 guard let inverse = dest.relationshipsByName[inv] else {
-                    throw ModelError(.unknownInverse, entity: e.name, property: r.name,
-                                     "Relationship '\(e.name).\(r.name)' names inverse '\(inv)', which entity '\(dest.name)' does not have.")
+                    throw ModelError(
+                        .unknownInverse, entity: e.name, property: r.name,
+                        "Relationship '\(e.name).\(r.name)' names inverse '\(inv)', which entity '\(dest.name)' does not have.")
                 }
                 guard let invDest = byName[inverse.destinationEntityName], e.isKindOf(invDest) || invDest.isKindOf(e),
-                      inverse.inverseName == nil || inverse.inverseName == r.name else {
-                    throw ModelError(.inverseMismatch, entity: e.name, property: r.name,
-                                     "Relationship '\(e.name).\(r.name)' and its inverse '\(dest.name).\(inv)' do not point at each other.")
+                    inverse.inverseName == nil || inverse.inverseName == r.name
+                else {
+                    throw ModelError(
+                        .inverseMismatch, entity: e.name, property: r.name,
+                        "Relationship '\(e.name).\(r.name)' and its inverse '\(dest.name).\(inv)' do not point at each other.")
                 }
                 r.inverseRelationship = inverse
             }
@@ -318,19 +328,24 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             for constraint in e.uniquenessConstraints {
                 for n in constraint {
                     let p = e.propertiesByName[n]
-                    let ok = (p is AttributeDescription && !(p?.isTransient ?? true))
+                    let ok =
+                        (p is AttributeDescription && !(p?.isTransient ?? true))
                         || ((p as? RelationshipDescription)?.hasForeignKey ?? false)
                     guard ok else {
-                        throw ModelError(.unknownConstraintAttribute, entity: e.name, property: n,
-                                         "Uniqueness constraint [\(constraint.joined(separator: ", "))] of '\(e.name)' names '\(n)', which is not a stored attribute of the entity.")
+                        throw ModelError(
+                            .unknownConstraintAttribute, entity: e.name, property: n,
+                            "Uniqueness constraint [\(constraint.joined(separator: ", "))] of '\(e.name)' names '\(n)', which is not a stored attribute of the entity."
+                        )
                     }
                 }
             }
             for index in e.indexes {
                 for n in index {
                     guard let p = e.propertiesByName[n], e.storedProperties.contains(where: { $0 === p }) else {
-                        throw ModelError(.unknownIndexProperty, entity: e.name, property: n,
-                                         "Index [\(index.joined(separator: ", "))] of '\(e.name)' names '\(n)', which is not a stored property of the entity.")
+                        throw ModelError(
+                            .unknownIndexProperty, entity: e.name, property: n,
+                            "Index [\(index.joined(separator: ", "))] of '\(e.name)' names '\(n)', which is not a stored property of the entity."
+                        )
                     }
                 }
             }

@@ -43,7 +43,10 @@ public struct ModelError: Error, CustomStringConvertible, Sendable, Equatable {
         /// No longer reported: a model whose configurations split related entities loads, as in
         /// Core Data; relating objects that live in two stores fails at save with
         /// `CoherenceError.crossStoreRelationship`.
-        @available(*, deprecated, message: "Models whose configurations split related entities load; saves report CoherenceError.crossStoreRelationship.")
+        @available(
+            *, deprecated,
+            message: "Models whose configurations split related entities load; saves report CoherenceError.crossStoreRelationship."
+        )
         public static let crossConfigurationRelationship = Code(kind: .crossConfigurationRelationship)
         /// A default value is not of the attribute's type.
         public static let invalidDefaultValue = Code(kind: .invalidDefaultValue)

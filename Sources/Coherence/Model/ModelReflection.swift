@@ -10,7 +10,8 @@ enum ModelReflection {
     static func typedSuperclass(of type: ManagedObject.Type) -> ManagedObject.Type? {
         let probe = type.init(entity: placeholderEntity)
         guard let sup = Mirror(reflecting: probe).superclassMirror?.subjectType as? ManagedObject.Type,
-              sup != ManagedObject.self else { return nil }
+            sup != ManagedObject.self
+        else { return nil }
         return sup
     }
 }
@@ -33,13 +34,16 @@ extension EntityDescription {
         for child in mirror.children {
             guard let label = child.label, let slotted = child.value as? any SlottedPropertyWrapper else { continue }
             guard label.hasPrefix("_"), label.count > 1 else {
-                throw ModelError(.invalidName, entity: type.entityName, property: label,
-                                 "Property wrapper storage '\(label)' does not follow the `_name` pattern.")
+                throw ModelError(
+                    .invalidName, entity: type.entityName, property: label,
+                    "Property wrapper storage '\(label)' does not follow the `_name` pattern.")
             }
             let name = String(label.dropFirst())
             guard let wrapper = WrapperRecording.declaration(token: slotted.slot, in: declarations) else {
-                throw ModelError(.classMismatch, entity: type.entityName, property: name,
-                                 "The declaration of property '\(name)' of class '\(type)' could not be read: its wrapper was not made by the class's initializer.")
+                throw ModelError(
+                    .classMismatch, entity: type.entityName, property: name,
+                    "The declaration of property '\(name)' of class '\(type)' could not be read: its wrapper was not made by the class's initializer."
+                )
             }
             properties.append(wrapper.makeDescription(name: name))
             if wrapper.isUnique { constraints.append([name]) }
@@ -50,10 +54,11 @@ extension EntityDescription {
         // superclass so a constraint is declared once, on the entity that introduced it.
         let ownConstraints = type.uniquenessConstraints.filter { c in !(sup?.uniquenessConstraints.contains(c) ?? false) }
         let ownIndexes = type.indexes.filter { i in !(sup?.indexes.contains(i) ?? false) }
-        self.init(name: type.entityName, managedObjectClass: type, isAbstract: type.isAbstractEntity,
-                  superentity: sup?.entityName, properties: properties,
-                  uniquenessConstraints: ownConstraints + constraints, indexes: ownIndexes + indexes,
-                  userInfo: type.entityUserInfo)
+        self.init(
+            name: type.entityName, managedObjectClass: type, isAbstract: type.isAbstractEntity,
+            superentity: sup?.entityName, properties: properties,
+            uniquenessConstraints: ownConstraints + constraints, indexes: ownIndexes + indexes,
+            userInfo: type.entityUserInfo)
     }
 }
 

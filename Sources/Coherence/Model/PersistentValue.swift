@@ -103,7 +103,7 @@ extension Double: PersistentValue {
     @inlinable public init?(storedValue: StoredValue) {
         switch storedValue {
         case .real(let v): self = v
-        case .integer(let v): self = Double(v)   // SQLite may hand back integral reals as integers
+        case .integer(let v): self = Double(v)  // SQLite may hand back integral reals as integers
         case .blob(let d):
             guard let v = StoredValue.double(bigEndianBytes: d) else { return nil }
             self = v

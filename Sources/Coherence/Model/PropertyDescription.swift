@@ -68,8 +68,10 @@ public struct AttributeValidation: Hashable, Sendable {
     public var regularExpression: String?
 
     /// Creates validation rules; omit what does not apply.
-    public init(minimum: Double? = nil, maximum: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
-                regularExpression: String? = nil) {
+    public init(
+        minimum: Double? = nil, maximum: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
+        regularExpression: String? = nil
+    ) {
         self.minimum = minimum
         self.maximum = maximum
         self.minLength = minLength
@@ -116,9 +118,11 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     ///   - validation: rules the value must satisfy at save.
     ///   - valueTransformerName: the registered transformer of a transformable attribute.
     ///   - userInfo: arbitrary information.
-    public init(name: String, type: AttributeType, isOptional: Bool = false, defaultValue: (any PersistentValue)? = nil,
-                isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
-                userInfo: [String: any Sendable] = [:]) {
+    public init(
+        name: String, type: AttributeType, isOptional: Bool = false, defaultValue: (any PersistentValue)? = nil,
+        isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
+        userInfo: [String: any Sendable] = [:]
+    ) {
         self.type = type
         self.defaultValue = defaultValue.map { $0.storedValue }
         self.validation = validation
@@ -127,9 +131,11 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     }
 
     /// Creates an attribute with a default value already in stored form.
-    public init(name: String, type: AttributeType, isOptional: Bool, storedDefault: StoredValue?,
-                isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
-                userInfo: [String: any Sendable] = [:]) {
+    public init(
+        name: String, type: AttributeType, isOptional: Bool, storedDefault: StoredValue?,
+        isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
+        userInfo: [String: any Sendable] = [:]
+    ) {
         self.type = type
         self.defaultValue = storedDefault
         self.validation = validation
@@ -217,9 +223,11 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     @exclusivity(unchecked) package internal(set) var storage: RelationshipStorage = .foreignKey
 
     /// Creates a relationship description.
-    public init(name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
-                deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int = 0,
-                isTransient: Bool = false, userInfo: [String: any Sendable] = [:]) {
+    public init(
+        name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
+        deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int = 0,
+        isTransient: Bool = false, userInfo: [String: any Sendable] = [:]
+    ) {
         self.destinationEntityName = destination
         self.inverseName = inverse
         self.isToMany = isToMany

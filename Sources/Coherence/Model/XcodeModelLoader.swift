@@ -36,10 +36,11 @@ extension ManagedObjectModel {
             byName[String(describing: c)] = c
         }
         let entities = parsed.entities.map { spec in
-            EntityDescription(name: spec.name,
-                              managedObjectClass: byName[spec.name] ?? spec.className.flatMap { byName[$0] } ?? ManagedObject.self,
-                              isAbstract: spec.isAbstract, superentity: spec.parent, properties: spec.properties,
-                              uniquenessConstraints: spec.constraints, indexes: spec.indexes, userInfo: spec.userInfo)
+            EntityDescription(
+                name: spec.name,
+                managedObjectClass: byName[spec.name] ?? spec.className.flatMap { byName[$0] } ?? ManagedObject.self,
+                isAbstract: spec.isAbstract, superentity: spec.parent, properties: spec.properties,
+                uniquenessConstraints: spec.constraints, indexes: spec.indexes, userInfo: spec.userInfo)
         }
         do {
             try self.init(entities: entities, configurations: parsed.configurations)
@@ -57,9 +58,14 @@ extension ManagedObjectModel {
             }
         }
         if bundle.url(forResource: name, withExtension: "momd") != nil || bundle.url(forResource: name, withExtension: "mom") != nil {
-            throw ModelError(.modelNotFound, "Only a compiled model (\(name).momd) was found in \(bundle.bundlePath); Coherence reads the source model: ship \(name).xcdatamodeld as a resource.")
+            throw ModelError(
+                .modelNotFound,
+                "Only a compiled model (\(name).momd) was found in \(bundle.bundlePath); Coherence reads the source model: ship \(name).xcdatamodeld as a resource."
+            )
         }
-        throw ModelError(.modelNotFound, "No model named '\(name)' (\(name).xcdatamodeld or \(name).xcdatamodel) in \(bundle.resourceURL?.path ?? bundle.bundlePath).")
+        throw ModelError(
+            .modelNotFound,
+            "No model named '\(name)' (\(name).xcdatamodeld or \(name).xcdatamodel) in \(bundle.resourceURL?.path ?? bundle.bundlePath).")
     }
 
     /// The `contents` file of a model directory (the current version of a versioned model).
@@ -70,7 +76,8 @@ extension ManagedObjectModel {
             var version: String?
             let marker = url.appendingPathComponent(".xccurrentversion")
             if let data = try? Data(contentsOf: marker),
-               let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] {
+                let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+            {
                 version = plist["_XCCurrentVersionName"] as? String
             }
             if version == nil {
@@ -135,7 +142,9 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         if let error = delegate.error { throw error }
         guard ok else {
             let line = parser.lineNumber
-            throw ModelError(.modelParse, "\(file) is not a valid model file (XML error at line \(line): \(parser.parserError?.localizedDescription ?? "unknown")).")
+            throw ModelError(
+                .modelParse,
+                "\(file) is not a valid model file (XML error at line \(line): \(parser.parserError?.localizedDescription ?? "unknown")).")
         }
         guard delegate.sawModel else {
             throw ModelError(.modelParse, "\(file) has no <model> element.")
@@ -148,8 +157,10 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         parser.abortParsing()
     }
 
-    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
-                attributes: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
+        attributes: [String: String] = [:]
+    ) {
         switch element {
         case "model":
             sawModel = true
@@ -158,8 +169,9 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
                 fail(ModelError(.modelParse, "An <entity> without a name in \(file) (line \(parser.lineNumber))."), parser)
                 return
             }
-            entity = EntitySpec(name: name, className: attributes["representedClassName"], parent: attributes["parentEntity"],
-                                isAbstract: attributes["isAbstract"] == "YES")
+            entity = EntitySpec(
+                name: name, className: attributes["representedClassName"], parent: attributes["parentEntity"],
+                isAbstract: attributes["isAbstract"] == "YES")
             userInfoTarget = .entity
         case "attribute":
             pendingProperty = (attributes, false, [:])
@@ -202,7 +214,8 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         case "attribute", "relationship":
             if let p = pendingProperty, let entityName = entity?.name {
                 do {
-                    let property = p.isRelationship
+                    let property =
+                        p.isRelationship
                         ? try Self.relationship(p.attributes, userInfo: p.userInfo, entity: entityName, file: file)
                         : try Self.attribute(p.attributes, userInfo: p.userInfo, entity: entityName, file: file)
                     entity?.properties.append(property)
@@ -229,13 +242,17 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
         if error == nil {
-            error = ModelError(.modelParse, "\(file) is not a valid model file (XML error at line \(parser.lineNumber): \(parseError.localizedDescription)).")
+            error = ModelError(
+                .modelParse,
+                "\(file) is not a valid model file (XML error at line \(parser.lineNumber): \(parseError.localizedDescription)).")
         }
     }
 
     // MARK: Properties
 
-    static func attribute(_ a: [String: String], userInfo: [String: any Sendable], entity: String, file: String) throws -> AttributeDescription {
+    static func attribute(_ a: [String: String], userInfo: [String: any Sendable], entity: String, file: String) throws
+        -> AttributeDescription
+    {
         let name = a["name"] ?? ""
         let typeName = a["attributeType"] ?? "Undefined"
         let transient = a["transient"] == "YES"
@@ -256,8 +273,9 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         case "Transformable": type = .transformable
         case "Undefined" where transient: type = .transformable
         default:
-            throw ModelError(.modelParse, entity: entity, property: name,
-                             "Attribute type '\(typeName)' of \(entity).\(name) is not supported (in \(file)).")
+            throw ModelError(
+                .modelParse, entity: entity, property: name,
+                "Attribute type '\(typeName)' of \(entity).\(name) is not supported (in \(file)).")
         }
         var defaultValue: StoredValue?
         if let text = a["defaultValueString"] {
@@ -276,9 +294,10 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         if let min = a["minDateTimeInterval"], let v = Double(min) { validation.minimum = v }
         if let max = a["maxDateTimeInterval"], let v = Double(max) { validation.maximum = v }
         validation.regularExpression = a["regularExpressionString"]
-        return AttributeDescription(name: name, type: type, isOptional: a["optional"] == "YES", storedDefault: defaultValue,
-                                    isTransient: transient, validation: validation, valueTransformerName: a["valueTransformerName"],
-                                    userInfo: userInfo)
+        return AttributeDescription(
+            name: name, type: type, isOptional: a["optional"] == "YES", storedDefault: defaultValue,
+            isTransient: transient, validation: validation, valueTransformerName: a["valueTransformerName"],
+            userInfo: userInfo)
     }
 
     static func storedDefault(_ text: String, type: AttributeType, entity: String, property: String, file: String) throws -> StoredValue {
@@ -295,13 +314,16 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         case .binaryData, .transformable: value = nil
         }
         guard let value else {
-            throw ModelError(.modelParse, entity: entity, property: property,
-                             "The default value '\(text)' of \(entity).\(property) is not a valid \(type) (in \(file)).")
+            throw ModelError(
+                .modelParse, entity: entity, property: property,
+                "The default value '\(text)' of \(entity).\(property) is not a valid \(type) (in \(file)).")
         }
         return value
     }
 
-    static func relationship(_ a: [String: String], userInfo: [String: any Sendable], entity: String, file: String) throws -> RelationshipDescription {
+    static func relationship(_ a: [String: String], userInfo: [String: any Sendable], entity: String, file: String) throws
+        -> RelationshipDescription
+    {
         let name = a["name"] ?? ""
         guard let destination = a["destinationEntity"] else {
             throw ModelError(.modelParse, entity: entity, property: name, "Relationship \(entity).\(name) has no destination (in \(file)).")
@@ -313,10 +335,11 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         case "No Action": rule = .noAction
         default: rule = .nullify
         }
-        return RelationshipDescription(name: name, destination: destination, inverse: a["inverseName"],
-                                       isToMany: a["toMany"] == "YES", isOrdered: a["ordered"] == "YES", deleteRule: rule,
-                                       isOptional: a["optional"] == "YES", minCount: Int(a["minCount"] ?? "") ?? 0,
-                                       maxCount: a["toMany"] == "YES" ? (Int(a["maxCount"] ?? "") ?? 0) : 0,
-                                       isTransient: a["transient"] == "YES", userInfo: userInfo)
+        return RelationshipDescription(
+            name: name, destination: destination, inverse: a["inverseName"],
+            isToMany: a["toMany"] == "YES", isOrdered: a["ordered"] == "YES", deleteRule: rule,
+            isOptional: a["optional"] == "YES", minCount: Int(a["minCount"] ?? "") ?? 0,
+            maxCount: a["toMany"] == "YES" ? (Int(a["maxCount"] ?? "") ?? 0) : 0,
+            isTransient: a["transient"] == "YES", userInfo: userInfo)
     }
 }

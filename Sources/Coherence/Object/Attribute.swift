@@ -96,7 +96,8 @@ public struct Attribute<Value: PersistentValue> {
                 object._allowUnplacedProperty()
                 return Value.placeholder
             }
-            return Value(storedValue: object._storedValue(at: slot)) ?? object._attributeDefault(at: slot, as: Value.self) ?? Value.placeholder
+            return Value(storedValue: object._storedValue(at: slot)) ?? object._attributeDefault(at: slot, as: Value.self)
+                ?? Value.placeholder
         }
         @inline(__always) set {
             let slot = Int(object[keyPath: storageKeyPath]._slot)
@@ -124,9 +125,10 @@ struct AttributeDeclaration<Value: PersistentValue>: ReflectedProperty {
     }
 
     @usableFromInline func makeDescription(name: String) -> PropertyDescription {
-        AttributeDescription(name: name, type: Value.attributeType, isOptional: Value.isOptionalType,
-                             storedDefault: defaultValue.map { $0.storedValue }.flatMap { $0.isNull ? nil : $0 },
-                             isTransient: options.contains(.transient), validation: validation ?? .none)
+        AttributeDescription(
+            name: name, type: Value.attributeType, isOptional: Value.isOptionalType,
+            storedDefault: defaultValue.map { $0.storedValue }.flatMap { $0.isNull ? nil : $0 },
+            isTransient: options.contains(.transient), validation: validation ?? .none)
     }
     @usableFromInline var isUnique: Bool { options.contains(.unique) }
     @usableFromInline var isIndexed: Bool { options.contains(.indexed) }

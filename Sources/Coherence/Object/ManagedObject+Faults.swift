@@ -28,8 +28,9 @@ extension ManagedObject {
         guard let context = _context else {
             _willAccess()
             guard !_flags.contains(.fault) else {
-                throw CoherenceError(.invalidRequest, "\(objectID) is a fault whose context is gone (or was reset): nothing can load its data.",
-                                     entity: entity.name, objectID: _objectID)
+                throw CoherenceError(
+                    .invalidRequest, "\(objectID) is a fault whose context is gone (or was reset): nothing can load its data.",
+                    entity: entity.name, objectID: _objectID)
             }
             return
         }
@@ -37,8 +38,9 @@ extension ManagedObject {
         _willAccess()
         if _flags.contains(.loadFailed), let error = context.unloaded[ObjectIdentifier(self)]?.error { throw error }
         if _flags.contains(.inaccessible) {
-            throw CoherenceError(.objectNotFound, "The row of \(objectID) no longer exists (deleted).",
-                                 entity: entity.name, objectID: objectID)
+            throw CoherenceError(
+                .objectNotFound, "The row of \(objectID) no longer exists (deleted).",
+                entity: entity.name, objectID: objectID)
         }
     }
 
@@ -58,8 +60,9 @@ extension ManagedObject {
     ///   ``fulfillFault()``.
     public func fulfillFault(forRelationshipNamed name: String) throws(CoherenceError) {
         guard let r = entity.relationshipsByName[name] else {
-            throw CoherenceError(.unknownKey, "'\(name)' is not a relationship of entity '\(entity.name)'.",
-                                 entity: entity.name, property: name, objectID: _objectID)
+            throw CoherenceError(
+                .unknownKey, "'\(name)' is not a relationship of entity '\(entity.name)'.",
+                entity: entity.name, property: name, objectID: _objectID)
         }
         try fulfillFault()
         guard let context = _context, !isInserted, !(_objectID?.isTemporaryID ?? true) else { return }

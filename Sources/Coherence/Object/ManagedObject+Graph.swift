@@ -359,8 +359,9 @@ extension ManagedObject {
         if o._context == nil {
             context.insert(o)
         } else {
-            precondition(o._context === context,
-                         "Illegal relationship between objects in different contexts: \(self.objectID) and \(o.objectID)")
+            precondition(
+                o._context === context,
+                "Illegal relationship between objects in different contexts: \(self.objectID) and \(o.objectID)")
         }
     }
 

@@ -292,7 +292,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             }
         } else if let committed = _committedStorage, _valueStorage.sharesStorage(with: committed) {
             _originals = [SlotValue(slot: slot, value: _valueStorage[slot])]
-            _committedStorage = nil   // the values are now the storage's only owner
+            _committedStorage = nil  // the values are now the storage's only owner
         } else if _flags.contains(.loadFailed) {
             // No data loaded: the context keeps the edited slots, to apply them over the row once it loads.
             _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUnloadedEdit(self, slot: slot) } }
@@ -333,12 +333,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// - Throws: ``CoherenceError`` `.unknownKey` when the entity has no such property.
     public func value(forKey key: String) throws(CoherenceError) -> Any? {
         guard let property = entity.propertiesByName[key] else {
-            throw CoherenceError(.unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
-                                 entity: entity.name, property: key, objectID: _objectID)
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
+                entity: entity.name, property: key, objectID: _objectID)
         }
         guard let attribute = property as? AttributeDescription else {
-            throw CoherenceError(.unknownKey, "'\(key)' is a relationship; relationships are read through the context's object graph.",
-                                 entity: entity.name, property: key, objectID: _objectID)
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is a relationship; relationships are read through the context's object graph.",
+                entity: entity.name, property: key, objectID: _objectID)
         }
         if attribute.type == .transformable {
             return Self.transformedSwiftValue(_storedValue(at: attribute.slot), for: attribute)
@@ -350,13 +352,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// - Throws: `.unknownKey`, or `.typeMismatch` when the value is not a `T`.
     public func value<T: PersistentValue>(forKey key: String, as type: T.Type = T.self) throws(CoherenceError) -> T {
         guard let attribute = entity.attributesByName[key] else {
-            throw CoherenceError(.unknownKey, "'\(key)' is not an attribute of entity '\(entity.name)'.",
-                                 entity: entity.name, property: key, objectID: _objectID)
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not an attribute of entity '\(entity.name)'.",
+                entity: entity.name, property: key, objectID: _objectID)
         }
         let stored = _storedValue(at: attribute.slot)
         guard let value = T(storedValue: stored) else {
-            throw CoherenceError(.typeMismatch, "'\(key)' holds \(stored.kindName), which is not a \(T.self).",
-                                 entity: entity.name, property: key, objectID: _objectID)
+            throw CoherenceError(
+                .typeMismatch, "'\(key)' holds \(stored.kindName), which is not a \(T.self).",
+                entity: entity.name, property: key, objectID: _objectID)
         }
         return value
     }
@@ -367,19 +371,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     ///   is reported at save by validation, as in Core Data.
     public func setValue(_ value: Any?, forKey key: String) throws(CoherenceError) {
         guard let property = entity.propertiesByName[key] else {
-            throw CoherenceError(.unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
-                                 entity: entity.name, property: key, objectID: _objectID)
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
+                entity: entity.name, property: key, objectID: _objectID)
         }
         guard let attribute = property as? AttributeDescription else {
-            throw CoherenceError(.unknownKey, "'\(key)' is a relationship; set relationships through the context's object graph.",
-                                 entity: entity.name, property: key, objectID: _objectID)
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is a relationship; set relationships through the context's object graph.",
+                entity: entity.name, property: key, objectID: _objectID)
         }
-        let converted = attribute.type == .transformable && value != nil
+        let converted =
+            attribute.type == .transformable && value != nil
             ? value.flatMap { Self.transformedStoredValue($0, for: attribute) } : Self.storedValue(value, for: attribute.type)
         guard let stored = converted else {
-            throw CoherenceError(.typeMismatch,
-                                 "A value of type \(value.map { "\(type(of: $0))" } ?? "nil") cannot be stored in '\(key)' (\(attribute.type)).",
-                                 entity: entity.name, property: key, objectID: _objectID)
+            throw CoherenceError(
+                .typeMismatch,
+                "A value of type \(value.map { "\(type(of: $0))" } ?? "nil") cannot be stored in '\(key)' (\(attribute.type)).",
+                entity: entity.name, property: key, objectID: _objectID)
         }
         _setStoredValue(stored, at: attribute.slot)
     }
@@ -416,10 +424,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             guard let b = value as? Bool else { return nil }
             stored = b.storedValue
         case .double, .float:
-            if let d = value as? Double { stored = d.storedValue }
-            else if let f = value as? Float { stored = f.storedValue }
-            else if let i = value as? any BinaryInteger, let d = Double(exactly: i) { stored = d.storedValue }
-            else { return nil }
+            if let d = value as? Double {
+                stored = d.storedValue
+            } else if let f = value as? Float {
+                stored = f.storedValue
+            } else if let i = value as? any BinaryInteger, let d = Double(exactly: i) {
+                stored = d.storedValue
+            } else {
+                return nil
+            }
         case .string:
             guard let s = value as? String else { return nil }
             stored = .text(s)
@@ -436,9 +449,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             guard let u = value as? URL else { return nil }
             stored = u.storedValue
         case .decimal:
-            if let d = value as? Decimal { stored = d.storedValue }
-            else if let i = value as? any BinaryInteger, let v = Int64(exactly: i) { stored = Decimal(v).storedValue }
-            else { return nil }
+            if let d = value as? Decimal {
+                stored = d.storedValue
+            } else if let i = value as? any BinaryInteger, let v = Int64(exactly: i) {
+                stored = Decimal(v).storedValue
+            } else {
+                return nil
+            }
         }
         return type.accepts(stored) ? stored : nil
     }

@@ -76,11 +76,14 @@ public struct Relationship<Value: RelationshipValue> {
     ///   - maxCount: the most objects a to-many relationship may hold at save (0: no limit).
     ///   - isTransient: whether the relationship is kept in memory only, never stored.
     @inlinable
-    public init(inverse: String? = nil, deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0,
-                isTransient: Bool = false) {
+    public init(
+        inverse: String? = nil, deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0,
+        isTransient: Bool = false
+    ) {
         if WrapperRecording.isActive {
-            _slot = WrapperRecording.record(RelationshipDeclaration<Value>(
-                inverse: inverse, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount, isTransient: isTransient))
+            _slot = WrapperRecording.record(
+                RelationshipDeclaration<Value>(
+                    inverse: inverse, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount, isTransient: isTransient))
         }
     }
 
@@ -140,9 +143,10 @@ struct RelationshipDeclaration<Value: RelationshipValue>: ReflectedProperty {
     }
 
     @usableFromInline func makeDescription(name: String) -> PropertyDescription {
-        RelationshipDescription(name: name, destination: Value.destinationType.entityName, inverse: inverse,
-                                isToMany: Value.isToMany, isOrdered: Value.isOrdered, deleteRule: deleteRule,
-                                isOptional: true, minCount: minCount, maxCount: maxCount, isTransient: isTransient)
+        RelationshipDescription(
+            name: name, destination: Value.destinationType.entityName, inverse: inverse,
+            isToMany: Value.isToMany, isOrdered: Value.isOrdered, deleteRule: deleteRule,
+            isOptional: true, minCount: minCount, maxCount: maxCount, isTransient: isTransient)
     }
     @usableFromInline var isUnique: Bool { false }
     @usableFromInline var isIndexed: Bool { false }

@@ -38,19 +38,22 @@ extension ManagedObject {
     /// - Throws: `.unknownKey`, or `.typeMismatch` when the data does not decode as `T`.
     public func decodedValue<T: Decodable>(forKey key: String, as type: T.Type = T.self) throws(CoherenceError) -> T? {
         guard let a = entity.attributesByName[key] else {
-            throw CoherenceError(.unknownKey, "'\(key)' is not an attribute of entity '\(entity.name)'.", entity: entity.name, property: key)
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not an attribute of entity '\(entity.name)'.", entity: entity.name, property: key)
         }
         guard case .blob(let data) = _storedValue(at: a.slot) else { return nil }
         do { return try JSONDecoder().decode(T.self, from: data) } catch {
-            throw CoherenceError(.typeMismatch, "'\(key)' does not hold a JSON-encoded \(T.self): \(error)", entity: entity.name,
-                                 property: key, objectID: _objectID)
+            throw CoherenceError(
+                .typeMismatch, "'\(key)' does not hold a JSON-encoded \(T.self): \(error)", entity: entity.name,
+                property: key, objectID: _objectID)
         }
     }
 
     /// Encodes a value as JSON into a transformable (or binary) attribute.
     public func setEncodedValue<T: Encodable>(_ value: T?, forKey key: String) throws(CoherenceError) {
         guard let a = entity.attributesByName[key], a.type == .transformable || a.type == .binaryData else {
-            throw CoherenceError(.unknownKey, "'\(key)' is not a transformable attribute of entity '\(entity.name)'.", entity: entity.name, property: key)
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not a transformable attribute of entity '\(entity.name)'.", entity: entity.name, property: key)
         }
         guard let value else { _setStoredValue(.null, at: a.slot); return }
         do { _setStoredValue(.blob(try JSONEncoder().encode(value)), at: a.slot) } catch {
@@ -76,7 +79,8 @@ extension ManagedObject {
     static func transformedSwiftValue(_ v: StoredValue, for attribute: AttributeDescription) -> Any? {
         guard case .blob(let data) = v else { return nil }
         if let name = attribute.valueTransformerName, let t = AttributeTransformers.transformer(named: name),
-           let value = try? t.value(from: data) {
+            let value = try? t.value(from: data)
+        {
             return value
         }
         return data
@@ -138,7 +142,9 @@ public struct Transformed<Value: Codable> {
             if let fallback { return fallback }
             // Only optional Values reach here without a default: decode `null`.
             if let none = try? JSONDecoder().decode(Value.self, from: Data("null".utf8)) { return none }
-            preconditionFailure("Property '\(object.entity.properties[slot].name)' of entity '\(object.entity.name)' holds no decodable value and has no default")
+            preconditionFailure(
+                "Property '\(object.entity.properties[slot].name)' of entity '\(object.entity.name)' holds no decodable value and has no default"
+            )
         }
         set {
             let slot = Int(object[keyPath: storageKeyPath]._slot)
@@ -156,8 +162,9 @@ extension Transformed: ReflectedProperty {
     @usableFromInline func makeDescription(name: String) -> PropertyDescription {
         let isOptional = Value.self is any OptionalProtocol.Type
         let stored: StoredValue? = defaultValue.flatMap { try? JSONEncoder().encode($0) }.map { .blob($0) }
-        return AttributeDescription(name: name, type: .transformable, isOptional: isOptional, storedDefault: stored,
-                                    isTransient: isTransient)
+        return AttributeDescription(
+            name: name, type: .transformable, isOptional: isOptional, storedDefault: stored,
+            isTransient: isTransient)
     }
     @usableFromInline var isUnique: Bool { false }
     @usableFromInline var isIndexed: Bool { false }

@@ -46,8 +46,10 @@ package final class SQLiteConnection {
     /// then only reads the file (a store decides whether the file is its own before it changes
     /// anything). The other settings are the connection's own and write nothing.
     /// - Throws: ``SQLiteError`` when the file cannot be opened or is not a database.
-    package init(location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000,
-                 switchesToWAL: Bool = true, synchronous: StoreOptions.Synchronous = .normal) throws(SQLiteError) {
+    package init(
+        location: Location, readOnly: Bool = false, busyTimeout: Int32 = 5_000,
+        switchesToWAL: Bool = true, synchronous: StoreOptions.Synchronous = .normal
+    ) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let path: String
@@ -229,14 +231,16 @@ package final class SQLiteConnection {
             }
             let box = Unmanaged.passRetained(TraceBox(handler: newValue))
             traceBox = box
-            sqlite3_trace_v2(handle, UInt32(SQLITE_TRACE_STMT), { _, context, statement, _ in
-                guard let context, let statement else { return 0 }
-                let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
-                if let sql = sqlite3_sql(OpaquePointer(statement)) {
-                    box.handler(String(cString: sql))
-                }
-                return 0
-            }, box.toOpaque())
+            sqlite3_trace_v2(
+                handle, UInt32(SQLITE_TRACE_STMT),
+                { _, context, statement, _ in
+                    guard let context, let statement else { return 0 }
+                    let box = Unmanaged<TraceBox>.fromOpaque(context).takeUnretainedValue()
+                    if let sql = sqlite3_sql(OpaquePointer(statement)) {
+                        box.handler(String(cString: sql))
+                    }
+                    return 0
+                }, box.toOpaque())
         }
     }
 
@@ -267,48 +271,58 @@ enum SQLFunctions {
 
     static func register(on connection: SQLiteConnection) throws(SQLiteError) {
         let db = connection.handle
-        var rc = sqlite3_create_collation_v2(db, decimalCollation, SQLITE_UTF8, nil, { _, n1, p1, n2, p2 in
-            let a = String(decoding: UnsafeRawBufferPointer(start: p1, count: Int(n1)), as: UTF8.self)
-            let b = String(decoding: UnsafeRawBufferPointer(start: p2, count: Int(n2)), as: UTF8.self)
-            return Int32(DecimalText.compare(a, b))
-        }, nil)
+        var rc = sqlite3_create_collation_v2(
+            db, decimalCollation, SQLITE_UTF8, nil,
+            { _, n1, p1, n2, p2 in
+                let a = String(decoding: UnsafeRawBufferPointer(start: p1, count: Int(n1)), as: UTF8.self)
+                let b = String(decoding: UnsafeRawBufferPointer(start: p2, count: Int(n2)), as: UTF8.self)
+                return Int32(DecimalText.compare(a, b))
+            }, nil)
         guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
-        rc = sqlite3_create_function_v2(db, foldFunction, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nil, { ctx, argc, argv in
-            guard argc == 1, let argv, let arg = argv[0] else { sqlite3_result_null(ctx); return }
-            guard sqlite3_value_type(arg) != SQLITE_NULL, let p = sqlite3_value_text(arg) else { sqlite3_result_null(ctx); return }
-            let n = Int(sqlite3_value_bytes(arg))
-            let folded = TextFolding.fold(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
-            SQLFunctions.setResult(ctx, .text(folded))
-        }, nil, nil, nil)
+        rc = sqlite3_create_function_v2(
+            db, foldFunction, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nil,
+            { ctx, argc, argv in
+                guard argc == 1, let argv, let arg = argv[0] else { sqlite3_result_null(ctx); return }
+                guard sqlite3_value_type(arg) != SQLITE_NULL, let p = sqlite3_value_text(arg) else { sqlite3_result_null(ctx); return }
+                let n = Int(sqlite3_value_bytes(arg))
+                let folded = TextFolding.fold(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
+                SQLFunctions.setResult(ctx, .text(folded))
+            }, nil, nil, nil)
         guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
         // Floating-point comparisons and arithmetic call the evaluator, so both stores agree.
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
-        rc = sqlite3_create_function_v2(db, compareFunction, 3, flags, nil, { ctx, argc, argv in
-            guard argc == 3, let argv, let op = SQLFunctions.text(argv[0]).flatMap(ComparisonOperator.init(rawValue:)) else {
-                sqlite3_result_null(ctx); return
-            }
-            let a = SQLFunctions.storedValue(argv[1]), b = SQLFunctions.storedValue(argv[2])
-            switch QueryEvaluator.compare(op, .stored(a), .stored(b), in: .floatingPoint) {
-            case true?: sqlite3_result_int(ctx, 1)
-            case false?: sqlite3_result_int(ctx, 0)
-            case nil: sqlite3_result_null(ctx)
-            }
-        }, nil, nil, nil)
+        rc = sqlite3_create_function_v2(
+            db, compareFunction, 3, flags, nil,
+            { ctx, argc, argv in
+                guard argc == 3, let argv, let op = SQLFunctions.text(argv[0]).flatMap(ComparisonOperator.init(rawValue:)) else {
+                    sqlite3_result_null(ctx); return
+                }
+                let a = SQLFunctions.storedValue(argv[1]), b = SQLFunctions.storedValue(argv[2])
+                switch QueryEvaluator.compare(op, .stored(a), .stored(b), in: .floatingPoint) {
+                case true?: sqlite3_result_int(ctx, 1)
+                case false?: sqlite3_result_int(ctx, 0)
+                case nil: sqlite3_result_null(ctx)
+                }
+            }, nil, nil, nil)
         guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
-        rc = sqlite3_create_function_v2(db, arithmeticFunction, 3, flags, nil, { ctx, argc, argv in
-            guard argc == 3, let argv, let op = SQLFunctions.text(argv[0]).flatMap(ArithmeticOperator.init(rawValue:)) else {
-                sqlite3_result_null(ctx); return
-            }
-            let a = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[1])), floatingPoint: true)
-            let b = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[2])), floatingPoint: true)
-            SQLFunctions.setResult(ctx, QueryEvaluator.arithmetic(op, a, b, floatingPoint: true))
-        }, nil, nil, nil)
+        rc = sqlite3_create_function_v2(
+            db, arithmeticFunction, 3, flags, nil,
+            { ctx, argc, argv in
+                guard argc == 3, let argv, let op = SQLFunctions.text(argv[0]).flatMap(ArithmeticOperator.init(rawValue:)) else {
+                    sqlite3_result_null(ctx); return
+                }
+                let a = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[1])), floatingPoint: true)
+                let b = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[2])), floatingPoint: true)
+                SQLFunctions.setResult(ctx, QueryEvaluator.arithmetic(op, a, b, floatingPoint: true))
+            }, nil, nil, nil)
         guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
-        rc = sqlite3_create_function_v2(db, negateFunction, 1, flags, nil, { ctx, argc, argv in
-            guard argc == 1, let argv else { sqlite3_result_null(ctx); return }
-            let x = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[0])), floatingPoint: true)
-            SQLFunctions.setResult(ctx, QueryEvaluator.negate(x, floatingPoint: true))
-        }, nil, nil, nil)
+        rc = sqlite3_create_function_v2(
+            db, negateFunction, 1, flags, nil,
+            { ctx, argc, argv in
+                guard argc == 1, let argv else { sqlite3_result_null(ctx); return }
+                let x = QueryEvaluator.number(.stored(SQLFunctions.storedValue(argv[0])), floatingPoint: true)
+                SQLFunctions.setResult(ctx, QueryEvaluator.negate(x, floatingPoint: true))
+            }, nil, nil, nil)
         guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
     }
 
@@ -344,8 +358,9 @@ enum SQLFunctions {
             t.withUTF8 { buf in
                 if let base = buf.baseAddress {
                     // Invariant: the bytes are valid for this call; SQLite copies them (TRANSIENT).
-                    sqlite3_result_text(ctx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
-                                        Int32(buf.count), coherence_sqlite3_transient())
+                    sqlite3_result_text(
+                        ctx, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
+                        Int32(buf.count), coherence_sqlite3_transient())
                 } else {
                     sqlite3_result_text(ctx, "", 0, coherence_sqlite3_transient())
                 }

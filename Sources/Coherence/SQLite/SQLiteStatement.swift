@@ -81,8 +81,9 @@ package final class SQLiteStatement {
         value.withUTF8 { buf in
             if let base = buf.baseAddress {
                 // Invariant: the UTF-8 bytes are valid for this call; SQLite copies them (TRANSIENT).
-                _ = sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
-                                      Int32(buf.count), coherence_sqlite3_transient())
+                _ = sqlite3_bind_text(
+                    handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
+                    Int32(buf.count), coherence_sqlite3_transient())
             } else {
                 _ = sqlite3_bind_text(handle, index, "", 0, coherence_sqlite3_transient())
             }
@@ -201,8 +202,9 @@ package final class SQLiteStatement {
     package func decode<T: PersistentValue>(_ type: T.Type = T.self, at column: Int32) throws(SQLiteError) -> T {
         let v = value(column)
         guard let t = T(storedValue: v) else {
-            throw SQLiteError(extendedResultCode: SQLITE_MISMATCH,
-                              message: "column \(column) holds \(v.kindName), not \(T.self)", sql: sql)
+            throw SQLiteError(
+                extendedResultCode: SQLITE_MISMATCH,
+                message: "column \(column) holds \(v.kindName), not \(T.self)", sql: sql)
         }
         return t
     }

@@ -213,8 +213,10 @@ public enum ContextStrategy {
     }
 
     /// A main-queue view context on the coordinator.
-    static func viewContext(on coordinator: PersistentStoreCoordinator, merges: Bool,
-                            _ errorHandler: @escaping @Sendable (any Error) -> Void) -> ManagedObjectContext {
+    static func viewContext(
+        on coordinator: PersistentStoreCoordinator, merges: Bool,
+        _ errorHandler: @escaping @Sendable (any Error) -> Void
+    ) -> ManagedObjectContext {
         let c = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: coordinator, name: "viewContext")
         c.automaticallyMergesChangesFromParent = merges
         c.hooks.errorHandler = errorHandler
@@ -222,8 +224,10 @@ public enum ContextStrategy {
     }
 
     /// A private-queue background context on the coordinator.
-    static func backgroundContext(on coordinator: PersistentStoreCoordinator,
-                                  _ errorHandler: @escaping @Sendable (any Error) -> Void) -> ManagedObjectContext {
+    static func backgroundContext(
+        on coordinator: PersistentStoreCoordinator,
+        _ errorHandler: @escaping @Sendable (any Error) -> Void
+    ) -> ManagedObjectContext {
         let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "background")
         c.hooks.errorHandler = errorHandler
         return c
@@ -231,8 +235,10 @@ public enum ContextStrategy {
 
     /// A did-save hook that saves `parent` on its own queue, reporting failures (a failed save
     /// leaves its changes in `parent`). `queued` counts the saves not yet run.
-    static func saveParent(_ parent: ManagedObjectContext, _ errorHandler: @escaping @Sendable (any Error) -> Void,
-                           queued: QueuedParentSaves? = nil) -> @Sendable (ContextEvent) -> Void {
+    static func saveParent(
+        _ parent: ManagedObjectContext, _ errorHandler: @escaping @Sendable (any Error) -> Void,
+        queued: QueuedParentSaves? = nil
+    ) -> @Sendable (ContextEvent) -> Void {
         { [weak parent] _ in
             guard let parent else { return }
             queued?.enqueued()

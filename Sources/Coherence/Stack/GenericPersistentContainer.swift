@@ -76,7 +76,10 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         let stores = attached.withLock { $0 }
         if let unwritten = try? storesWithUnwrittenChanges(stores), !unwritten.isEmpty {
             let names = unwritten.map { $0.url?.path ?? $0.engine.locationDescription }.joined(separator: ", ")
-            CoherenceLogging.log(.error, "stack", "Container '\(name)' released with changes its strategy accepted but could not write to \(names): they are lost. Last error: \(errorSink.lastError.map { "\($0)" } ?? "none")")
+            CoherenceLogging.log(
+                .error, "stack",
+                "Container '\(name)' released with changes its strategy accepted but could not write to \(names): they are lost. Last error: \(errorSink.lastError.map { "\($0)" } ?? "none")"
+            )
         }
         for store in stores { try? persistentStoreCoordinator.remove(store) }
     }
@@ -135,8 +138,10 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         let unwritten = try storesWithUnwrittenChanges(stores)
         guard let store = unwritten.first else { return }
         if let error = errorSink.lastError { throw error }
-        throw CoherenceError(.invalidRequest, "The strategy's writing context holds unsaved changes for this store; save or roll them back before detaching it.",
-                             store: store.url?.path ?? store.engine.locationDescription)
+        throw CoherenceError(
+            .invalidRequest,
+            "The strategy's writing context holds unsaved changes for this store; save or roll them back before detaching it.",
+            store: store.url?.path ?? store.engine.locationDescription)
     }
 
     /// The stores among `stores` that a writing context of the strategy holds changes for.
@@ -174,7 +179,8 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
     public func attachPersistentStore(at location: URL, for configuration: StoreConfiguration) throws -> PersistentStore {
         if let modelError { throw modelError }
         if let config = configuration.name, config != ManagedObjectModel.defaultConfigurationName,
-           managedObjectModel.configurations[config] == nil {
+            managedObjectModel.configurations[config] == nil
+        {
             throw CoherenceError(.invalidRequest, "The model '\(name)' has no configuration named '\(config)'.")
         }
         // The file name, or the container and configuration names it is made of, are one path
@@ -184,8 +190,9 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         if let url = configuration.url(in: location, containerName: name) {
             try StoreLocation.createDirectory(url.deletingLastPathComponent())
             do {
-                store = try persistentStoreCoordinator.addPersistentStore(type: .sqlite, configuration: configuration.name, at: url,
-                                                                          options: configuration.options)
+                store = try persistentStoreCoordinator.addPersistentStore(
+                    type: .sqlite, configuration: configuration.name, at: url,
+                    options: configuration.options)
             } catch {
                 // (`catch where` on a typed-throws `do` crashes the 6.3 compiler; hence the guard.)
                 guard error.code == .storeIncompatible && configuration.overwriteIncompatibleStore else { throw error }
@@ -193,17 +200,20 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
                     let file = URL(fileURLWithPath: url.path + suffix)
                     if FileManager.default.fileExists(atPath: file.path) {
                         do { try FileManager.default.removeItem(at: file) } catch {
-                            throw CoherenceError(.storeOpenFailed, "Cannot remove the incompatible store file \(file.path): \(error.localizedDescription)",
-                                                 store: url.path)
+                            throw CoherenceError(
+                                .storeOpenFailed, "Cannot remove the incompatible store file \(file.path): \(error.localizedDescription)",
+                                store: url.path)
                         }
                     }
                 }
-                store = try persistentStoreCoordinator.addPersistentStore(type: .sqlite, configuration: configuration.name, at: url,
-                                                                          options: configuration.options)
+                store = try persistentStoreCoordinator.addPersistentStore(
+                    type: .sqlite, configuration: configuration.name, at: url,
+                    options: configuration.options)
             }
         } else {
-            store = try persistentStoreCoordinator.addPersistentStore(type: .inMemory, configuration: configuration.name,
-                                                                      options: configuration.options)
+            store = try persistentStoreCoordinator.addPersistentStore(
+                type: .inMemory, configuration: configuration.name,
+                options: configuration.options)
         }
         attached.withLock { $0.append(store) }
         return store
@@ -270,9 +280,10 @@ final class ErrorSink: Sendable {
     private let state: LockedValue<State>
 
     init(containerName: String) {
-        state = LockedValue(State(handler: { error in
-            CoherenceLogging.log(.error, "stack", "container '\(containerName)': error while propagating changes: \(error)")
-        }))
+        state = LockedValue(
+            State(handler: { error in
+                CoherenceLogging.log(.error, "stack", "container '\(containerName)': error while propagating changes: \(error)")
+            }))
     }
 
     var handler: @Sendable (any Error) -> Void {

@@ -26,8 +26,10 @@ public struct StoreConfiguration: Equatable, Sendable, CustomStringConvertible {
     public var options: StoreOptions
 
     /// Creates a configuration; every argument has the default Coherence uses.
-    public init(fileName: String? = nil, name: String? = nil, type: StoreType = .sqlite,
-                overwriteIncompatibleStore: Bool = false, options: StoreOptions = StoreOptions()) {
+    public init(
+        fileName: String? = nil, name: String? = nil, type: StoreType = .sqlite,
+        overwriteIncompatibleStore: Bool = false, options: StoreOptions = StoreOptions()
+    ) {
         self.fileName = fileName
         self.name = name
         self.type = type
@@ -76,7 +78,8 @@ public enum StoreLocation {
     /// `Application Support/Coherence` on Apple platforms.
     public static func defaultLocation() -> URL {
         #if canImport(Darwin)
-        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+        let base =
+            FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
             ?? URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent("Library/Application Support")
         return base.appendingPathComponent("Coherence", isDirectory: true)
         #else
@@ -100,13 +103,20 @@ public enum StoreLocation {
     /// Checks that `component` is one safe path component.
     public static func validateComponent(_ component: String, what: String = "path component") throws(CoherenceError) {
         let problem: String?
-        if component.isEmpty { problem = "is empty" }
-        else if component == "." || component == ".." { problem = "is '\(component)'" }
-        else if component.contains("/") { problem = "contains '/'" }
-        else if component.unicodeScalars.contains("\u{0}") { problem = "contains a NUL character" }
-        else { problem = nil }
+        if component.isEmpty {
+            problem = "is empty"
+        } else if component == "." || component == ".." {
+            problem = "is '\(component)'"
+        } else if component.contains("/") {
+            problem = "contains '/'"
+        } else if component.unicodeScalars.contains("\u{0}") {
+            problem = "contains a NUL character"
+        } else {
+            problem = nil
+        }
         if let problem {
-            throw CoherenceError(.invalidLocation, "The \(what) \(String(reflecting: component)) \(problem); it must be a single path component.")
+            throw CoherenceError(
+                .invalidLocation, "The \(what) \(String(reflecting: component)) \(problem); it must be a single path component.")
         }
     }
 

@@ -38,7 +38,7 @@ struct MemoryWriter {
             guard var row = s.tables[root]?[u.objectID.primaryKey], u.expectedVersion.map({ $0 == row.version }) ?? true else {
                 let values = (try? resolved(u.values, u.references, source: u.objectID)) ?? u.values
                 versionConflict(u.objectID, values: values, cached: u.cachedValues, old: u.expectedVersion ?? 0, in: s)
-                result.updatedVersions.append(0)   // a conflict: the save fails
+                result.updatedVersions.append(0)  // a conflict: the save fails
                 continue
             }
             let values = try resolved(u.values, u.references, source: u.objectID)
@@ -50,7 +50,7 @@ struct MemoryWriter {
             if let conflict = uniquenessConflict(candidate, id: u.objectID, cached: u.cachedValues, old: row.version, in: s) {
                 conflicts.append(conflict)
                 addUnique(row, to: &s)
-                result.updatedVersions.append(0)   // a conflict: the save fails
+                result.updatedVersions.append(0)  // a conflict: the save fails
                 continue
             }
             row = candidate
@@ -72,18 +72,20 @@ struct MemoryWriter {
                 continue
             }
             addUnique(row, to: &s)
-            s.tables[ObjectIdentifier(id.entity.rootEntity), default: [:]][id.primaryKey] = row   // version 1
+            s.tables[ObjectIdentifier(id.entity.rootEntity), default: [:]][id.primaryKey] = row  // version 1
         }
         for j in changes.joinDeletes {
             guard case .joinTable(let name, let sourceIsFirst) = j.relationship.storage,
-                  let src = try key(j.source, from: j.source, property: j.relationship.name),
-                  let dst = try key(j.destination, from: j.source, property: j.relationship.name) else { continue }
+                let src = try key(j.source, from: j.source, property: j.relationship.name),
+                let dst = try key(j.destination, from: j.source, property: j.relationship.name)
+            else { continue }
             s.joins[name]?.remove(sourceIsFirst ? .init(first: src, second: dst) : .init(first: dst, second: src))
         }
         for j in changes.joinInserts {
             guard case .joinTable(let name, let sourceIsFirst) = j.relationship.storage,
-                  let src = try key(j.source, from: j.source, property: j.relationship.name),
-                  let dst = try key(j.destination, from: j.source, property: j.relationship.name) else { continue }
+                let src = try key(j.source, from: j.source, property: j.relationship.name),
+                let dst = try key(j.destination, from: j.source, property: j.relationship.name)
+            else { continue }
             s.joins[name, default: []].insert(sourceIsFirst ? .init(first: src, second: dst) : .init(first: dst, second: src))
         }
         return result
@@ -93,12 +95,15 @@ struct MemoryWriter {
         guard let target else { return nil }
         if let p = permanent[target] { return p.primaryKey }
         guard !target.isTemporaryID else {
-            throw CoherenceError(.invalidRequest, "\(source) refers through '\(property)' to \(target), which is not saved and not inserted in this save.",
-                                 entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+            throw CoherenceError(
+                .invalidRequest, "\(source) refers through '\(property)' to \(target), which is not saved and not inserted in this save.",
+                entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
         }
         guard target.storeIdentifier == store.identifier else {
-            var error = CoherenceError(.crossStoreRelationship, "\(source) refers through '\(property)' to \(target) in another store; relationships cannot cross stores.",
-                                       entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
+            var error = CoherenceError(
+                .crossStoreRelationship,
+                "\(source) refers through '\(property)' to \(target) in another store; relationships cannot cross stores.",
+                entity: source.entity.name, property: property, objectID: source, store: store.locationDescription)
             error.destinationStore = "store \(target.storeIdentifier?.uuidString ?? "")"
             throw error
         }
@@ -113,11 +118,15 @@ struct MemoryWriter {
         return values
     }
 
-    private mutating func versionConflict(_ id: ObjectID, values: [StoredValue], cached: [StoredValue]?, old: Int64, in s: InMemoryStore.State) {
+    private mutating func versionConflict(
+        _ id: ObjectID, values: [StoredValue], cached: [StoredValue]?, old: Int64, in s: InMemoryStore.State
+    ) {
         // (A row of another entity in the same table is not this object's.)
         let row = s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey].flatMap { $0.entity.isKindOf(id.entity) ? $0 : nil }
-        conflicts.append(SaveConflict(kind: .version, objectID: id, objectValues: values, cachedValues: cached,
-                                      persistedValues: row?.values, oldVersion: old, newVersion: row?.version ?? 0))
+        conflicts.append(
+            SaveConflict(
+                kind: .version, objectID: id, objectValues: values, cachedValues: cached,
+                persistedValues: row?.values, oldVersion: old, newVersion: row?.version ?? 0))
     }
 
     /// The constraints that apply to a row: those of its entity and its ancestors.
@@ -143,17 +152,21 @@ struct MemoryWriter {
         return values
     }
 
-    private func uniquenessConflict(_ row: StoreRow, id: ObjectID, cached: [StoredValue]?, old: Int64,
-                                    in s: InMemoryStore.State) -> SaveConflict? {
+    private func uniquenessConflict(
+        _ row: StoreRow, id: ObjectID, cached: [StoredValue]?, old: Int64,
+        in s: InMemoryStore.State
+    ) -> SaveConflict? {
         for (declaring, constraint) in Self.constraints(of: row.entity) {
             guard let values = Self.uniqueValues(row, declaring, constraint),
-                  let other = s.unique[InMemoryStore.uniqueKey(declaring, constraint)]?[values], other != row.primaryKey,
-                  let otherRow = s.tables[ObjectIdentifier(row.entity.rootEntity)]?[other] else { continue }
+                let other = s.unique[InMemoryStore.uniqueKey(declaring, constraint)]?[values], other != row.primaryKey,
+                let otherRow = s.tables[ObjectIdentifier(row.entity.rootEntity)]?[other]
+            else { continue }
             var otherID = ObjectID(entity: otherRow.entity, storeIdentifier: store.identifier, primaryKey: other)
             otherID = permanent.first(where: { $0.value == otherID })?.key ?? otherID
-            return SaveConflict(kind: .uniqueness, objectID: id, objectValues: row.values, cachedValues: cached,
-                                persistedValues: otherRow.values, oldVersion: old, newVersion: otherRow.version,
-                                constraint: constraint, conflictingObjectIDs: [otherID])
+            return SaveConflict(
+                kind: .uniqueness, objectID: id, objectValues: row.values, cachedValues: cached,
+                persistedValues: otherRow.values, oldVersion: old, newVersion: otherRow.version,
+                constraint: constraint, conflictingObjectIDs: [otherID])
         }
         return nil
     }

@@ -49,7 +49,7 @@ package final class InMemoryStore: StoreEngine {
             "storeUUID": id.uuidString,
             "modelVersionHash": model.versionHash(forConfiguration: configuration) ?? model.versionHash,
             "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
-            "storeType": "InMemory",
+            "storeType": "InMemory"
         ]
         self.state = LockedValue(State())
     }
@@ -136,12 +136,14 @@ package final class InMemoryStore: StoreEngine {
                 guard let source = relationship.entity, let table = s.tables[ObjectIdentifier(source.rootEntity)] else { return [:] }
                 for pk in sources {
                     guard let row = table[pk], case .integer(let fk) = row.values[relationship.slot],
-                          let dest = context.row(of: relationship.destinationEntity, key: fk) else { continue }
+                        let dest = context.row(of: relationship.destinationEntity, key: fk)
+                    else { continue }
                     result[pk] = [(fk, dest.entity.entityNumber)]
                 }
             case .inverseForeignKey:
                 guard let inverse = relationship.inverseRelationship, let dest = relationship.destinationEntity,
-                      let table = s.tables[ObjectIdentifier(dest.rootEntity)] else { return [:] }
+                    let table = s.tables[ObjectIdentifier(dest.rootEntity)]
+                else { return [:] }
                 let allowed = Set(dest.descendantNumbers)
                 for row in table.values.sorted(by: { $0.primaryKey < $1.primaryKey }) where allowed.contains(row.entity.entityNumber) {
                     if case .integer(let fk) = row.values[inverse.slot], wanted.contains(fk) {
@@ -238,7 +240,9 @@ struct MemoryRow: QueryRow {
     func queryToOne(_ r: RelationshipDescription) -> (any QueryRow)? {
         switch r.storage {
         case .foreignKey:
-            guard case .integer(let fk) = queryValue(at: r.slot), let dest = context.row(of: r.destinationEntity, key: fk) else { return nil }
+            guard case .integer(let fk) = queryValue(at: r.slot), let dest = context.row(of: r.destinationEntity, key: fk) else {
+                return nil
+            }
             return MemoryRow(row: dest, context: context)
         case .inverseForeignKey:
             return queryToMany(r).first
@@ -253,7 +257,8 @@ struct MemoryRow: QueryRow {
             return queryToOne(r).map { [$0] } ?? []
         case .inverseForeignKey:
             guard let inverse = r.inverseRelationship, let dest = r.destinationEntity,
-                  let table = context.state.tables[ObjectIdentifier(dest.rootEntity)] else { return [] }
+                let table = context.state.tables[ObjectIdentifier(dest.rootEntity)]
+            else { return [] }
             let allowed = Set(dest.descendantNumbers)
             return table.values.filter { allowed.contains($0.entity.entityNumber) && $0.values[inverse.slot] == .integer(row.primaryKey) }
                 .sorted { $0.primaryKey < $1.primaryKey }

@@ -24,8 +24,10 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     public var synchronous: Synchronous
 
     /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``.
-    public init(migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true,
-                synchronous: Synchronous = .normal) {
+    public init(
+        migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true,
+        synchronous: Synchronous = .normal
+    ) {
         self.migratesAutomatically = migratesAutomatically
         self.infersMappingModelAutomatically = infersMappingModelAutomatically
         self.synchronous = synchronous

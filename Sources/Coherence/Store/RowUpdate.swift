@@ -34,8 +34,10 @@ package struct RowUpdate: Sendable {
     private var originals: [SlotValue]
     private var hasOriginals: Bool
 
-    package init(objectID: ObjectID, values: [StoredValue], changedSlots: [Int], references: [RowReference],
-                 expectedVersion: Int64?, cachedValues: [StoredValue]?, originals: [SlotValue]? = nil) {
+    package init(
+        objectID: ObjectID, values: [StoredValue], changedSlots: [Int], references: [RowReference],
+        expectedVersion: Int64?, cachedValues: [StoredValue]?, originals: [SlotValue]? = nil
+    ) {
         self.objectID = objectID
         self.values = values
         self.changedSlots = changedSlots

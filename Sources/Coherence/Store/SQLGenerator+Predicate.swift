@@ -75,7 +75,8 @@ final class QueryBuilder {
                 // one with the lowest key (the one a fault of the relationship and the in-memory
                 // store see), so a repeated row does not list the source twice.
                 let lowest = newAlias("k")
-                var pick = "SELECT min(\(lowest).Z_PK) FROM \(generator.table(dest)) AS \(lowest) "
+                var pick =
+                    "SELECT min(\(lowest).Z_PK) FROM \(generator.table(dest)) AS \(lowest) "
                     + "WHERE \(lowest).\(generator.column(inverse)) = \(alias).Z_PK"
                 if let restriction = generator.entityRestriction(dest, includesSubentities: true, alias: lowest) {
                     pick += " AND " + restriction
@@ -173,10 +174,12 @@ final class QueryBuilder {
                 return "(instr(\(l), \(try sql(b))) > 0)"
             case .beginsWith:
                 let r1 = try sql(b), l2 = try sql(a), r2 = try sql(b), r3 = try sql(b)
-                return "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE substr(CAST(\(l2) AS BLOB), 1, length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) END)"
+                return
+                    "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE substr(CAST(\(l2) AS BLOB), 1, length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) END)"
             case .endsWith:
                 let r1 = try sql(b), l2 = try sql(a), r2 = try sql(b), r3 = try sql(b), r4 = try sql(b), l3 = try sql(a)
-                return "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE (substr(CAST(\(l2) AS BLOB), -length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) OR (length(CAST(\(r4) AS BLOB)) = 0 AND \(l3) IS NOT NULL)) END)"
+                return
+                    "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE (substr(CAST(\(l2) AS BLOB), -length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) OR (length(CAST(\(r4) AS BLOB)) = 0 AND \(l3) IS NOT NULL)) END)"
             }
         case .inList(let x, let values):
             if values.isEmpty { return "0" }
@@ -246,8 +249,10 @@ final class QueryBuilder {
     /// every number, so a column compared with a constant gets SQL that corrects for them and
     /// still uses an index (``columnComparison(_:_:_:)``); anything else calls
     /// `coherence_compare`, which is ``QueryEvaluator``'s comparison.
-    private func floatingPointComparison(_ op: ComparisonOperator, _ a: QueryExpression,
-                                         _ b: QueryExpression) throws(CoherenceError) -> String {
+    private func floatingPointComparison(
+        _ op: ComparisonOperator, _ a: QueryExpression,
+        _ b: QueryExpression
+    ) throws(CoherenceError) -> String {
         if case .path(let p) = a, let attribute = p.attribute, case .constant(let c) = b {
             if let sql = try columnComparison(op, p, attribute, c) { return sql }
         }
@@ -260,11 +265,13 @@ final class QueryBuilder {
 
     /// `column op constant` for a floating-point column, or nil when the constant is not a
     /// number or NaN. A NaN row fails every test but `!=`; a −0.0 row passes where 0 would.
-    private func columnComparison(_ op: ComparisonOperator, _ path: PropertyPath, _ attribute: AttributeDescription,
-                                  _ constant: StoredValue) throws(CoherenceError) -> String? {
+    private func columnComparison(
+        _ op: ComparisonOperator, _ path: PropertyPath, _ attribute: AttributeDescription,
+        _ constant: StoredValue
+    ) throws(CoherenceError) -> String? {
         let c = QueryEvaluator.comparable(floatingPoint: constant)
         let column = try pathSQL(path)
-        if c.isSpecialReal {   // NaN: only `!=` holds, for every row (nil included, as `==` is null-safe)
+        if c.isSpecialReal {  // NaN: only `!=` holds, for every row (nil included, as `==` is null-safe)
             switch op {
             case .equal: return "0"
             case .notEqual: return "1"
@@ -283,11 +290,13 @@ final class QueryBuilder {
         case .equal:
             return negativeZero && zero == 0 ? "(\(column) IS \(value) OR \(column) IS \(Self.negativeZero))" : "(\(column) IS \(value))"
         case .notEqual:
-            return negativeZero && zero == 0 ? "(\(column) IS NOT \(value) AND \(column) IS NOT \(Self.negativeZero))" : "(\(column) IS NOT \(value))"
+            return negativeZero && zero == 0
+                ? "(\(column) IS NOT \(value) AND \(column) IS NOT \(Self.negativeZero))" : "(\(column) IS NOT \(value))"
         case .less, .lessOrEqual:
             // A NaN blob is not less than a number.
             let passes = op == .less ? zero < 0 : zero <= 0
-            return negativeZero && passes ? "(\(column) \(op.rawValue) \(value) OR \(column) = \(Self.negativeZero))" : "(\(column) \(op.rawValue) \(value))"
+            return negativeZero && passes
+                ? "(\(column) \(op.rawValue) \(value) OR \(column) = \(Self.negativeZero))" : "(\(column) \(op.rawValue) \(value))"
         case .greater, .greaterOrEqual:
             // A blob is greater than every number: `< x''` (the least blob) leaves NaN out.
             let passes = op == .greater ? zero > 0 : zero >= 0
@@ -306,7 +315,8 @@ final class QueryBuilder {
             constants.append(QueryEvaluator.comparable(floatingPoint: c))
         }
         guard case .path(let p) = x, let attribute = p.attribute, constants.count == values.count,
-              constants.allSatisfy({ $0.isNull || $0.isSpecialReal || QueryEvaluator.isNumber($0) }) else {
+            constants.allSatisfy({ $0.isNull || $0.isSpecialReal || QueryEvaluator.isNumber($0) })
+        else {
             return try sql(.or(values.map { .compare(.equal, x, $0) }))
         }
         let column = try pathSQL(p)
@@ -323,13 +333,15 @@ final class QueryBuilder {
     }
 
     /// A correlated subquery over the destinations of a to-many relationship.
-    private func subquery(_ path: ToManyPath, scope scopeNumber: Int?, select: String, predicate: QueryExpression?,
-                          negate: Bool) throws(CoherenceError) -> String {
+    private func subquery(
+        _ path: ToManyPath, scope scopeNumber: Int?, select: String, predicate: QueryExpression?,
+        negate: Bool
+    ) throws(CoherenceError) -> String {
         let r = path.relationship
         guard let dest = r.destinationEntity else {
             throw CoherenceError(.unsupportedPredicate, "Relationship '\(r.name)' has no destination", property: r.name)
         }
-        let owner = try pathSQL(path.base)   // the source object's key
+        let owner = try pathSQL(path.base)  // the source object's key
         let alias = newAlias("s")
         let inner = Scope(alias: alias, entity: dest)
         if let scopeNumber {

@@ -70,7 +70,7 @@ package struct SQLGenerator: Sendable {
     package func createMetadataTables() -> [String] {
         [
             "CREATE TABLE IF NOT EXISTS Z_METADATA (Z_KEY TEXT PRIMARY KEY NOT NULL, Z_VALUE TEXT)",
-            "CREATE TABLE IF NOT EXISTS Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY NOT NULL, Z_NAME TEXT NOT NULL, Z_MAX INTEGER NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY NOT NULL, Z_NAME TEXT NOT NULL, Z_MAX INTEGER NOT NULL)"
         ]
     }
 
@@ -102,7 +102,8 @@ package struct SQLGenerator: Sendable {
                 statements.append("CREATE INDEX \(dialect.quote("Z_\(root.name)_Z_ENT")) ON \(table(root)) (Z_ENT)")
             }
             for e in hierarchy {
-                let subset = e.descendantNumbers.count < hierarchy.count
+                let subset =
+                    e.descendantNumbers.count < hierarchy.count
                     ? " WHERE Z_ENT IN (\(e.descendantNumbers.map(String.init).joined(separator: ", ")))" : ""
                 for constraint in e.uniquenessConstraints {
                     let cols = constraint.compactMap { e.propertiesByName[$0] }.map(column)
@@ -120,10 +121,12 @@ package struct SQLGenerator: Sendable {
                         statements.append("CREATE INDEX \(name) ON \(table(root)) (\(column(r)))")
                     }
                     if case .joinTable(let jname, let sourceIsFirst) = r.storage, !r.isTransient, joinTables.insert(jname).inserted,
-                       let dest = r.destinationEntity {
+                        let dest = r.destinationEntity
+                    {
                         let first = sourceIsFirst ? table(e) : table(dest)
                         let second = sourceIsFirst ? table(dest) : table(e)
-                        statements.append("""
+                        statements.append(
+                            """
                             CREATE TABLE \(dialect.quote(jname)) (Z_1 INTEGER NOT NULL REFERENCES \(first)(Z_PK) ON DELETE CASCADE, \
                             Z_2 INTEGER NOT NULL REFERENCES \(second)(Z_PK) ON DELETE CASCADE, PRIMARY KEY (Z_1, Z_2)) WITHOUT ROWID
                             """)
@@ -176,13 +179,15 @@ package struct SQLGenerator: Sendable {
         let entityColumn = hierarchy.count == 1 ? "\(entity.entityNumber)" : alias + ".Z_ENT"
         let sql = ([alias + ".Z_PK", entityColumn, alias + ".Z_OPT"] + columns.map { alias + "." + column($0) })
             .joined(separator: ", ")
-        return SelectPlan(columnsSQL: sql, mapping: mapping, entities: entities,
-                          singleEntityNumber: hierarchy.count == 1 ? entity.entityNumber : nil)
+        return SelectPlan(
+            columnsSQL: sql, mapping: mapping, entities: entities,
+            singleEntityNumber: hierarchy.count == 1 ? entity.entityNumber : nil)
     }
 
     /// A SELECT for a fetch: rows, object IDs (`idsOnly`) or a count.
     package func select(_ fetch: StoreFetch, plan: SelectPlan?, storeIdentifier: UUID, count: Bool = false)
-        throws(CoherenceError) -> (sql: String, bindings: [StoredValue]) {
+        throws(CoherenceError) -> (sql: String, bindings: [StoredValue])
+    {
         let builder = QueryBuilder(generator: self, rootEntity: fetch.entity, storeIdentifier: storeIdentifier)
         var conditions: [String] = []
         if let restriction = entityRestriction(fetch.entity, includesSubentities: fetch.includesSubentities, alias: "t0") {
@@ -211,7 +216,7 @@ package struct SQLGenerator: Sendable {
         let columns = plan?.columnsSQL ?? "t0.Z_PK, t0.Z_ENT"
         var sql = "SELECT \(columns) FROM \(from)\(whereSQL)"
         if !orderBy.isEmpty || fetch.limit != nil || fetch.offset > 0 {
-            orderBy.append("t0.Z_PK ASC")   // deterministic ties, the same as in-memory evaluation
+            orderBy.append("t0.Z_PK ASC")  // deterministic ties, the same as in-memory evaluation
             sql += " ORDER BY " + orderBy.joined(separator: ", ")
         }
         var bindings = builder.bindings
@@ -231,7 +236,8 @@ package struct SQLGenerator: Sendable {
         }
         if entity.superentity == nil { return nil }
         let numbers = entity.descendantNumbers
-        return numbers.count == 1 ? "\(alias).Z_ENT = \(numbers[0])"
+        return numbers.count == 1
+            ? "\(alias).Z_ENT = \(numbers[0])"
             : "\(alias).Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"
     }
 
@@ -264,7 +270,8 @@ package struct SQLGenerator: Sendable {
                 """
         case .inverseForeignKey:
             guard let inverse = r.inverseRelationship else { return nil }
-            var sql = "SELECT d.\(column(inverse)), d.Z_PK, d.Z_ENT FROM \(table(dest)) AS d WHERE d.\(column(inverse)) IN (\(dialect.listParameter()))"
+            var sql =
+                "SELECT d.\(column(inverse)), d.Z_PK, d.Z_ENT FROM \(table(dest)) AS d WHERE d.\(column(inverse)) IN (\(dialect.listParameter()))"
             if let restriction = entityRestriction(dest, includesSubentities: true, alias: "d") { sql += " AND " + restriction }
             if r.isOrdered { sql += " ORDER BY d.Z_PK" }
             return sql
@@ -278,8 +285,10 @@ package struct SQLGenerator: Sendable {
     }
 
     /// Rows of `entity` whose values for `constraint` equal the bound values (null-safe).
-    package func selectUniquenessMatches(_ entity: EntityDescription, constraint: [PropertyDescription],
-                                         declaringEntity: EntityDescription) -> String {
+    package func selectUniquenessMatches(
+        _ entity: EntityDescription, constraint: [PropertyDescription],
+        declaringEntity: EntityDescription
+    ) -> String {
         var conditions = constraint.map { "\(column($0)) IS ?" }
         if let restriction = entityRestriction(declaringEntity, includesSubentities: true, alias: table(entity)) {
             conditions.append(restriction)

@@ -123,7 +123,7 @@ private struct SaveWriter {
                 let entity = base[n].objectID.entity
                 if plan?.entity !== entity { plan = try insertPlan(for: entity) }
                 guard let plan else { continue }
-                try insert(base + n, primaryKey: insertKeys[n], plan: plan)   // new rows are version 1
+                try insert(base + n, primaryKey: insertKeys[n], plan: plan)  // new rows are version 1
             }
         }
         for j in changes.joinDeletes { try join(j, insert: false) }
@@ -133,7 +133,8 @@ private struct SaveWriter {
             ids.reserveCapacity(rows.count)
             for n in 0..<rows.count {
                 let id = rows[n].objectID
-                ids.append(id.isTemporaryID ? ObjectID(entity: id.entity, storeIdentifier: store.identifier, primaryKey: insertKeys[n]) : id)
+                ids.append(
+                    id.isTemporaryID ? ObjectID(entity: id.entity, storeIdentifier: store.identifier, primaryKey: insertKeys[n]) : id)
             }
             return ids
         }
@@ -152,7 +153,8 @@ private struct SaveWriter {
         insertKeys = inserts.indices.map { inserts[$0].objectID.primaryKey }
         // The usual case, every insert new and of one root entity: one reservation.
         if let root = inserts.first?.objectID.entity.rootEntity,
-           inserts.indices.allSatisfy({ inserts[$0].objectID.isTemporaryID && inserts[$0].objectID.entity.rootEntity === root }) {
+            inserts.indices.allSatisfy({ inserts[$0].objectID.isTemporaryID && inserts[$0].objectID.entity.rootEntity === root })
+        {
             let first = try store.allocateKeys(for: root, count: inserts.count)
             for n in insertKeys.indices { insertKeys[n] = first + Int64(n) }
             return
@@ -210,13 +212,16 @@ private struct SaveWriter {
         if target.isTemporaryID, let p = permanentID(for: target) { return p.primaryKey }
         guard !target.isTemporaryID else {
             let name = source.entity.properties[slot].name
-            throw CoherenceError(.invalidRequest, "\(source) refers through '\(name)' to \(target), which is not saved and not inserted in this save.",
-                                 entity: source.entity.name, property: name, objectID: source, store: store.url.path)
+            throw CoherenceError(
+                .invalidRequest, "\(source) refers through '\(name)' to \(target), which is not saved and not inserted in this save.",
+                entity: source.entity.name, property: name, objectID: source, store: store.url.path)
         }
         guard target.storeIdentifier == store.identifier else {
             let name = source.entity.properties[slot].name
-            var error = CoherenceError(.crossStoreRelationship, "\(source) refers through '\(name)' to \(target) in another store; relationships cannot cross stores.",
-                                       entity: source.entity.name, property: name, objectID: source, store: store.url.path)
+            var error = CoherenceError(
+                .crossStoreRelationship,
+                "\(source) refers through '\(name)' to \(target) in another store; relationships cannot cross stores.",
+                entity: source.entity.name, property: name, objectID: source, store: store.url.path)
             error.destinationStore = "store \(target.storeIdentifier?.uuidString ?? "")"
             throw error
         }
@@ -245,7 +250,8 @@ private struct SaveWriter {
             for fk in plan.layout.foreignKeys { st.bindNull(fk.index) }
             for r in row.references {
                 guard let target = try key(for: r.target, from: row.objectID, slot: r.slot),
-                      let fk = plan.layout.foreignKeys.first(where: { $0.slot == r.slot }) else { continue }
+                    let fk = plan.layout.foreignKeys.first(where: { $0.slot == r.slot })
+                else { continue }
                 st.bind(target, at: fk.index)
             }
         }
@@ -254,7 +260,9 @@ private struct SaveWriter {
         } catch {
             // `error` is a SQLiteError here (typed throws).
             guard error.isUniqueConstraintViolation else { throw error }
-            let id = row.objectID.isTemporaryID ? ObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: primaryKey) : row.objectID
+            let id =
+                row.objectID.isTemporaryID
+                ? ObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: primaryKey) : row.objectID
             var values = try resolved(row.values, row.references, source: id)
             for fk in plan.layout.foreignKeys where !row.references.contains(where: { $0.slot == fk.slot }) { values[fk.slot] = .null }
             try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
@@ -268,7 +276,7 @@ private struct SaveWriter {
     private mutating func update(_ row: UnsafePointer<RowUpdate>) throws -> Int64? {
         let u = UnsafeRowUpdate(row)
         let entity = u.objectID.entity
-        let slots = u.changedSlots   // ascending: built in property order
+        let slots = u.changedSlots  // ascending: built in property order
         let check = u.expectedVersion != nil
         let entityKey = ObjectIdentifier(entity)
         let properties: [PropertyDescription]
@@ -338,9 +346,10 @@ private struct SaveWriter {
         if let last = lastDelete, last.entity == entityKey, last.check == check {
             st = last.statement
         } else {
-            st = try connection.cachedStatement(store.sql(.delete(entityKey, checkVersion: check)) {
-                generator.delete(entity, checkVersion: check)
-            })
+            st = try connection.cachedStatement(
+                store.sql(.delete(entityKey, checkVersion: check)) {
+                    generator.delete(entity, checkVersion: check)
+                })
             lastDelete = (entityKey, check, st)
         }
         st.bind(row.pointee.objectID.primaryKey, at: 1)
@@ -358,7 +367,8 @@ private struct SaveWriter {
         }
         let slot = j.relationship.slot
         guard let source = try key(for: j.source, from: j.source, slot: slot),
-              let destination = try key(for: j.destination, from: j.source, slot: slot) else { return }
+            let destination = try key(for: j.destination, from: j.source, slot: slot)
+        else { return }
         let st = try connection.cachedStatement(sql)
         st.bind(source, at: 1)
         st.bind(destination, at: 2)
@@ -394,19 +404,24 @@ private struct SaveWriter {
 
     private mutating func recordVersionConflict(id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64) throws {
         let row = try current(id)
-        conflicts.append(SaveConflict(kind: .version, objectID: id, objectValues: values, cachedValues: cached,
-                                      persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0))
+        conflicts.append(
+            SaveConflict(
+                kind: .version, objectID: id, objectValues: values, cachedValues: cached,
+                persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0))
     }
 
     /// `reportAs`: the ID the conflict names (an insert's temporary ID, as the caller knows it).
-    private mutating func recordUniquenessConflict(id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64,
-                                                   reportAs: ObjectID? = nil) throws {
+    private mutating func recordUniquenessConflict(
+        id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64,
+        reportAs: ObjectID? = nil
+    ) throws {
         var found = false
         var entity: EntityDescription? = id.entity
         while let e = entity {
             for constraint in e.uniquenessConstraints {
                 let properties = constraint.compactMap { e.propertiesByName[$0] }
-                let st = try connection.cachedStatement(generator.selectUniquenessMatches(id.entity, constraint: properties, declaringEntity: e))
+                let st = try connection.cachedStatement(
+                    generator.selectUniquenessMatches(id.entity, constraint: properties, declaringEntity: e))
                 defer { st.reset() }
                 for (i, p) in properties.enumerated() { st.bind(values[p.slot], at: Int32(i + 1)) }
                 var others: [ObjectID] = []
@@ -420,16 +435,19 @@ private struct SaveWriter {
                 if !others.isEmpty {
                     found = true
                     let row = try others.first.flatMap { o in try current(o.isTemporaryID ? permanentID(for: o) ?? o : o) }
-                    conflicts.append(SaveConflict(kind: .uniqueness, objectID: reportAs ?? id, objectValues: values, cachedValues: cached,
-                                                  persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0,
-                                                  constraint: constraint, conflictingObjectIDs: others))
+                    conflicts.append(
+                        SaveConflict(
+                            kind: .uniqueness, objectID: reportAs ?? id, objectValues: values, cachedValues: cached,
+                            persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0,
+                            constraint: constraint, conflictingObjectIDs: others))
                 }
             }
             entity = e.superentity
         }
         if !found {
-            throw CoherenceError(.conflict, "A uniqueness constraint failed for \(id), but no conflicting row was found.",
-                                 entity: id.entity.name, objectID: id, store: store.url.path)
+            throw CoherenceError(
+                .conflict, "A uniqueness constraint failed for \(id), but no conflicting row was found.",
+                entity: id.entity.name, objectID: id, store: store.url.path)
         }
     }
 }

@@ -70,8 +70,10 @@ package final class SQLiteStore: StoreEngine {
     /// and so is a write-ahead log it had (closing does not checkpoint it).
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store).
-    package init(url: URL, model: ManagedObjectModel, configuration: String?,
-                 synchronous: StoreOptions.Synchronous = .normal) throws(CoherenceError) {
+    package init(
+        url: URL, model: ManagedObjectModel, configuration: String?,
+        synchronous: StoreOptions.Synchronous = .normal
+    ) throws(CoherenceError) {
         let path = url.path
         guard let entities = model.entities(forConfiguration: configuration) else {
             throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configuration ?? "")'.", store: path)
@@ -103,9 +105,10 @@ package final class SQLiteStore: StoreEngine {
                     metadata[k] = v
                 }
                 guard metadata["modelVersionHash"] == expectedHash else {
-                    throw CoherenceError(.storeIncompatible,
-                                         "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).",
-                                         store: path)
+                    throw CoherenceError(
+                        .storeIncompatible,
+                        "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).",
+                        store: path)
                 }
                 guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
                     throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
@@ -122,7 +125,7 @@ package final class SQLiteStore: StoreEngine {
                     "modelVersionHash": expectedHash,
                     "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
                     "storeType": "SQLite",
-                    "formatVersion": "1",
+                    "formatVersion": "1"
                 ]
                 let meta = metadata
                 try connection.writeTransaction {
@@ -163,8 +166,10 @@ package final class SQLiteStore: StoreEngine {
 
     /// The error of a connection that could not be opened: `.storeOpenFailed` while the store is
     /// being opened, `code` for a reader connection of an attached store.
-    private static func openError(_ error: any Error, path: String,
-                                  code: CoherenceError.Code = .storeOpenFailed) -> CoherenceError {
+    private static func openError(
+        _ error: any Error, path: String,
+        code: CoherenceError.Code = .storeOpenFailed
+    ) -> CoherenceError {
         guard let e = error as? SQLiteError else {
             return CoherenceError(code, "Cannot open the store: \(error)", store: path)
         }
@@ -317,8 +322,9 @@ package final class SQLiteStore: StoreEngine {
         let number = plan.singleEntityNumber ?? Int(st.int64(1))
         if layout.number != number {
             guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
-                throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
-                                     store: url.path)
+                throw CoherenceError(
+                    .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
+                    store: url.path)
             }
             layout = RowLayout(number: number, entity: entity, mapping: mapping)
         }
@@ -363,8 +369,10 @@ package final class SQLiteStore: StoreEngine {
 
     /// Expects the smaller of the row counts of the statement's last two runs (see
     /// ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
-    package func fetch(_ fetch: StoreFetch, expecting expect: (Int) -> Void,
-                       each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
+    package func fetch(
+        _ fetch: StoreFetch, expecting expect: (Int) -> Void,
+        each body: (consuming StoreRow) -> Void
+    ) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
         try withReader { c in

@@ -22,8 +22,9 @@ package protocol StoreEngine: AnyObject, Sendable {
     /// processor's cache), in order. Before the first row, `expect` learns how many rows the
     /// store expects (0: no idea), so that the receiver can size its tables once instead of
     /// growing them row by row. An estimate only: the fetch may return more rows or fewer.
-    func fetch(_ fetch: StoreFetch, expecting expect: (Int) -> Void,
-               each body: (consuming StoreRow) -> Void) throws(CoherenceError)
+    func fetch(
+        _ fetch: StoreFetch, expecting expect: (Int) -> Void,
+        each body: (consuming StoreRow) -> Void) throws(CoherenceError)
     func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
     func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
     /// Rows of `entity` and its sub-entities by primary key. Missing keys, and keys of rows of
@@ -44,8 +45,10 @@ package protocol StoreEngine: AnyObject, Sendable {
 
 extension StoreEngine {
     /// Reads every row, then hands them over one by one (expecting exactly their number).
-    package func fetch(_ fetch: StoreFetch, expecting expect: (Int) -> Void,
-                       each body: (consuming StoreRow) -> Void) throws(CoherenceError) {
+    package func fetch(
+        _ fetch: StoreFetch, expecting expect: (Int) -> Void,
+        each body: (consuming StoreRow) -> Void
+    ) throws(CoherenceError) {
         var rows = try self.fetch(fetch)
         expect(rows.count)
         var i = 0

@@ -13,8 +13,10 @@ package struct StoreFetch: Sendable {
     /// Rows to skip.
     package var offset: Int = 0
 
-    package init(entity: EntityDescription, includesSubentities: Bool = true, predicate: QueryExpression? = nil,
-                 sortKeys: [SortKey] = [], limit: Int? = nil, offset: Int = 0) {
+    package init(
+        entity: EntityDescription, includesSubentities: Bool = true, predicate: QueryExpression? = nil,
+        sortKeys: [SortKey] = [], limit: Int? = nil, offset: Int = 0
+    ) {
         self.entity = entity
         self.includesSubentities = includesSubentities
         self.predicate = predicate
