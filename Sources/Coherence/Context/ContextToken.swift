@@ -1,0 +1,2 @@
+/// Identity of a context's queue.
+final class ContextToken: Sendable {}
