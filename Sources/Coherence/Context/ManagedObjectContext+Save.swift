@@ -105,23 +105,25 @@ extension ManagedObjectContext {
     /// entity no attached store holds, or a changed object whose store was detached.
     func checkStoresAttached(updated: [ManagedObject]) throws(CoherenceError) {
         let coordinator = persistentStoreCoordinator
-        var checked: Set<ObjectIdentifier> = []
-        for o in insertedList
-        where o.objectID.isTemporaryID && assignedStores[o.objectID] == nil
-            && checked.insert(ObjectIdentifier(o.entity)).inserted
-        {
-            _ = try coordinator.store(forNew: o.objectID, assignedStores: [:])
-        }
-        for list in [insertedList, updated, deletedList] {
-            for o in list {
-                guard let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID],
-                    coordinator.persistentStore(withIdentifier: sid) == nil
-                else { continue }
-                throw CoherenceError(
-                    .storeNotAttached, "\(o.objectID) lives in a store that is no longer attached; its changes cannot be saved.",
-                    entity: o.entity.name, objectID: o.objectID)
+        // Each entity and each store is looked up once (a lookup takes the coordinator's lock).
+        var checkedEntities: Set<ObjectIdentifier> = []
+        var attached: Set<UUID> = []
+        func check(_ o: ManagedObject) throws(CoherenceError) {
+            if let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID] {
+                guard !attached.contains(sid) else { return }
+                guard coordinator.persistentStore(withIdentifier: sid) != nil else {
+                    throw CoherenceError(
+                        .storeNotAttached, "\(o.objectID) lives in a store that is no longer attached; its changes cannot be saved.",
+                        entity: o.entity.name, objectID: o.objectID)
+                }
+                attached.insert(sid)
+            } else if checkedEntities.insert(ObjectIdentifier(o.entity)).inserted {
+                _ = try coordinator.store(forNew: o.objectID, assignedStores: [:])
             }
         }
+        for o in insertedList { try check(o) }
+        for o in updated { try check(o) }
+        for o in deletedList { try check(o) }
     }
 
     // MARK: Validation

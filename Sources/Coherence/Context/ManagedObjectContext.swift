@@ -739,20 +739,28 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         return !insertedList.isEmpty || !deletedList.isEmpty || updatedCandidates.values.contains { $0.isUpdated }
     }
 
-    /// Whether the context has unsaved changes that a save would write to one of `stores`:
-    /// updated or deleted objects of those stores, or inserted objects whose entity would be
-    /// assigned to one of them. Used before a store is detached.
+    /// The stores the context's unsaved changes would be written to: those of updated and
+    /// deleted objects, and the stores inserted objects are assigned to (or would be: the first
+    /// attached store holding their entity). Used before a store is detached.
     ///
-    /// - Complexity: O(*n*) in the number of changed objects.
-    package func hasChanges(forStoresWithIdentifiers stores: Set<UUID>) -> Bool {
+    /// - Complexity: O(*n*) in the number of changed objects; one store lookup per entity.
+    package func storesWithChanges() -> Set<UUID> {
         assertOnExecutor()
-        func writes(_ o: ManagedObject) -> Bool {
-            if let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID] { return stores.contains(sid) }
-            guard let store = persistentStoreCoordinator.stores(for: o.entity).first else { return false }
-            return stores.contains(store.identifier)
+        var result: Set<UUID> = []
+        var byEntity: [ObjectIdentifier: UUID?] = [:]
+        func note(_ o: ManagedObject) {
+            if let sid = o.objectID.storeIdentifier ?? assignedStores[o.objectID] {
+                result.insert(sid)
+                return
+            }
+            let key = ObjectIdentifier(o.entity)
+            if byEntity[key] == nil { byEntity[key] = persistentStoreCoordinator.stores(for: o.entity).first?.identifier }
+            if let sid = byEntity[key] ?? nil { result.insert(sid) }
         }
-        return insertedList.contains(where: writes) || deletedList.contains(where: writes)
-            || updatedCandidates.values.contains { $0.isUpdated && writes($0) }
+        insertedList.forEach(note)
+        deletedList.forEach(note)
+        for o in updatedCandidates.values where o.isUpdated { note(o) }
+        return result
     }
 
     package func _noteUpdated(_ object: ManagedObject) {

@@ -7,12 +7,12 @@ extension ManagedObject {
     ///
     /// Reading a property fires the fault too, but a property cannot throw: when the row
     /// cannot be read (its store is detached, an I/O error, a damaged file) the object stays a
-    /// fault, the property reads its entity's default value, the context reports the error to
-    /// its error handler and keeps it, and the next access tries again. Call this to learn
+    /// fault, the property reads its entity's default value, the context logs the error
+    /// (``CoherenceLogging``) and keeps it, and the next access tries again. Call this to learn
     /// whether the data is there:
     ///
     /// ```swift
-    /// let person = context.object(with: id) as! Person
+    /// guard let person = context.object(with: id) as? Person else { return }
     /// try person.fulfillFault()   // throws instead of reading defaults
     /// print(person.name)
     /// ```

@@ -74,7 +74,8 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
     deinit {
         waitForStrategy()
         let stores = attached.withLock { $0 }
-        if let unwritten = try? storesWithUnwrittenChanges(stores), !unwritten.isEmpty {
+        let unwritten = storesWithUnwrittenChanges(stores)
+        if !unwritten.isEmpty {
             let names = unwritten.map { $0.url?.path ?? $0.engine.locationDescription }.joined(separator: ", ")
             CoherenceLogging.log(
                 .error, "stack",
@@ -135,7 +136,7 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
     ///   the writing context directly and never saved).
     private func settlePendingSaves(for stores: [PersistentStore]) throws {
         waitForStrategy()
-        let unwritten = try storesWithUnwrittenChanges(stores)
+        let unwritten = storesWithUnwrittenChanges(stores)
         guard let store = unwritten.first else { return }
         if let error = errorSink.lastError { throw error }
         throw CoherenceError(
@@ -145,15 +146,11 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
     }
 
     /// The stores among `stores` that a writing context of the strategy holds changes for.
-    private func storesWithUnwrittenChanges(_ stores: [PersistentStore]) throws -> [PersistentStore] {
+    private func storesWithUnwrittenChanges(_ stores: [PersistentStore]) -> [PersistentStore] {
         guard !stores.isEmpty else { return [] }
         var held: Set<UUID> = []
         for context in strategy.writingContexts {
-            for store in stores where !held.contains(store.identifier) {
-                if context.performAndWait({ context.hasChanges(forStoresWithIdentifiers: [store.identifier]) }) {
-                    held.insert(store.identifier)
-                }
-            }
+            held.formUnion(context.performAndWait { context.storesWithChanges() })
         }
         return stores.filter { held.contains($0.identifier) }
     }
