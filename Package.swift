@@ -15,11 +15,19 @@ let package = Package(
             path: "Sources/CCoherenceSQLite",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
-        .target(
-            name: "Coherence",
-            dependencies: ["CCoherenceSQLite"],
-            path: "Sources/Coherence"
-        ),
+        // The library's layers, each a target whose dependencies point only down (see
+        // Documentation/Architecture.md). `Coherence` re-exports the layers below it, so users
+        // write one `import Coherence`.
+        // Locks, logging and the few unsafe constructs, fenced in one place.
+        .target(name: "CoherenceBase", path: "Sources/CoherenceBase"),
+        // The SQLite C API behind Swift types, and the stored form of values.
+        .target(name: "CoherenceSQLite", dependencies: ["CCoherenceSQLite", "CoherenceBase"], path: "Sources/CoherenceSQLite"),
+        // The model, the query form and its SQL, the stores and the coordinator.
+        .target(name: "CoherenceStore", dependencies: ["CoherenceSQLite"], path: "Sources/CoherenceStore"),
+        // Managed objects, contexts, fetch requests and predicates.
+        .target(name: "CoherenceContext", dependencies: ["CoherenceStore"], path: "Sources/CoherenceContext"),
+        // The container (`GenericConnect`, strategies, stores at run time) and actions.
+        .target(name: "Coherence", dependencies: ["CoherenceContext"], path: "Sources/Coherence"),
         // Examples: `swift run <name>`.
         .target(name: "CoherenceExampleSupport", dependencies: ["Coherence"], path: "Examples/Support"),
         .executableTarget(name: "QuickStart", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/QuickStart"),

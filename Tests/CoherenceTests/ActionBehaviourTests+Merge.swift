@@ -2,6 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// An entity action running a merge (or anything returning a summary) and keeping the result.
 final class MergeRun<T: ManagedObject>: EntityAction {

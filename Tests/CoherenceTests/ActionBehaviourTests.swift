@@ -2,6 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 // MARK: Fixtures (prefixed `Act` to stay clear of other suites' entities)
 

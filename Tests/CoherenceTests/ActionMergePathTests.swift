@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Managed by one integer attribute (the merge's integer-key path).
 final class ActCounter: ManagedObject {

@@ -2,6 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// A product entity managed through `userInfo["uniquenessAttributes"]`.
 final class Item: ManagedObject {

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 // Behaviour of contexts against real SQLite files: conflicts and merge policies, uniqueness
 // constraints. More in ContextBehaviourTests+Graph.swift and ContextBehaviourTests+Events.swift.

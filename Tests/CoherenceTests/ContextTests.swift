@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// A coordinator with a SQLite store and a private context on it.
 func makeContext(_ dir: TemporaryDirectory, type: StoreType = .sqlite, name: String = "test") throws -> ManagedObjectContext {

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 // Values that are easy to get wrong, in both stores: floating-point values SQLite cannot keep as
 // a REAL (NaN, −0.0) next to infinities and subnormals, and strings with NUL characters,

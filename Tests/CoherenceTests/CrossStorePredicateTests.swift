@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 // Every supported predicate form, run against the same dataset in a SQLite store and in an
 // in-memory store: both must give the same answer (the SQL translation and `QueryEvaluator`

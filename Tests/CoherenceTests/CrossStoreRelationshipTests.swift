@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Models whose configurations split related entities, as Xcode models with a "Global" and a
 /// "Persistent" configuration do: Account and Tag are Global, Document and Page Persistent, and

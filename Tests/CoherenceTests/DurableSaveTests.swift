@@ -2,6 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 // A save that returned is never lost: detaching a store, stopping and releasing a container
 // wait for the writes the strategy has accepted (a root context writes the view context's

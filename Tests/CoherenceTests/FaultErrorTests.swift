@@ -2,6 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Collects the errors a context reports: load errors (its load-error hook) and errors met
 /// while merging (its propagation error hook, called on a global queue).

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Models, containers, contexts and their objects are released with their last user: a server
 /// that loads a model per tenant, or a test suite, does not keep every model it ever built.

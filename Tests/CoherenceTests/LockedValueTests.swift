@@ -1,6 +1,10 @@
 import Dispatch
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 @Suite("LockedValue")
 struct LockedValueTests {

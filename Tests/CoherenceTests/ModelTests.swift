@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Reads its properties when it goes away, as logging code might (probe objects the model's
 /// reflection makes run it too).

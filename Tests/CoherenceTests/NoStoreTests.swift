@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Reads of an entity no attached store holds throw `.noStoreForEntity`, as its save does,
 /// instead of answering "nothing".

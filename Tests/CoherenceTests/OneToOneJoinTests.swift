@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Predicates and sorts through a one-to-one relationship, read from the side without the
 /// foreign key: nothing in a store stops two rows from naming the same destination (two contexts

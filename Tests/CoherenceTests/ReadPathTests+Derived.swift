@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Committed to-one destinations derived from foreign-key slots, and the key path → slot table.
 @Suite("Read path: derived committed to-one destinations and the slot table")

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// A save checks relationship constraints: count bounds of to-many relationships and required
 /// to-one relationships (listed per entity when the model loads).

@@ -2,6 +2,10 @@ import CCoherenceSQLite
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 @Suite("SQLite layer")
 struct SQLiteLayerTests {
@@ -185,7 +189,7 @@ struct SQLiteLayerTests {
         let dir = try TemporaryDirectory()
         let path = dir.file("t.sqlite").path
         try SQLiteConnection(location: .file(path)).execute("CREATE TABLE t (v TEXT); INSERT INTO t VALUES ('Héllo'), (''), (NULL)")
-        let c = try SQLiteConnection(location: .file(path))
+        let c = try SQLiteConnection(location: .file(path), functions: SQLFunctions.register)
         #expect(c.textIsUTF8)
         let st = try c.prepare(
             "SELECT v, v || 'x', ?, coherence_fold(v), CAST(x'' AS TEXT), upper(v), CAST(x'00410042' AS TEXT) FROM t ORDER BY rowid")
@@ -267,7 +271,7 @@ struct SQLiteLayerTests {
     }
 
     @Test func decimalCollationComparesNumerically() throws {
-        let c = try SQLiteConnection(location: .memory)
+        let c = try SQLiteConnection(location: .memory, functions: SQLFunctions.register)
         try c.execute("CREATE TABLE t (d TEXT COLLATE COHERENCE_DECIMAL)")
         for v in ["10", "9.5", "-1", "100.25", "2"] { try c.execute("INSERT INTO t VALUES ('\(v)')") }
         let sorted = try c.prepare("SELECT d FROM t ORDER BY d").rows { $0.string(0) }

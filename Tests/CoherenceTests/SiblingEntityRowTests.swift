@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Circle and Square share the Shape table (single-table inheritance). An object ID names a row
 /// by key; one of the wrong sub-entity (a Circle ID for a Square's key) must find nothing, from

@@ -2,6 +2,10 @@ import Dispatch
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// A class whose entity is also built in code with its properties in another order.
 final class Pair: ManagedObject {

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// A fetched object's first change keeps only the changed slots' committed values (a sparse
 /// snapshot) and changes its values in place. Everything that reads the committed state must

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 // Behaviour of containers and connects: bad inputs, incompatible stores, several stores,
 // the lifecycle, the four context strategies, and transformable attributes.

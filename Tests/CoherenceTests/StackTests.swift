@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// The HR model shipped with the tests (Resources/HR.xcdatamodeld).
 func hrModel() throws -> ManagedObjectModel { try ManagedObjectModel(named: "HR", in: .module) }

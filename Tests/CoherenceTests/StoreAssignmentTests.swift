@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// `ManagedObjectContext.assign(_:to:)`: with several stores holding an entity, a new object goes
 /// to the store it is assigned to, and otherwise to the first attached store holding its entity.

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Reads and writes of an attached store that the database refuses get their own codes
 /// (`.storeReadFailed`, `.storeWriteFailed`), with the store and the SQL that failed;

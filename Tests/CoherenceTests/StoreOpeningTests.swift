@@ -2,6 +2,10 @@ import CCoherenceSQLite
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Runs SQL on a database file with SQLite's C API alone, in the journal mode the file has (a
 /// `SQLiteConnection` would switch it to WAL), as another program would.

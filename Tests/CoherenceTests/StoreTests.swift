@@ -2,6 +2,10 @@ import CCoherenceSQLite
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
 
 @Suite("Stores and coordinator")
 struct StoreTests {

@@ -247,15 +247,6 @@ public final class ActionProxy: Sendable, CustomStringConvertible {
     }
 }
 
-/// An error thrown by an action, kept by its proxy.
-struct ErrorBox: Error, @unchecked Sendable, CustomStringConvertible {
-    // @unchecked Sendable: the proxy only stores and hands back the error value; it never
-    // mutates it.
-    let error: any Error
-    init(_ error: any Error) { self.error = error }
-    var description: String { "\(error)" }
-}
-
 /// Times of an action and, for entity actions, what its context did.
 public struct ActionStatistics: Sendable, Equatable, CustomStringConvertible {
     /// When the action started executing.

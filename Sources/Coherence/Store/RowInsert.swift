@@ -1,9 +1,0 @@
-/// An object inserted by a save.
-package struct RowInsert: Sendable {
-    /// The object's ID (temporary, or permanent when obtained earlier).
-    package var objectID: ObjectID
-    /// Values by slot (foreign-key slots are filled from `references`).
-    package var values: [StoredValue]
-    /// Foreign keys to resolve.
-    package var references: [RowReference]
-}

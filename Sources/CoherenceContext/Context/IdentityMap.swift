@@ -1,0 +1,322 @@
+/// A context's identity map: its registered objects by ``ObjectID``, so that one row is one
+/// object in a context.
+///
+/// An open-addressing hash table with linear probing, whose 16-byte entries hold an ID's 64-bit
+/// hash and the object (strongly: the map keeps its objects alive). The ID itself is not stored:
+/// every object is registered under its current `_objectID`, which a lookup compares when the
+/// hashes match. Compared with `[ObjectID: ManagedObject]` (48-byte buckets), the table is a
+/// third of the size per bucket, so a fetch of 100,000 rows can register each object as it
+/// reads its row: growing the table moves entries by their stored hashes, without rehashing
+/// an ID or touching an object. Consecutive keys go to consecutive buckets (see ``hash(_:)``).
+///
+/// A value type with copy-on-write storage, like the dictionary it replaces: iterating
+/// ``values`` while the map changes iterates the map as it was.
+///
+/// - Invariant: an object is stored under its current `_objectID` (``ManagedObjectContext/rekey(_:to:)``
+///   removes it before its ID changes); checked in debug builds.
+/// - Complexity: lookups, insertions and removals are O(1) on average; ``values`` is O(capacity).
+package struct IdentityMap {
+    struct Entry {
+        var hash: UInt64
+        /// Nil: an empty bucket. A retained reference otherwise.
+        var object: Unmanaged<ManagedObject>?
+    }
+
+    /// The table: `mask + 1` (a power of two) entries, at most half of them used. It owns the
+    /// entries and their objects; the map reads and writes them through the pointer it keeps
+    /// next to it (see ``IdentityMap/entries``).
+    final class Storage {
+        let mask: Int
+        let entries: UnsafeMutablePointer<Entry>
+        /// False once ``moveEntries(from:)`` has moved the objects out: the references in the
+        /// entries are no longer this table's to release.
+        private var ownsObjects = true
+
+        init(capacity: Int) {
+            mask = capacity - 1
+            entries = .allocate(capacity: capacity)
+            entries.initialize(repeating: Entry(hash: 0, object: nil), count: capacity)
+        }
+
+        /// A copy: the same entries, each object retained once more.
+        init(copying other: Storage) {
+            mask = other.mask
+            entries = .allocate(capacity: other.mask + 1)
+            entries.initialize(from: other.entries, count: other.mask + 1)
+            for i in 0...mask { _ = entries[i].object?.retain() }
+        }
+
+        deinit {
+            if ownsObjects {
+                for i in 0...mask { entries[i].object?.release() }
+            }
+            entries.deinitialize(count: mask + 1)
+            entries.deallocate()
+        }
+
+        /// Moves every entry of `other` into this larger table, by their stored hashes, with the
+        /// references they hold: `other` is left to be discarded (it no longer releases them,
+        /// so freeing it does not walk its table again).
+        func moveEntries(from other: Storage) {
+            precondition(other.ownsObjects, "A table's entries moved twice.")
+            for i in 0...other.mask {
+                let e = other.entries[i]
+                guard e.object != nil else { continue }
+                var j = Int(truncatingIfNeeded: e.hash) & mask
+                while entries[j].object != nil { j = (j &+ 1) & mask }
+                entries[j] = e
+            }
+            other.ownsObjects = false
+        }
+    }
+
+    /// The owner of the table (nil until the first insertion).
+    private var storage: Storage?
+    /// `storage`'s entries and mask, kept here so that a lookup or an insertion reads the table
+    /// without loading (and reference counting) the storage object: two atomic operations per
+    /// call saved, which a fetch pays per row. Valid while `storage` is; when `storage` is
+    /// shared, only read through them.
+    private var entries: UnsafeMutablePointer<Entry>?
+    private var mask = 0
+    /// The number of registered objects.
+    private(set) var count = 0
+
+    init() {}
+
+    /// The hash of an ID: its key, its root entity and its store, mixed. Equal IDs (same key,
+    /// store and entity hierarchy) have equal hashes.
+    ///
+    /// Keys are mixed in runs of eight: a key's low three bits pick its bucket within a run,
+    /// the rest of the key, the entity and the store pick the run. Consecutive keys (a fetch of
+    /// a table in key order, the rows a save inserts) then go to consecutive buckets, eight
+    /// 16-byte entries on two cache lines and one memory page. Mixed one by one, they
+    /// scattered over the table: once the table outgrew the cache, each row's registration
+    /// missed the cache and the address translation buffer (a quarter of the identity-map
+    /// work of a 100,000-row fetch). Runs fill linear probing's clusters faster than single
+    /// keys would, so the table is kept at most half full (see ``maximumCount``).
+    @inline(__always)
+    static func hash(_ id: ObjectID) -> UInt64 {
+        var rootIdentity = id.entity.rootIdentity
+        if rootIdentity == 0 { rootIdentity = UInt(bitPattern: ObjectIdentifier(id.entity.rootEntity)) }  // not loaded
+        let root = UInt64(rootIdentity)
+        let key = id.primaryKey
+        let run = ObjectID.mix(key >> 3, seed: Int(truncatingIfNeeded: root ^ id.storeWord))
+        return UInt64(UInt(bitPattern: run)) << 3 | (UInt64(bitPattern: key) & 7)
+    }
+
+    package var isEmpty: Bool { count == 0 }
+    /// The most objects the table takes before it grows: half its buckets. (Three quarters,
+    /// with keys hashed in runs, made probes walk long clusters: slower than the misses the
+    /// runs save.)
+    private var maximumCount: Int { entries == nil ? 0 : (mask + 1) / 2 }
+
+    /// The bucket of the table holding `id` (`found`), or the empty bucket where it would go.
+    @inline(__always)
+    private static func probe(
+        _ entries: UnsafeMutablePointer<Entry>, mask: Int, for id: ObjectID,
+        hash: UInt64
+    ) -> (index: Int, found: Bool) {
+        var i = Int(truncatingIfNeeded: hash) & mask
+        while let o = entries[i].object {
+            if entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) { return (i, true) }
+            i = (i &+ 1) & mask
+        }
+        return (i, false)
+    }
+
+    /// The bucket holding `id`, or nil.
+    @inline(__always)
+    private func find(_ id: ObjectID, hash: UInt64) -> Int? {
+        guard let entries else { return nil }
+        let p = IdentityMap.probe(entries, mask: mask, for: id, hash: hash)
+        return p.found ? p.index : nil
+    }
+
+    /// Makes the storage unique and able to take `extra` more objects.
+    @inline(__always)
+    private mutating func prepareForInsertion(_ extra: Int) {
+        if count + extra <= maximumCount && isKnownUniquelyReferenced(&storage) { return }
+        grow(to: count + extra)
+    }
+
+    /// The number of buckets (0 before the first insertion).
+    package var capacity: Int { entries == nil ? 0 : mask + 1 }
+
+    /// Gives back most of the table when it is less than an eighth full (after a fetch that
+    /// reserved room for more rows than came): a table for `count` objects replaces it.
+    /// - Complexity: O(capacity) when it shrinks.
+    mutating func shrinkIfSparse() {
+        guard capacity > 64, count * 8 < capacity else { return }
+        install(movedTable(capacity: IdentityMap.tableCapacity(for: count)))
+    }
+
+    private mutating func grow(to minimumCount: Int) {
+        let capacity = IdentityMap.tableCapacity(for: minimumCount)
+        let unique = isKnownUniquelyReferenced(&storage)
+        if let old = storage, capacity <= old.mask + 1 {
+            // Large enough already: only shared.
+            if unique { return }
+            install(Storage(copying: old))
+        } else {
+            install(movedTable(capacity: capacity))
+        }
+    }
+
+    /// The number of buckets of a table that takes `count` objects (a power of two, at least 16).
+    private static func tableCapacity(for count: Int) -> Int {
+        var capacity = 16
+        while capacity / 2 < count { capacity <<= 1 }
+        return capacity
+    }
+
+    /// A table of `capacity` buckets holding the map's entries: moved from its table when the
+    /// map owns it alone, from a copy otherwise.
+    private mutating func movedTable(capacity: Int) -> Storage {
+        let unique = isKnownUniquelyReferenced(&storage)
+        let new = Storage(capacity: capacity)
+        if let old = storage { new.moveEntries(from: unique ? old : Storage(copying: old)) }
+        return new
+    }
+
+    /// Makes `new` the map's table.
+    private mutating func install(_ new: Storage) {
+        entries = new.entries
+        mask = new.mask
+        storage = new
+    }
+
+    /// Makes room for `minimumCapacity` objects in all.
+    mutating func reserveCapacity(_ minimumCapacity: Int) {
+        if minimumCapacity <= maximumCount { return }
+        grow(to: minimumCapacity)
+    }
+
+    /// The object registered under `id`; setting nil removes it.
+    package subscript(id: ObjectID) -> ManagedObject? {
+        get { object(for: id, hash: IdentityMap.hash(id)) }
+        set {
+            if let object = newValue { insert(object, for: id) } else { remove(id) }
+        }
+    }
+
+    /// Registers `object` under `id` (its `_objectID`), replacing any object registered there.
+    mutating func insert(_ object: ManagedObject, for id: ObjectID) {
+        checkKey(object, id)
+        let h = IdentityMap.hash(id)
+        prepareForInsertion(1)
+        guard let entries else { return }
+        let p = IdentityMap.probe(entries, mask: mask, for: id, hash: h)
+        if p.found, let old = entries[p.index].object {
+            entries[p.index].object = Unmanaged.passRetained(object)
+            if old.toOpaque() != Unmanaged.passUnretained(object).toOpaque() {
+                old._withUnsafeGuaranteedRef { $0._leaveGroup() }  // no longer registered
+            }
+            old.release()
+            return
+        }
+        entries[p.index] = Entry(hash: h, object: Unmanaged.passRetained(object))
+        count += 1
+    }
+
+    /// The object registered under `id`, whose ``hash(_:)`` is `hash` (computed once for a
+    /// lookup and the insertion that may follow).
+    @inline(__always)
+    func object(for id: ObjectID, hash: UInt64) -> ManagedObject? {
+        guard let entries, let i = find(id, hash: hash) else { return nil }
+        return entries[i].object?.takeUnretainedValue()
+    }
+
+    /// Registers `object` under `id` (its `_objectID`, whose hash is `hash`) unless an object is
+    /// registered there already, in one probe. Returns nil when `object` was registered, else
+    /// the object registered under `id` (unretained: the map keeps it alive).
+    @inline(__always)
+    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64) -> Unmanaged<ManagedObject>? {
+        checkKey(object, id)
+        prepareForInsertion(1)
+        guard let entries else { return nil }
+        let p = IdentityMap.probe(entries, mask: mask, for: id, hash: hash)
+        if p.found, let existing = entries[p.index].object { return existing }
+        entries[p.index] = Entry(hash: hash, object: Unmanaged.passRetained(object))
+        count += 1
+        return nil
+    }
+
+    /// Removes the object registered under `id`, if any (backward-shift deletion: no tombstones).
+    /// The object leaves its fetch group unless `leavingGroup` is false (it is registered again
+    /// at once, under a new ID).
+    @discardableResult
+    mutating func remove(_ id: ObjectID, leavingGroup: Bool = true) -> ManagedObject? {
+        let h = IdentityMap.hash(id)
+        guard find(id, hash: h) != nil else { return nil }
+        prepareForInsertion(0)
+        guard let entries, var hole = find(id, hash: h), let removed = entries[hole].object else { return nil }
+        entries[hole].object = nil
+        count -= 1
+        var i = (hole &+ 1) & mask
+        while entries[i].object != nil {
+            let home = Int(truncatingIfNeeded: entries[i].hash) & mask
+            // The entry may move into the hole unless its home lies cyclically in (hole, i].
+            let distanceToHome = (i &- home) & mask
+            let distanceToHole = (i &- hole) & mask
+            if distanceToHome >= distanceToHole {
+                entries[hole] = entries[i]
+                entries[i].object = nil
+                hole = i
+            }
+            i = (i &+ 1) & mask
+        }
+        let object = removed.takeRetainedValue()
+        if leavingGroup { object._leaveGroup() }  // no longer registered (see `FetchGroup`)
+        return object
+    }
+
+    /// Every registered object, in no particular order.
+    var values: Values { Values(storage: storage, count: count) }
+
+    /// The registered objects: a snapshot of the map (later changes copy the map instead).
+    struct Values: Sequence {
+        fileprivate let storage: Storage?
+        fileprivate let count: Int
+
+        struct Iterator: IteratorProtocol {
+            fileprivate let storage: Storage?
+            fileprivate var index = 0
+            mutating func next() -> ManagedObject? {
+                guard let s = storage else { return nil }
+                while index <= s.mask {
+                    defer { index += 1 }
+                    if let o = s.entries[index].object { return o.takeUnretainedValue() }
+                }
+                return nil
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(storage: storage) }
+        var underestimatedCount: Int { count }
+    }
+
+    @inline(__always)
+    private func checkKey(_ object: ManagedObject, _ id: ObjectID) {
+        assert(object._objectID == id, "An object must be registered under its own ID.")
+    }
+
+    #if DEBUG
+    /// Checks the table: the count, every object under its own ID and found from its hash.
+    package func _checkInvariants() {
+        guard let s = storage else {
+            precondition(entries == nil && count == 0, "A map without storage has entries.")
+            return
+        }
+        precondition(entries == s.entries && mask == s.mask, "The map's view of its table is stale.")
+        var n = 0
+        for i in 0...mask {
+            guard let o = s.entries[i].object?.takeUnretainedValue() else { continue }
+            n += 1
+            guard let id = o._objectID else { preconditionFailure("A registered object has no ID.") }
+            precondition(IdentityMap.hash(id) == s.entries[i].hash, "An entry's hash is not its object's.")
+            precondition(find(id, hash: s.entries[i].hash) == i, "An entry cannot be found from its hash.")
+        }
+        precondition(n == count, "The count is wrong.")
+    }
+    #endif
+}

@@ -1,0 +1,494 @@
+import Dispatch
+import Foundation
+
+extension ManagedObjectContext {
+    /// The objects a request matches.
+    ///
+    /// Unsaved changes are included (``FetchRequest/includesPendingChanges``): inserted objects
+    /// that match are returned, deleted ones are not, and updated ones are matched on their
+    /// current values, with the same predicate evaluated in memory.
+    ///
+    /// ```swift
+    /// let adults = try context.fetch(FetchRequest<Person>(predicate: #Predicate { $0.age >= 18 }))
+    /// ```
+    ///
+    /// - Throws: `.noStoreForEntity` when no attached store holds the entity (also with no
+    ///   store at all, and in a child context), as a save of it does: never an empty answer
+    ///   about data the context cannot see. Errors of the request and the stores.
+    public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [T] {
+        assertOnExecutor()
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        var commonClass: ObjectIdentifier?
+        let objects = try fetchObjects(
+            fetch, includesPendingChanges: request.includesPendingChanges,
+            asFaults: request.returnsObjectsAsFaults,
+            prefetching: request.relationshipKeyPathsForPrefetching, commonClass: &commonClass)
+        // The registration saw every object's class as it made it; otherwise one pass checks.
+        if commonClass == ObjectIdentifier(T.self) || objects.allSatisfy({ type(of: $0) == T.self }) {
+            // Every object is exactly a T (checked above, a pointer comparison each): reinterpret
+            // the array buffer, as the standard library's array downcast does once it has checked
+            // the elements, instead of copying it.
+            return unsafeBitCast(objects, to: [T].self)
+        }
+        return objects.compactMap { $0 as? T }
+    }
+
+    /// The IDs of the objects a request matches (unsaved changes included).
+    /// - Throws: as ``fetch(_:)``.
+    public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
+        assertOnExecutor()
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        if !request.includesPendingChanges || pendingObjects(for: fetch).isEmpty, parent == nil {
+            return try persistentStoreCoordinator.fetchObjectIDs(request)
+        }
+        return try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges, asFaults: true, prefetching: []).map(
+            \.objectID)
+    }
+
+    /// The number of objects a request matches (unsaved changes included).
+    /// - Throws: as ``fetch(_:)``.
+    public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
+        assertOnExecutor()
+        let fetch = try request.storeFetch(in: managedObjectModel)
+        if !request.includesPendingChanges || pendingObjects(for: fetch).isEmpty {
+            let start = DispatchTime.now().uptimeNanoseconds
+            defer { statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+            return try source.sourceCount(fetch)
+        }
+        return try fetchObjects(fetch, includesPendingChanges: true, asFaults: true, prefetching: []).count
+    }
+
+    /// Objects with unsaved changes that could affect a fetch of `fetch.entity`.
+    package func pendingObjects(for fetch: StoreFetch) -> [ManagedObject] {
+        if insertedList.isEmpty && deletedList.isEmpty && updatedCandidates.isEmpty { return [] }
+        func relevant(_ o: ManagedObject) -> Bool {
+            fetch.includesSubentities ? o.entity.isKindOf(fetch.entity) : o.entity === fetch.entity
+        }
+        return insertedList.filter(relevant) + deletedList.filter(relevant) + updatedCandidates.values.filter(relevant)
+    }
+
+    /// Runs a compiled fetch and returns registered objects.
+    package func fetchObjects(
+        _ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
+        prefetching: [String]
+    ) throws(CoherenceError) -> [ManagedObject] {
+        var commonClass: ObjectIdentifier?
+        return try fetchObjects(
+            fetch, includesPendingChanges: includesPendingChanges, asFaults: asFaults,
+            prefetching: prefetching, commonClass: &commonClass)
+    }
+
+    /// Runs a compiled fetch and returns registered objects; `commonClass` is set to the class
+    /// of every result when the fetch knows them all to share it (nil otherwise).
+    func fetchObjects(
+        _ fetch: StoreFetch, includesPendingChanges: Bool, asFaults: Bool,
+        prefetching: [String], commonClass: inout ObjectIdentifier?
+    ) throws(CoherenceError) -> [ManagedObject] {
+        commonClass = nil
+        let pending = includesPendingChanges ? pendingObjects(for: fetch) : []
+        var storeFetch = fetch
+        if !pending.isEmpty {
+            storeFetch.limit = nil
+            storeFetch.offset = 0
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let group = FetchGroup()
+        var fetched: [ManagedObject]?
+        if parent == nil {
+            // One store: rows become objects as the store reads them.
+            var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
+            let read: Bool
+            do throws(CoherenceError) {
+                read = try persistentStoreCoordinator.forEachSingleStoreRow(
+                    storeFetch,
+                    begin: { store, expected in
+                        registration.begin(store: store, expectedRows: expected)
+                    },
+                    { row in
+                        registration.add(row)
+                    })
+            } catch {
+                registration.abandon()
+                throw error
+            }
+            if read {
+                if pending.isEmpty && prefetching.isEmpty { commonClass = registration.commonClass }
+                let objects = registration.finish()
+                statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                statistics.fetchedRows += objects.count
+                fetched = objects
+            }
+        }
+        let results: [ManagedObject]
+        if let fetched {
+            results = fetched
+        } else {
+            let snapshots = try source.sourceFetch(storeFetch)
+            statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            statistics.fetchedRows += snapshots.count
+            results = register(snapshots, asFaults: asFaults, group: group)
+        }
+
+        if !pending.isEmpty {
+            return try finishFetch(
+                mergePending(results, pending: pending, fetch: fetch), group: group, fetch: fetch, prefetching: prefetching)
+        }
+        return try finishFetch(results, group: group, fetch: fetch, prefetching: prefetching)
+    }
+
+    /// Registers fetched snapshots: existing objects are reused (and filled when they are
+    /// unfilled faults), others are created. Returns the objects in the snapshots' order.
+    ///
+    /// The snapshots are consumed back to front so their values move into the objects without
+    /// copies; `awakeFromFetch` still runs in fetch order, once every object is registered.
+    private func register(_ snapshots: consuming [ObjectSnapshot], asFaults: Bool, group: FetchGroup) -> [ManagedObject] {
+        var snapshots = snapshots
+        registered.reserveCapacity(registered.count + snapshots.count)
+        var results: [ManagedObject] = []
+        results.reserveCapacity(snapshots.count)
+        // Objects to awake (or prefilled faults to fire) after registration, back to front.
+        var awaken: [(object: ManagedObject, fire: Bool)] = []
+        let handle = self.handle
+        while let s = snapshots.popLast() {
+            guard let o = registered[s.id] else {
+                // The subclass's initializer runs outside any access to `registered`.
+                let o = s.id.entity.managedObjectClass.init(entity: s.id.entity)
+                o._objectID = s.id
+                o._contextHandle = handle
+                group.add(o)
+                registered[s.id] = o
+                o._install(s, asFault: asFaults)
+                if !asFaults { awaken.append((o, false)) }
+                results.append(o)
+                continue
+            }
+            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+                o._install(s, asFault: asFaults, keepRelations: true)
+                if !asFaults { awaken.append((o, false)) }
+            } else if o._flags.contains(.fault) && !asFaults {
+                awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
+            }
+            if o._groupReference == nil { group.add(o) }
+            results.append(o)
+        }
+        results.reverse()
+        for (o, fire) in awaken.reversed() {
+            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+        }
+        return results
+    }
+
+    /// Prefetches relationships of a fetch's results.
+    private func finishFetch(
+        _ results: [ManagedObject], group: FetchGroup, fetch: StoreFetch,
+        prefetching: [String]
+    ) throws(CoherenceError) -> [ManagedObject] {
+        for name in prefetching {
+            guard let r = fetch.entity.relationshipsByName[name], let first = results.first(where: { $0._group === group }) else {
+                continue
+            }
+            _ = first._relatedObjects(at: r.slot)
+            // Load the destinations too (their faults fill in batches), so reading them needs no query.
+            for o in group.objects {
+                let destinations: [ManagedObject]
+                switch o._relations?[r.slot] {
+                case .toMany(let m)?: destinations = m.objects ?? []
+                case .toOne(let d)?: destinations = d.map { [$0] } ?? []
+                case nil:
+                    let id = r.hasForeignKey ? o._committedToOneID(r) : nil
+                    destinations = id.flatMap { registered[$0] }.map { [$0] } ?? []
+                }
+                for d in destinations where d._flags.contains(.fault) && !d._flags.contains(.prefilled) { d._willAccess() }
+            }
+        }
+        return results
+    }
+
+    /// Applies unsaved changes to store results: drops deleted objects, re-matches changed ones,
+    /// adds matching inserted ones, then sorts and limits in memory.
+    private func mergePending(_ stored: [ManagedObject], pending: [ManagedObject], fetch: StoreFetch) -> [ManagedObject] {
+        let predicate = fetch.predicate
+        func matches(_ o: ManagedObject) -> Bool { predicate.map { QueryEvaluator.matches($0, row: o) } ?? true }
+        let changed = Set(pending.map(ObjectIdentifier.init))
+        var results = stored.filter { o in
+            !o.isDeleted && (!changed.contains(ObjectIdentifier(o)) || matches(o))
+        }
+        var seen = Set(results.map(ObjectIdentifier.init))
+        for o in pending where !o.isDeleted && !seen.contains(ObjectIdentifier(o)) && matches(o) {
+            results.append(o)
+            seen.insert(ObjectIdentifier(o))
+        }
+        if !fetch.sortKeys.isEmpty {
+            let keys = fetch.sortKeys
+            results = results.enumerated().sorted { a, b in
+                if QueryEvaluator.areInIncreasingOrder(a.element, b.element, keys: keys) { return true }
+                if QueryEvaluator.areInIncreasingOrder(b.element, a.element, keys: keys) { return false }
+                return a.offset < b.offset
+            }.map(\.element)
+        }
+        if fetch.offset > 0 { results = Array(results.dropFirst(fetch.offset)) }
+        if let limit = fetch.limit, results.count > limit { results = Array(results.prefix(limit)) }
+        return results
+    }
+
+    /// A snapshot of an object's current state (for a child context).
+    func currentSnapshot(_ o: ManagedObject) -> ObjectSnapshot {
+        o._willAccess()
+        let toOne = o.entity.foreignKeyRelationships.map { o._currentToOneID($0) }
+        return ObjectSnapshot(id: o.objectID, values: o._values, version: o._version, toOne: toOne)
+    }
+}
+
+/// A parent context seen as the source of a child context: the child's reads go through the
+/// parent's executor and see its unsaved changes.
+final class ParentSource: ContextSource, @unchecked Sendable {
+    // @unchecked Sendable: holds only the parent context, which is Sendable; all reads happen
+    // inside the parent's performAndWait.
+    let parent: ManagedObjectContext
+
+    init(parent: ManagedObjectContext) { self.parent = parent }
+
+    func sourceFetch(_ fetch: StoreFetch) throws(CoherenceError) -> [ObjectSnapshot] {
+        let parent = self.parent
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectSnapshot] in
+            let objects = try parent.fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: [])
+            return objects.map { parent.currentSnapshot($0) }
+        }
+    }
+
+    func sourceCount(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
+        let parent = self.parent
+        return try parent.performAndWait { () throws(CoherenceError) -> Int in
+            if parent.pendingObjects(for: fetch).isEmpty { return try parent.source.sourceCount(fetch) }
+            return try parent.fetchObjects(fetch, includesPendingChanges: true, asFaults: true, prefetching: []).count
+        }
+    }
+
+    func sourceSnapshots(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: ObjectSnapshot] {
+        let parent = self.parent
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: ObjectSnapshot] in
+            var result: [ObjectID: ObjectSnapshot] = [:]
+            for id in ids {
+                let o = parent._object(for: id)
+                if o.isDeleted { continue }
+                do throws(CoherenceError) {
+                    try o.fulfillFault()
+                } catch {
+                    // A row that is gone is left out; one that cannot be read is an error.
+                    if o._flags.contains(.inaccessible) { continue }
+                    throw error
+                }
+                result[id] = parent.currentSnapshot(o)
+            }
+            return result
+        }
+    }
+
+    func sourceRelated(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
+        let parent = self.parent
+        return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: [ObjectID]] in
+            var result: [ObjectID: [ObjectID]] = [:]
+            for id in ids {
+                let o = parent._object(for: id)
+                if !o.isInserted && !o.isDeleted && !o._flags.contains(.inaccessible) {
+                    try o.fulfillFault(forRelationshipNamed: relationship.name)
+                }
+                result[id] = o._relatedObjects(at: relationship.slot).filter { !$0.isDeleted }.map(\.objectID)
+            }
+            return result
+        }
+    }
+}
+
+/// Registers a fetch's rows as the store reads them: each new object takes its row's values
+/// and joins the identity map while it is still in the processor's cache. Existing objects
+/// are reused (and filled when they are unfilled faults). `finish()` runs `awakeFromFetch` in
+/// fetch order and returns the objects in fetch order; `abandon()`, when the fetch fails
+/// part-way, takes the objects it made out of the identity map again.
+///
+/// The identity map stays in the context throughout: code that runs while rows are read (a
+/// subclass's `init(entity:)`) sees every registered object.
+struct RowRegistration: ~Copyable {
+    let context: ManagedObjectContext
+    let asFaults: Bool
+    let group: FetchGroup
+    let handle: ContextHandle
+    let newFlags: ObjectFlags
+    /// Whether the identity map held objects before this fetch (otherwise every object is new,
+    /// and every result is awoken, so no separate list is kept).
+    let mayBeRegistered: Bool
+    /// A row came twice (a join can repeat a row): the results list its object twice.
+    var sawRepeatedRow = false
+    /// Objects that code run during a fetch into an empty map (a subclass's initializer, by a
+    /// lookup or a fetch of its own) registered under IDs this fetch's rows then named: the
+    /// rows' objects, but not made by this fetch. A failed fetch leaves them registered, and
+    /// `finish()` awakes only those this fetch filled.
+    var foreign: [ManagedObject] = []
+    var results: [ManagedObject] = []
+    /// The new objects, when some rows may be registered already (otherwise: `results`).
+    var newObjects: [ManagedObject] = []
+    /// Objects to awake (or prefilled faults to fire) once registered, in fetch order, when
+    /// some rows may be registered already.
+    var awaken: [(object: ManagedObject, fire: Bool)] = []
+    /// The class of every result when they all have the same one (nil: none yet, or mixed), so
+    /// the typed fetch needs no pass over the objects to check it.
+    var commonClass: ObjectIdentifier?
+    var mixedClasses = false
+    /// The store the rows come from (one store per fetch here), from ``begin(store:expectedRows:)``.
+    var storeIdentifier: UUID?
+    /// The number of rows the store expected (0: no estimate).
+    var expected = 0
+    /// The first row's ID: later rows' IDs copy its store identifier.
+    var firstID: ObjectID?
+
+    init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
+        self.context = context
+        self.asFaults = asFaults
+        self.group = group
+        self.handle = context.handle
+        self.newFlags = asFaults ? [.fault, .prefilled] : []
+        self.mayBeRegistered = !context.registered.isEmpty
+        context.handle.generation &+= 1  // for the insertions below, made through `_registered`
+    }
+
+    /// Learns the rows' store and how many rows it expects, before the first row: the result
+    /// list makes room for them once, instead of growing; so do the identity map and the fetch
+    /// group when the map is empty (every row is then a new object; a fetch into a map that
+    /// holds objects may find its rows registered already, and reserving for them would double
+    /// the map). Each growth of the map moves every entry. `finish()` gives back what an
+    /// estimate that was too high reserved.
+    mutating func begin(store: UUID, expectedRows: Int) {
+        storeIdentifier = store
+        guard expectedRows > 0 else { return }
+        expected = expectedRows
+        results.reserveCapacity(expectedRows)
+        if !mayBeRegistered {
+            context.registered.reserveCapacity(expectedRows)
+            group.reserveCapacity(expectedRows)
+        }
+    }
+
+    mutating func add(_ row: consuming StoreRow) {
+        let entity = row.entity
+        let id: ObjectID
+        if let first = firstID {
+            id = first.inSameStore(entity: entity, primaryKey: row.primaryKey)
+        } else {
+            assert(storeIdentifier != nil, "The store names itself (begin(store:expectedRows:)) before the first row.")
+            id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
+            firstID = id
+        }
+        let hash = IdentityMap.hash(id)
+        if mayBeRegistered, let o = context._registered.object(for: id, hash: hash) {
+            reuse(o, row: row, id: id)
+            return
+        }
+        let o = entity.managedObjectClass.init(entity: entity)
+        // A new object is in no context or group (unless its initializer did something odd).
+        o._contextHandle = handle
+        if o._groupReference == nil { group.add(o) }
+        o._version = row.version
+        // A new object has no snapshot yet: set the storage directly (the `_values` and
+        // `_committed` setters check for a sparse one first). The row's values move in. The
+        // committed snapshot is an empty sparse one: "every slot's committed value is its
+        // current one", which needs no second reference to the values (an atomic retain per
+        // row) and lets the first change edit them in place. `_committedToOneStorage` stays
+        // nil: the committed foreign keys name the destinations.
+        o._valueStorage = exchange(&row.values, with: [])
+        o._originals = []
+        o._flags = newFlags
+        o._objectID = id
+        // Registered, unless an object is registered under this ID by now: the initializer that
+        // just ran registered it (through a lookup or a fetch of its own), or the row came
+        // before (stores list each row once; this keeps one object if one did not). That one
+        // is the row's object then.
+        if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash) {
+            o._leaveGroup()
+            o._contextHandle = nil
+            // The row's values go back (they may fill that object); the discarded object keeps
+            // its entity's initial values, so code that still reads it (its `deinit`, or an
+            // initializer that kept `self`) reads defaults, not an empty slot list.
+            row.values = exchange(&o._valueStorage, with: entity.initialValues)
+            reuse(registered.takeUnretainedValue(), row: row, id: id)
+            return
+        }
+        noteClass(ObjectIdentifier(entity.managedObjectClass))
+        if mayBeRegistered {
+            newObjects.append(o)
+            if !asFaults { awaken.append((o, false)) }
+        }
+        results.append(consume o)
+    }
+
+    /// A row whose object is registered already.
+    private mutating func reuse(_ o: ManagedObject, row: consuming StoreRow, id: ObjectID) {
+        if !mayBeRegistered {
+            // Into an empty map: a row this fetch read before (its object is in this fetch's
+            // group), or an object registered meanwhile by code the fetch ran.
+            if o._groupReference?.toOpaque() == Unmanaged.passUnretained(group).toOpaque() {
+                sawRepeatedRow = true
+            } else {
+                foreign.append(o)
+            }
+        }
+        if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+            o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
+            if !asFaults { awaken.append((o, false)) }
+        } else if o._flags.contains(.fault) && !asFaults {
+            awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
+        }
+        if o._groupReference == nil { group.add(o) }
+        noteClass(ObjectIdentifier(type(of: o)))
+        results.append(o)
+    }
+
+    @inline(__always)
+    private mutating func noteClass(_ c: ObjectIdentifier) {
+        if c != commonClass {
+            if commonClass == nil && !mixedClasses { commonClass = c } else { commonClass = nil; mixedClasses = true }
+        }
+    }
+
+    /// Takes the objects made for the rows read so far out of the identity map again, when
+    /// the fetch fails part-way (they were never returned or awoken).
+    consuming func abandon() {
+        let notMade = Set(foreign.map(ObjectIdentifier.init))
+        for o in mayBeRegistered ? newObjects : results
+        where o._group === group && o._contextHandle === handle && !notMade.contains(ObjectIdentifier(o)) {
+            if let id = o._objectID, context.registered[id] === o { context.registered[id] = nil }
+            o._contextHandle = nil
+        }
+    }
+
+    consuming func finish() -> [ManagedObject] {
+        if expected > 2 * results.count + 16 {
+            // Far fewer rows than expected (the same SQL with other bound values, or rows
+            // deleted since): give back the room reserved for the others.
+            results = results.copiedToFit()
+            group.trimCapacity()
+            if !mayBeRegistered { context.registered.shrinkIfSparse() }
+        }
+        #if DEBUG
+        context.registered._checkInvariants()
+        #endif
+        /// Awakes the objects this fetch filled and realizes the prefilled faults it returns.
+        func awakeListed(_ awaken: [(object: ManagedObject, fire: Bool)]) {
+            for (o, fire) in awaken {
+                if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+            }
+        }
+        if mayBeRegistered {
+            awakeListed(awaken)
+        } else if !asFaults {
+            if sawRepeatedRow || !foreign.isEmpty {
+                // Each object this fetch made once; of the others, those it filled or realized.
+                var awoken = Set(foreign.map(ObjectIdentifier.init))
+                for o in results where awoken.insert(ObjectIdentifier(o)).inserted { o.awakeFromFetch() }
+                awakeListed(awaken)
+            } else {
+                results.forEachBorrowed { $0.awakeFromFetch() }
+            }
+        }
+        return results
+    }
+}

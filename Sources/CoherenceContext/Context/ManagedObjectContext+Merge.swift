@@ -1,0 +1,231 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Merges another context's save into this one: registered objects that were updated are
+    /// reloaded with this context's own unsaved edits kept, deleted ones are removed, and
+    /// ObjectsDidChange is posted with the saved objects' IDs. Call it on this context's executor.
+    ///
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: background, queue: nil) { note in
+    ///     viewContext.perform { viewContext.mergeChanges(fromContextDidSave: note) }
+    /// }
+    /// ```
+    public func mergeChanges(fromContextDidSave notification: Notification) {
+        assertOnExecutor()
+        if let event = notification.userInfo?[NotificationKey.event] as? ContextEvent {
+            merge(event)
+            return
+        }
+        var event = ContextEvent(kind: .didSave, contextName: nil)
+        event.inserted = Self.ids(notification.userInfo?[NotificationKey.insertedObjectIDs])
+        event.updated = Self.ids(notification.userInfo?[NotificationKey.updatedObjectIDs])
+        event.deleted = Self.ids(notification.userInfo?[NotificationKey.deletedObjectIDs])
+        merge(event)
+    }
+
+    /// Merges changes described by object IDs (for example from another process or a history
+    /// reader) into each context, on each context's executor.
+    ///
+    /// - Parameter changes: `NotificationKey.insertedObjectIDs` / `.updatedObjectIDs` /
+    ///   `.deletedObjectIDs` (or "inserted" / "updated" / "deleted") → `[ObjectID]` or `Set<ObjectID>`.
+    /// - Parameter contexts: the contexts to update.
+    public static func mergeChanges(fromRemoteContextSave changes: [String: Any], into contexts: [ManagedObjectContext]) {
+        var event = ContextEvent(kind: .didSave, contextName: nil)
+        event.inserted = ids(changes[NotificationKey.insertedObjectIDs] ?? changes[NotificationKey.insertedObjects])
+        event.updated = ids(changes[NotificationKey.updatedObjectIDs] ?? changes[NotificationKey.updatedObjects])
+        event.deleted = ids(changes[NotificationKey.deletedObjectIDs] ?? changes[NotificationKey.deletedObjects])
+        let sendable = event
+        // The changes were made outside these contexts' coordinators: their cached rows are stale.
+        let stale = Array(event.updated.union(event.deleted))
+        for c in contexts {
+            c.persistentStoreCoordinator.rowCache.remove(stale)
+            c.performAndWait { c.merge(sendable) }
+        }
+    }
+
+    private static func ids(_ value: Any?) -> Set<ObjectID> {
+        if let s = value as? Set<ObjectID> { return s }
+        if let a = value as? [ObjectID] { return Set(a) }
+        if let objects = value as? Set<ManagedObject> { return Set(objects.compactMap(\._objectID)) }
+        return []
+    }
+
+    /// Merges a save event (on this context's executor).
+    package func merge(_ event: ContextEvent) {
+        assertOnExecutor()
+        applyPermanentIDs(event.permanentIDs)
+        // Updated objects: reload registered ones, keeping local edits.
+        let updated = event.updated.compactMap { registered[$0] }.filter { !$0.isInserted && $0._context === self }
+        var loaded = updated.filter { !$0._flags.contains(.fault) || $0._flags.contains(.prefilled) }
+        var reloaded: [ObjectID: ObjectSnapshot]?
+        if !loaded.isEmpty {
+            do throws(CoherenceError) {
+                reloaded = try source.sourceSnapshots(for: loaded.map(\.objectID))
+            } catch {
+                reportPropagationError(error)
+                // A store detached since the save: its objects cannot be reloaded, the others can.
+                let coordinator = persistentStoreCoordinator
+                let attached = loaded.filter {
+                    $0.objectID.storeIdentifier.flatMap { coordinator.persistentStore(withIdentifier: $0) } != nil
+                }
+                if attached.count < loaded.count && !attached.isEmpty {
+                    loaded = attached
+                    do { reloaded = try source.sourceSnapshots(for: attached.map(\.objectID)) } catch { reportPropagationError(error) }
+                }
+            }
+        }
+        if let snapshots = reloaded {
+            for o in loaded {
+                guard let s = snapshots[o.objectID] else { continue }
+                let wasFault = o._flags.contains(.fault)
+                let local = wasFault ? [:] : changedSlots(o)
+                let relations = o._relations
+                o._install(s, asFault: wasFault)
+                for (slot, value) in local { o._values[slot] = value }
+                if let relations {
+                    for (slot, state) in relations {
+                        switch state {
+                        case .toOne(let target):
+                            // Keep a locally changed to-one; a merely resolved one reloads.
+                            if let r = o.entity.properties[slot] as? RelationshipDescription, r.hasForeignKey,
+                                target?.objectID != o._committedToOneID(r)
+                            {
+                                o._setRelationState(state, at: slot)
+                            }
+                        case .toMany(let m):
+                            if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty { o._setRelationState(state, at: slot) }
+                        }
+                    }
+                }
+            }
+        }
+        // Loaded to-many relationships may have gained or lost members: let them reload.
+        if !event.inserted.isEmpty || !event.deleted.isEmpty || !event.updated.isEmpty {
+            for o in registered.values where o._relations != nil && !o.isInserted {
+                guard let relations = o._relations else { continue }
+                for (slot, state) in relations {
+                    if case .toMany(let m) = state, m.objects != nil, m.pendingAdds.isEmpty, m.pendingRemoves.isEmpty,
+                        !o.hasChanges
+                    {
+                        o._relations?[slot] = nil
+                    }
+                }
+            }
+        }
+        for o in updated { pendingChanges.refreshed[ObjectIdentifier(o)] = o }
+        // Deleted objects leave the context.
+        for id in event.deleted {
+            guard let o = registered[id] else { continue }
+            let key = ObjectIdentifier(o)
+            registered[id] = nil
+            updatedCandidates.remove(o)
+            if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === o } }
+            o._flags.insert(.deleted)
+            pendingChanges.deleted[key] = o
+        }
+        if !event.deleted.isEmpty { removeReferences(to: event.deleted) }
+        // (Into an empty set, the event's IDs are taken as they are rather than rehashed.)
+        if pendingChanges.mergedInserted.isEmpty {
+            pendingChanges.mergedInserted = event.inserted
+        } else {
+            pendingChanges.mergedInserted.formUnion(event.inserted)
+        }
+        if pendingChanges.mergedUpdated.isEmpty {
+            pendingChanges.mergedUpdated = event.updated
+        } else {
+            pendingChanges.mergedUpdated.formUnion(event.updated)
+        }
+        if pendingChanges.mergedDeleted.isEmpty {
+            pendingChanges.mergedDeleted = event.deleted
+        } else {
+            pendingChanges.mergedDeleted.formUnion(event.deleted)
+        }
+        processPendingChanges()
+        // Children that merge automatically see the merged state next.
+        for child in childContexts where child.automaticallyMergesChangesFromParent {
+            child.perform { child.merge(event) }
+        }
+    }
+
+    /// Removes in-memory references to deleted objects.
+    private func removeReferences(to ids: Set<ObjectID>) {
+        for o in allRegisteredObjects {
+            guard let relations = o._relations else { continue }
+            for (slot, state) in relations {
+                switch state {
+                case .toOne(let target):
+                    if let t = target, ids.contains(t.objectID) { o._relations?[slot] = .toOne(nil) }
+                case .toMany(let m):
+                    if let objects = m.objects, objects.contains(where: { ids.contains($0.objectID) }) {
+                        m.objects = objects.filter { !ids.contains($0.objectID) }
+                        m.committed = m.committed?.filter { !ids.contains($0) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replaces temporary IDs by permanent ones (after the change reached the store), here and
+    /// in child contexts.
+    package func applyPermanentIDs(_ map: [ObjectID: ObjectID]) {
+        guard !map.isEmpty else { return }
+        var changed = false
+        for (temp, permanent) in map {
+            if let o = registered[temp] {
+                rekey(o, to: permanent)
+                changed = true
+            }
+        }
+        if changed {
+            for o in registered.values {
+                // Derived destinations (nil storage) come from stored keys: never temporary.
+                if let toOne = o._committedToOneStorage, toOne.contains(where: { $0.map { map[$0] != nil } ?? false }) {
+                    o._committedToOne = toOne.map { id in id.flatMap { map[$0] } ?? id }
+                }
+                guard let relations = o._relations else { continue }
+                for case .toMany(let m) in relations.values {
+                    m.committed = m.committed?.map { map[$0] ?? $0 }
+                }
+            }
+        }
+        for child in childContexts {
+            child.perform { child.applyPermanentIDs(map) }
+        }
+    }
+
+    /// The live child contexts.
+    var childContexts: [ManagedObjectContext] {
+        children.withLock { list in
+            list.removeAll { $0.context == nil }
+            return list.compactMap(\.context)
+        }
+    }
+
+    /// After a save: merge into contexts that merge automatically, and hand permanent IDs down.
+    func propagateSave(_ event: ContextEvent) {
+        if let parent {
+            for c in parent.childContexts where c !== self && c.automaticallyMergesChangesFromParent {
+                c.perform { c.merge(event) }
+            }
+        } else {
+            persistentStoreCoordinator.publishSave(event, from: self)
+        }
+        for child in childContexts {
+            if child.automaticallyMergesChangesFromParent {
+                child.perform { child.merge(event) }
+            } else if !event.permanentIDs.isEmpty {
+                let map = event.permanentIDs
+                child.perform { child.applyPermanentIDs(map) }
+            }
+        }
+    }
+}
+
+extension ManagedObjectContext: CoordinatorObserver {
+    /// Another root context of the coordinator saved: merge its changes when this context
+    /// merges automatically (root contexts subscribe when they start to).
+    package func coordinatorDidSave(_ event: ContextEvent, from source: AnyObject) {
+        guard parent == nil, automaticallyMergesChangesFromParent else { return }
+        perform { self.merge(event) }
+    }
+}

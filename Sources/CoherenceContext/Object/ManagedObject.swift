@@ -1,0 +1,471 @@
+import Foundation
+
+/// An object of the object graph, as Core Data's `NSManagedObject`.
+///
+/// Subclass it and declare the schema with ``Attribute`` and ``Relationship``:
+///
+/// ```swift
+/// final class Person: ManagedObject {
+///     @Attribute var name: String = ""
+///     @Attribute(.unique) var email: String = ""
+///     @Attribute var age: Int = 0
+///     @Relationship(inverse: "people") var town: Town?
+/// }
+/// ```
+///
+/// or use `ManagedObject` itself with a model built in code and the dynamic
+/// ``value(forKey:)`` / ``setValue(_:forKey:)`` accessors.
+///
+/// Managed objects are not `Sendable`: an object belongs to one context and is used on that
+/// context's executor. Pass ``objectID`` between threads instead.
+open class ManagedObject: Hashable, CustomStringConvertible {
+    /// The object's entity (an object keeps it alive).
+    public let entity: EntityDescription
+    // The mutable fields below are confined to the object's context executor (checked in debug
+    // builds); `@exclusivity(unchecked)` drops the run-time exclusivity bookkeeping Swift would
+    // otherwise do on every access of a class property (13 % of an insert-heavy save).
+    /// Current values, one per property slot (attributes in stored form; foreign keys of to-one
+    /// relationships as the destination's primary key). See ``_values``.
+    @exclusivity(unchecked) @usableFromInline package final var _valueStorage: [StoredValue]
+    /// Current values, one per property slot. Reads are plain loads; a write through this
+    /// property first gives a sparse committed snapshot its full form (``_densify()``), so only
+    /// ``_setStoredValue(_:at:)`` changes values while the snapshot is sparse.
+    @usableFromInline package final var _values: [StoredValue] {
+        @inlinable @inline(__always) get { _valueStorage }
+        @inline(__always) _modify {
+            if _originals != nil { _densify() }
+            yield &_valueStorage
+        }
+        @inline(__always) set {
+            if _originals != nil { _densify() }
+            _valueStorage = newValue
+        }
+    }
+    /// The committed snapshot in full, unless it is sparse (see ``_originals``).
+    @exclusivity(unchecked) package final var _committedStorage: [StoredValue]?
+    /// A sparse committed snapshot: the committed values of the slots changed since the last
+    /// load or save; every other slot's committed value is its current one. An object starts
+    /// one on its first change while its values still share their storage with the snapshot:
+    /// the values are then changed in place instead of copied, and the save that commits them
+    /// frees a few entries instead of a whole snapshot.
+    @exclusivity(unchecked) @usableFromInline package final var _originals: [SlotValue]?
+    /// Values at load or last save (nil for new objects), in full.
+    package final var _committed: [StoredValue]? {
+        get {
+            guard let originals = _originals else { return _committedStorage }
+            return _valueStorage.restoring(originals)
+        }
+        set {
+            _committedStorage = newValue
+            _originals = nil
+        }
+    }
+    @exclusivity(unchecked) package final var _objectID: ObjectID?
+    /// Non-nil only on probe objects used to resolve key paths.
+    @exclusivity(unchecked) @usableFromInline package final var _probe: KeyPathProbe.Recorder?
+    /// Relationship state by slot (to-one overrides and to-many contents); nil until used.
+    @exclusivity(unchecked) package final var _relations: [Int: RelationState]?
+    /// The context the object is registered in, through the context's shared handle (cleared
+    /// when the context goes away): cheaper than a weak reference per object, and just as safe.
+    /// A strong reference kept unmanaged (set through ``_contextHandle``, which retains it;
+    /// released in `deinit`), so that the hot paths that call the context through it
+    /// (``_hasLiveContext``, ``_belongs(to:)``, noting a change) borrow it without a retain.
+    @exclusivity(unchecked) @usableFromInline package final var _handleReference: Unmanaged<ContextHandle>?
+    /// The context's handle (see ``_handleReference``).
+    @usableFromInline package final var _contextHandle: ContextHandle? {
+        @inline(__always) get { _handleReference?.takeUnretainedValue() }
+        set {
+            let old = _handleReference
+            _handleReference = newValue.map { Unmanaged.passRetained($0) }
+            old?.release()
+        }
+    }
+    /// Whether the object is registered in a context that still exists (no reference counting
+    /// of the context or its handle).
+    @inline(__always) package final var _hasLiveContext: Bool {
+        _handleReference?._withUnsafeGuaranteedRef { $0.isAlive } ?? false
+    }
+    /// Whether the object is registered in `context` (no reference counting of the context).
+    @inline(__always) package final func _belongs(to context: ManagedObjectContext) -> Bool {
+        guard let handle = _handleReference, handle.toOpaque() == Unmanaged.passUnretained(context.handle).toOpaque() else {
+            return false
+        }
+        return handle._withUnsafeGuaranteedRef { $0.isAlive }
+    }
+    /// The context the object is registered in (nil once the context is gone).
+    @usableFromInline package final var _context: ManagedObjectContext? {
+        @inline(__always) get { _contextHandle?.context }
+        @inline(__always) set { _contextHandle = newValue?.handle }
+    }
+    /// Lifecycle flags.
+    @exclusivity(unchecked) @usableFromInline package final var _flags: ObjectFlags = []
+    /// The object's place in `_group` (next to `_flags`, in what would be padding).
+    @exclusivity(unchecked) package final var _groupIndex: UInt32 = 0
+    /// The row version the object was loaded at (0: never saved).
+    @exclusivity(unchecked) package final var _version: Int64 = 0
+    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`,
+    /// when they were set explicitly (saves, merges, snapshots); nil when they are the ones the
+    /// committed foreign-key slots name (objects read from a store row), which
+    /// ``_committedToOneID(_:)`` derives on demand: no array per fetched row.
+    @exclusivity(unchecked) package final var _committedToOneStorage: [ObjectID?]?
+    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`
+    /// (derived from the committed foreign keys unless set). Prefer ``_committedToOneID(_:)``,
+    /// which does not build an array.
+    package final var _committedToOne: [ObjectID?] {
+        get {
+            if let stored = _committedToOneStorage { return stored }
+            let fks = entity.foreignKeyRelationships
+            if fks.isEmpty { return [] }
+            return fks.map { _committedToOneID($0) }
+        }
+        set {
+            _committedToOneStorage = newValue
+            _toOneCache = nil
+        }
+    }
+
+    /// The committed destination of a foreign-key relationship: the stored one when set,
+    /// otherwise the object the committed foreign-key slot names (in the object's store).
+    @inline(__always)
+    package final func _committedToOneID(_ r: RelationshipDescription) -> ObjectID? {
+        let ordinal = r.fkOrdinal
+        guard ordinal >= 0 else { return nil }
+        if let stored = _committedToOneStorage { return ordinal < stored.count ? stored[ordinal] : nil }
+        // A sparse snapshot never lists foreign-key slots: their committed value is the current one.
+        let committedKey: StoredValue
+        if _originals != nil {
+            committedKey = r.slot < _valueStorage.count ? _valueStorage[r.slot] : .null
+        } else {
+            guard let committed = _committedStorage, r.slot < committed.count else { return nil }
+            committedKey = committed[r.slot]
+        }
+        guard case .integer(let key) = committedKey, let destination = r.destinationEntity else { return nil }
+        return ObjectID(entity: destination, storeIdentifier: _objectID?.storeIdentifier, primaryKey: key)
+    }
+    /// The destination last resolved for the foreign-key relationship at `_toOneCacheSlot`,
+    /// valid while the context's registrations are unchanged (`_toOneCacheGeneration`), the
+    /// committed destinations are unchanged (cleared when they are set) and the relationship
+    /// has no in-memory state. Saves an identity-map lookup per read of a to-one relationship.
+    ///
+    /// Unowned(unsafe), so it adds no retain cycle: while the generation matches, the
+    /// destination is in the identity map, which keeps it alive; it is read only after the
+    /// generation (and the context's presence) is checked.
+    @exclusivity(unchecked) package final unowned(unsafe) var _toOneCache: ManagedObject?
+    @exclusivity(unchecked) package final var _toOneCacheSlot: Int = -1
+    @exclusivity(unchecked) package final var _toOneCacheGeneration: UInt64 = 0
+    /// The object's place among its context's updated candidates, valid while
+    /// `_candidateEpoch` is the candidates' epoch (see `OrderedObjects`).
+    @exclusivity(unchecked) package final var _candidatePosition: UInt32 = 0
+    @exclusivity(unchecked) package final var _candidateEpoch: UInt32 = 0
+    /// The fetch result this object came with (for batched relationship loading). Set through
+    /// `FetchGroup.add(_:)`, cleared through ``_leaveGroup()``: the group's entry for the object
+    /// must go when the object leaves or is deallocated. A strong reference kept unmanaged, as
+    /// ``_handleReference``, and released in `deinit` or ``_leaveGroup()``.
+    @exclusivity(unchecked) package final var _groupReference: Unmanaged<FetchGroup>?
+    /// The object's fetch group (see ``_groupReference``).
+    package final var _group: FetchGroup? { _groupReference?.takeUnretainedValue() }
+
+    /// Creates an object of `entity` with the entity's default values, not yet in any context.
+    /// Insert it with ``ManagedObjectContext/insert(_:)``, or use ``init(context:)``.
+    ///
+    /// Subclasses inherit this initializer; if a subclass declares its own designated
+    /// initializer it must also provide this one.
+    public required init(entity: EntityDescription) {
+        self.entity = entity
+        self._valueStorage = entity.initialValues
+        entity._placeSlots(in: self)
+    }
+
+    deinit {
+        // Still in a group only if the context is gone (see `FetchGroup`): members deallocated
+        // then may clear their entries on several threads at once.
+        if let group = _groupReference {
+            group._withUnsafeGuaranteedRef { $0.removeMemberOfAGoneContext(at: _groupIndex) }
+            _groupReference = nil
+            group.release()
+        }
+        _handleReference?.release()
+    }
+
+    /// Leaves the object's fetch group, if any. On the context's executor.
+    @inline(__always)
+    package final func _leaveGroup() {
+        guard let group = _groupReference else { return }
+        let index = _groupIndex
+        group._withUnsafeGuaranteedRef { $0.removeMember(at: index) }
+        _groupReference = nil
+        group.release()
+    }
+
+    // MARK: Overridable entity information for typed subclasses
+
+    /// The entity name used when Coherence reflects this class (default: the class name).
+    open class var entityName: String { String(describing: self) }
+    /// Whether the entity reflected from this class is abstract. Override for the abstract class
+    /// only: `override class var isAbstractEntity: Bool { self == Shape.self }`.
+    open class var isAbstractEntity: Bool { false }
+    /// Uniqueness constraints of the reflected entity (attribute names).
+    open class var uniquenessConstraints: [[String]] { [] }
+    /// Indexes of the reflected entity (property names).
+    open class var indexes: [[String]] { [] }
+    /// The `userInfo` of the reflected entity.
+    open class var entityUserInfo: [String: any Sendable] { [:] }
+
+    // MARK: Lifecycle hooks
+
+    /// Called once when the object is inserted into a context. Set initial values here.
+    open func awakeFromInsert() {}
+    /// Called when a fetched object's values are first filled in.
+    open func awakeFromFetch() {}
+    /// Called before the object is saved (inserted, updated or deleted). Changes made here are saved.
+    open func willSave() {}
+    /// Called after the object was saved.
+    open func didSave() {}
+    /// Called when the object is about to be deleted, before delete rules apply.
+    open func prepareForDeletion() {}
+    /// Validates an inserted object at save; throw to refuse the save.
+    open func validateForInsert() throws {}
+    /// Validates an updated object at save; throw to refuse the save.
+    open func validateForUpdate() throws {}
+    /// Validates a deleted object at save; throw to refuse the save.
+    open func validateForDelete() throws {}
+
+    // MARK: Identity
+
+    /// The object's ID: temporary until the object is saved.
+    public var objectID: ObjectID {
+        if let id = _objectID { return id }
+        let id = ObjectID.temporary(for: entity)
+        _objectID = id
+        return id
+    }
+
+    /// Whether both are the same object (identity, as in Core Data: compare ``objectID``s to compare rows).
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    /// Hashes the object's identity, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// The hash `Set` and `Dictionary` use: the object's address mixed with the table's seed
+    /// (a few multiplications instead of a full `Hasher` round; saves build sets of thousands of
+    /// objects for their notifications).
+    public func _rawHashValue(seed: Int) -> Int {
+        ObjectID.mix(Int64(Int(bitPattern: UInt(bitPattern: ObjectIdentifier(self)))), seed: seed)
+    }
+
+    /// The entity, the object ID and the attribute values (or `fault`), for diagnostics; does not
+    /// fire the fault.
+    open var description: String {
+        if _flags.contains(.fault) { return "<\(entity.name) \(objectID) fault>" }
+        let props = entity.attributes.map { a -> String in "\(a.name)=\(_values[a.slot])" }
+        return "<\(entity.name) \(objectID) \(props.joined(separator: " "))>"
+    }
+
+    // MARK: Raw value access
+
+    /// The stored value at a property slot (fires the fault first).
+    @inlinable @inline(__always)
+    package final func _storedValue(at slot: Int) -> StoredValue {
+        _willAccess()
+        return _values[slot]
+    }
+
+    /// Sets the stored value at a property slot. Setting the value a property already has does
+    /// not mark the object changed.
+    @inlinable @inline(__always)
+    package final func _setStoredValue(_ value: StoredValue, at slot: Int) {
+        _willAccess()
+        // (The values of an object whose data could not be loaded are not its row's: every
+        // write there is an edit.)
+        if _valueStorage[slot] == value && !_flags.contains(.loadFailed) { return }
+        _noteOriginal(at: slot)
+        _valueStorage[slot] = value
+        _didChange()
+    }
+
+    /// Before a value changes: on the first change since the last load or save, while the values
+    /// share their storage with the committed snapshot, the snapshot becomes sparse (see
+    /// ``_originals``); later changes add the slots they touch first.
+    @usableFromInline
+    package final func _noteOriginal(at slot: Int) {
+        if _originals != nil {
+            if _originals?.contains(where: { $0.slot == slot }) == false {
+                _originals!.append(SlotValue(slot: slot, value: _valueStorage[slot]))
+            }
+        } else if let committed = _committedStorage, _valueStorage.sharesStorage(with: committed) {
+            _originals = [SlotValue(slot: slot, value: _valueStorage[slot])]
+            _committedStorage = nil  // the values are now the storage's only owner
+        } else if _flags.contains(.loadFailed) {
+            // No data loaded: the context keeps the edited slots, to apply them over the row once it loads.
+            _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUnloadedEdit(self, slot: slot) } }
+        }
+    }
+
+    /// Gives a sparse committed snapshot its full form.
+    @usableFromInline
+    package final func _densify() {
+        guard let originals = _originals else { return }
+        _committedStorage = _valueStorage.restoring(originals)
+        _originals = nil
+    }
+
+    /// Checks the executor (debug builds) and fires the fault.
+    @inlinable @inline(__always)
+    package final func _willAccess() {
+        #if DEBUG
+        if let context = _context { context.assertOnExecutor(touching: self) }
+        #endif
+        if _flags.contains(.fault) { _fireFault() }
+    }
+
+    /// Tells the context the object changed.
+    @usableFromInline
+    package final func _didChange() {
+        // Inserted and deleted objects are tracked already; check the flags before loading the
+        // (weak) context reference.
+        if _flags.contains(.inserted) || _flags.contains(.deleted) { return }
+        _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUpdated(self) } }
+    }
+
+    // MARK: Dynamic access
+
+    /// The value of an attribute by name, as its Swift type (`Int` for 64-bit integers, `Int16`,
+    /// `Int32`, `Double`, `Float`, `Bool`, `String`, `Data`, `Date`, `UUID`, `URL`, `Decimal`),
+    /// or `nil`.
+    /// - Throws: ``CoherenceError`` `.unknownKey` when the entity has no such property.
+    public func value(forKey key: String) throws(CoherenceError) -> Any? {
+        guard let property = entity.propertiesByName[key] else {
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
+                entity: entity.name, property: key, objectID: _objectID)
+        }
+        guard let attribute = property as? AttributeDescription else {
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is a relationship; relationships are read through the context's object graph.",
+                entity: entity.name, property: key, objectID: _objectID)
+        }
+        if attribute.type == .transformable {
+            return Self.transformedSwiftValue(_storedValue(at: attribute.slot), for: attribute)
+        }
+        return Self.swiftValue(_storedValue(at: attribute.slot), type: attribute.type)
+    }
+
+    /// The value of an attribute by name, decoded as `T`.
+    /// - Throws: `.unknownKey`, or `.typeMismatch` when the value is not a `T`.
+    public func value<T: PersistentValue>(forKey key: String, as type: T.Type = T.self) throws(CoherenceError) -> T {
+        guard let attribute = entity.attributesByName[key] else {
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not an attribute of entity '\(entity.name)'.",
+                entity: entity.name, property: key, objectID: _objectID)
+        }
+        let stored = _storedValue(at: attribute.slot)
+        guard let value = T(storedValue: stored) else {
+            throw CoherenceError(
+                .typeMismatch, "'\(key)' holds \(stored.kindName), which is not a \(T.self).",
+                entity: entity.name, property: key, objectID: _objectID)
+        }
+        return value
+    }
+
+    /// Sets an attribute by name, checking the value's type.
+    /// - Throws: `.unknownKey` for a key that is not an attribute, `.typeMismatch` for a value of
+    ///   the wrong type. `nil` is accepted for any attribute; a non-optional one that is still nil
+    ///   is reported at save by validation, as in Core Data.
+    public func setValue(_ value: Any?, forKey key: String) throws(CoherenceError) {
+        guard let property = entity.propertiesByName[key] else {
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is not a property of entity '\(entity.name)'.",
+                entity: entity.name, property: key, objectID: _objectID)
+        }
+        guard let attribute = property as? AttributeDescription else {
+            throw CoherenceError(
+                .unknownKey, "'\(key)' is a relationship; set relationships through the context's object graph.",
+                entity: entity.name, property: key, objectID: _objectID)
+        }
+        let converted =
+            attribute.type == .transformable && value != nil
+            ? value.flatMap { Self.transformedStoredValue($0, for: attribute) } : Self.storedValue(value, for: attribute.type)
+        guard let stored = converted else {
+            throw CoherenceError(
+                .typeMismatch,
+                "A value of type \(value.map { "\(type(of: $0))" } ?? "nil") cannot be stored in '\(key)' (\(attribute.type)).",
+                entity: entity.name, property: key, objectID: _objectID)
+        }
+        _setStoredValue(stored, at: attribute.slot)
+    }
+
+    /// Converts a stored value to the Swift type used by the dynamic API.
+    static func swiftValue(_ v: StoredValue, type: AttributeType) -> (any Sendable)? {
+        if case .null = v { return nil }
+        switch type.kind {
+        case .integer16: return Int16(storedValue: v)
+        case .integer32: return Int32(storedValue: v)
+        case .integer64: return Int(storedValue: v)
+        case .double: return Double(storedValue: v)
+        case .float: return Float(storedValue: v)
+        case .boolean: return Bool(storedValue: v)
+        case .string: return String(storedValue: v)
+        case .binaryData, .transformable: return Data(storedValue: v)
+        case .date: return Date(storedValue: v)
+        case .uuid: return UUID(storedValue: v)
+        case .uri: return URL(storedValue: v)
+        case .decimal: return Decimal(storedValue: v)
+        }
+    }
+
+    /// Converts a Swift value to the stored form of `type`, or nil when the type does not fit.
+    package static func storedValue(_ value: Any?, for type: AttributeType) -> StoredValue? {
+        guard let value else { return .null }
+        if let opt = value as? any OptionalProtocol, opt.isNone { return .null }
+        let stored: StoredValue
+        switch type.kind {
+        case .integer16, .integer32, .integer64:
+            guard let i = value as? any BinaryInteger, let v = Int64(exactly: i) else { return nil }
+            stored = .integer(v)
+        case .boolean:
+            guard let b = value as? Bool else { return nil }
+            stored = b.storedValue
+        case .double, .float:
+            if let d = value as? Double {
+                stored = d.storedValue
+            } else if let f = value as? Float {
+                stored = f.storedValue
+            } else if let i = value as? any BinaryInteger, let d = Double(exactly: i) {
+                stored = d.storedValue
+            } else {
+                return nil
+            }
+        case .string:
+            guard let s = value as? String else { return nil }
+            stored = .text(s)
+        case .binaryData, .transformable:
+            guard let d = value as? Data else { return nil }
+            stored = .blob(d)
+        case .date:
+            guard let d = value as? Date else { return nil }
+            stored = d.storedValue
+        case .uuid:
+            guard let u = value as? UUID else { return nil }
+            stored = u.storedValue
+        case .uri:
+            guard let u = value as? URL else { return nil }
+            stored = u.storedValue
+        case .decimal:
+            if let d = value as? Decimal {
+                stored = d.storedValue
+            } else if let i = value as? any BinaryInteger, let v = Int64(exactly: i) {
+                stored = Decimal(v).storedValue
+            } else {
+                return nil
+            }
+        }
+        return type.accepts(stored) ? stored : nil
+    }
+}
+
+@available(*, unavailable, message: "Managed objects belong to one context; pass their objectID between threads")
+extension ManagedObject: Sendable {}
+
+/// Lets `Any` values that hold an `Optional` be recognized.
+protocol OptionalProtocol { var isNone: Bool { get } }
+extension Optional: OptionalProtocol {
+    var isNone: Bool { if case .none = self { return true } else { return false } }
+}

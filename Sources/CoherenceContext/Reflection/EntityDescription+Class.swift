@@ -1,0 +1,32 @@
+extension EntityDescription {
+    /// The class instantiated for objects of this entity.
+    public var managedObjectClass: ManagedObject.Type { (objectClass as? ManagedObject.Type) ?? ManagedObject.self }
+
+    /// Creates an entity description.
+    ///
+    /// ```swift
+    /// let person = EntityDescription(
+    ///     name: "Person",
+    ///     properties: [AttributeDescription(name: "name", type: .string)])
+    /// ```
+    public convenience init(
+        name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, isAbstract: Bool = false,
+        superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
+        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:]
+    ) {
+        self.init(
+            name: name, objectClass: managedObjectClass == ManagedObject.self ? nil : managedObjectClass, isAbstract: isAbstract,
+            superentity: superentity, properties: properties, uniquenessConstraints: uniquenessConstraints, indexes: indexes,
+            userInfo: userInfo)
+    }
+
+    /// The property a key path of the typed class leads to (`\Person.name` → `name`), found by
+    /// reading the key path once on a probe object that records which storage it touched.
+    package func property(forKeyPath keyPath: AnyKeyPath) -> PropertyDescription? {
+        let key = SendableKeyPath(keyPath)
+        if let hit = resolvedKeyPaths.withLock({ $0[key] }) { return hit }
+        guard let property = KeyPathProbe.resolve(keyPath, in: self) else { return nil }
+        resolvedKeyPaths.withLock { $0[key] = property }
+        return property
+    }
+}

@@ -1,0 +1,219 @@
+import CCoherenceSQLite
+import Foundation
+
+/// A prepared statement. Owned by one ``SQLiteConnection``; used on one thread at a time.
+package final class SQLiteStatement {
+    package let handle: OpaquePointer
+    package let sql: String
+    // Invariant: the connection owns its statements (its cache) and finalizes them before it
+    // closes; `unowned` (checked) traps rather than read a freed connection.
+    unowned let connection: SQLiteConnection
+    package let columnCount: Int32
+    package let parameterCount: Int32
+    /// The connection's ``SQLiteConnection/textIsUTF8`` when the statement was prepared (it
+    /// never changes: it is read once, when the connection opens).
+    let textIsUTF8: Bool
+    init(connection: SQLiteConnection, sql: String) throws(SQLiteError) {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            throw connection.error(code: rc, sql: sql)
+        }
+        self.handle = stmt
+        self.sql = sql
+        self.connection = connection
+        self.columnCount = sqlite3_column_count(stmt)
+        self.parameterCount = sqlite3_bind_parameter_count(stmt)
+        self.textIsUTF8 = connection.textIsUTF8
+    }
+
+    /// The number of rows the statement returned in its last two complete runs (most recent
+    /// first); 0 before it has run.
+    private var rowCounts: (last: Int, previous: Int) = (0, 0)
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// How many rows the next run is likely to return: the smaller of the last two runs' counts
+    /// (0 until it has run twice). The smaller one, so that a statement whose runs alternate
+    /// between many rows and a few (the same SQL, other bound values) expects a few: a reader
+    /// that sizes its tables for too many rows pays for tables it does not fill, one that
+    /// sizes them for too few only grows them as it would without an estimate.
+    package var expectedRowCount: Int { min(rowCounts.last, rowCounts.previous) }
+
+    /// Records the number of rows a complete run returned.
+    package func noteRowCount(_ count: Int) {
+        rowCounts = (count, rowCounts.last)
+    }
+
+    /// Resets the statement so it can run again. Bindings are kept until rebound.
+    @inline(__always) package func reset() {
+        sqlite3_reset(handle)
+    }
+
+    package func clearBindings() {
+        sqlite3_clear_bindings(handle)
+    }
+
+    // MARK: Binding (1-based indexes, as SQLite)
+
+    @inline(__always) package func bindNull(_ index: Int32) {
+        sqlite3_bind_null(handle, index)
+    }
+
+    @inline(__always) package func bind(_ value: Int64, at index: Int32) {
+        sqlite3_bind_int64(handle, index, value)
+    }
+
+    /// Binds a `Double` exactly: a REAL, or for NaN (which SQLite would bind as NULL) and −0.0
+    /// (which a REAL column keeps as 0) the blob of ``StoredValue/init(double:)``.
+    @inline(__always) package func bind(_ value: Double, at index: Int32) {
+        if value.isNaN || value.bitPattern == StoredValue.negativeZeroBits {
+            bind(StoredValue(double: value), at: index)
+        } else {
+            sqlite3_bind_double(handle, index, value)
+        }
+    }
+
+    @inline(__always) package func bind(_ value: String, at index: Int32) {
+        var value = value
+        value.withUTF8 { buf in
+            if let base = buf.baseAddress {
+                // Invariant: the UTF-8 bytes are valid for this call; SQLite copies them (TRANSIENT).
+                _ = sqlite3_bind_text(
+                    handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self),
+                    Int32(buf.count), coherence_sqlite3_transient())
+            } else {
+                _ = sqlite3_bind_text(handle, index, "", 0, coherence_sqlite3_transient())
+            }
+        }
+    }
+
+    @inline(__always) package func bind(_ value: Data, at index: Int32) {
+        value.withUnsafeBytes { buf in
+            if let base = buf.baseAddress {
+                _ = sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(buf.count), coherence_sqlite3_transient())
+            } else {
+                _ = sqlite3_bind_zeroblob(handle, index, 0)
+            }
+        }
+    }
+
+    @inline(__always) package func bind(_ value: StoredValue, at index: Int32) {
+        switch value {
+        case .null: sqlite3_bind_null(handle, index)
+        case .integer(let v): sqlite3_bind_int64(handle, index, v)
+        case .real(let v):
+            // A NaN made as `.real` (not through `StoredValue(double:)`) still is not NULL.
+            if v.isNaN { bind(StoredValue(double: v), at: index) } else { sqlite3_bind_double(handle, index, v) }
+        case .text(let v): bind(v, at: index)
+        case .blob(let v): bind(v, at: index)
+        }
+    }
+
+    /// Binds values to parameters 1…n.
+    package func bind(_ values: [StoredValue]) {
+        for (i, v) in values.enumerated() { bind(v, at: Int32(i + 1)) }
+    }
+
+    // MARK: Stepping
+
+    /// Steps once. Returns true when a row is available.
+    @inline(__always) package func step() throws(SQLiteError) -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        let error = connection.error(code: rc, sql: sql)
+        sqlite3_reset(handle)
+        throw error
+    }
+
+    /// Runs a statement that returns no rows.
+    package func execute() throws(SQLiteError) {
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    // MARK: Reading (0-based column indexes, as SQLite)
+
+    @inline(__always) package func isNull(_ column: Int32) -> Bool {
+        sqlite3_column_type(handle, column) == SQLITE_NULL
+    }
+
+    @inline(__always) package func int64(_ column: Int32) -> Int64 {
+        sqlite3_column_int64(handle, column)
+    }
+
+    @inline(__always) package func double(_ column: Int32) -> Double {
+        sqlite3_column_double(handle, column)
+    }
+
+    @inline(__always) package func string(_ column: Int32) -> String {
+        guard let p = sqlite3_column_text(handle, column) else { return "" }
+        let n = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    @inline(__always) package func data(_ column: Int32) -> Data {
+        let n = Int(sqlite3_column_bytes(handle, column))
+        guard n > 0, let p = sqlite3_column_blob(handle, column) else { return Data() }
+        return Data(bytes: p, count: n)
+    }
+
+    /// Reads a column of the current row as a ``StoredValue`` with its storage class.
+    ///
+    /// One `sqlite3_column_value` call, then the value's accessors (each `sqlite3_column_*`
+    /// call looks the column up again). The value is read at once: SQLite's pointer is valid
+    /// only until the next step, reset or finalize, and is never kept. (It is "unprotected" in
+    /// SQLite's terms, which only matters to connections shared between threads; a connection
+    /// is used by one thread at a time and opened with `SQLITE_OPEN_NOMUTEX`.)
+    @inline(__always) package func value(_ column: Int32) -> StoredValue {
+        guard let v = sqlite3_column_value(handle, column) else { return .null }
+        switch sqlite3_value_type(v) {
+        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(v))
+        case SQLITE_FLOAT: return .real(sqlite3_value_double(v))
+        case SQLITE_TEXT:
+            if textIsUTF8 {
+                // The stored bytes as they are: `sqlite3_value_text` would first copy them to
+                // add a terminating zero. (In a UTF-16 database they would be UTF-16.)
+                let p = sqlite3_value_blob(v)
+                let n = Int(sqlite3_value_bytes(v))
+                guard n > 0, let p else { return .text("") }
+                return .text(String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self))
+            }
+            guard let p = sqlite3_value_text(v) else { return .text("") }
+            let n = Int(sqlite3_value_bytes(v))
+            return .text(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
+        case SQLITE_BLOB:
+            let n = Int(sqlite3_value_bytes(v))
+            guard n > 0, let p = sqlite3_value_blob(v) else { return .blob(Data()) }
+            return .blob(Data(bytes: p, count: n))
+        default: return .null
+        }
+    }
+
+    /// Runs the statement and collects every row with `row`.
+    package func rows<T>(_ row: (SQLiteStatement) throws -> T) throws -> [T] {
+        defer { sqlite3_reset(handle) }
+        var result: [T] = []
+        while try step() { result.append(try row(self)) }
+        return result
+    }
+}
+
+extension StoredValue {
+    /// The value's storage class, for messages: "NULL", "an integer", "a real", "text" or "a blob".
+    package var kindName: String {
+        switch self {
+        case .null: return "NULL"
+        case .integer: return "an integer"
+        case .real: return "a real"
+        case .text: return "text"
+        case .blob: return "a blob"
+        }
+    }
+}
+
+@available(*, unavailable)
+extension SQLiteStatement: Sendable {}

@@ -1,0 +1,176 @@
+import Foundation
+
+/// An entity of a managed object model, as Core Data's `NSEntityDescription`.
+///
+/// Build one in code, or let Coherence reflect a typed ``ManagedObject`` subclass:
+///
+/// ```swift
+/// let town = EntityDescription(name: "Town", properties: [
+///     AttributeDescription(name: "name", type: .string),
+///     RelationshipDescription(name: "people", destination: "Person", inverse: "town", isToMany: true),
+/// ], uniquenessConstraints: [["name"]])
+///
+/// let person = try EntityDescription(reflecting: Person.self)
+/// ```
+///
+/// Entities are immutable once their model is loaded and can be shared across threads.
+public final class EntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // @unchecked Sendable: `let`s, plus fields written only while the owning model is loaded
+    // (before it is published); the key-path cache is behind a lock.
+
+    /// The entity's name.
+    public let name: String
+    /// The class instantiated for objects of this entity (nil: `ManagedObject` itself). The
+    /// layer above reads it as `managedObjectClass`.
+    package let objectClass: (any EntityObjectClass.Type)?
+    /// Whether the entity is abstract (no objects of exactly this entity).
+    public let isAbstract: Bool
+    /// The name of the superentity, if any.
+    public let superentityName: String?
+    /// Sets of attribute names whose combined values must be unique among all objects of the
+    /// entity and its sub-entities.
+    public let uniquenessConstraints: [[String]]
+    /// Sets of property names to index in the store.
+    public let indexes: [[String]]
+    /// Arbitrary information (for example `uniquenessAttributes`, used by Connect's actions).
+    public let userInfo: [String: any Sendable]
+    /// The properties this entity declares itself (not inherited ones).
+    public let ownProperties: [PropertyDescription]
+
+    // The `internal(set)` fields below are written only while the model loads, before it is
+    // shared; `@exclusivity(unchecked)` drops run-time exclusivity checks on every later read.
+    /// The superentity (set when the model loads).
+    @exclusivity(unchecked) public internal(set) var superentity: EntityDescription?
+    /// The direct sub-entities (set when the model loads; empty once the model is gone).
+    public internal(set) var subentities: [EntityDescription] {
+        get {
+            if subentityLinks.isEmpty { return [] }
+            let model = managedObjectModel
+            return subentityLinks.compactMap { $0.entity(in: model) }
+        }
+        set { subentityLinks = newValue.map { EntityLink(loading: $0) } }
+    }
+    /// Links to the sub-entities (a parent does not own its sub-entities: the model does, and
+    /// each sub-entity owns its ``superentity``).
+    @exclusivity(unchecked) private var subentityLinks: [EntityLink] = []
+    /// All properties: inherited ones first, in the superentity's order, then own ones.
+    @exclusivity(unchecked) public internal(set) var properties: [PropertyDescription] = []
+    /// All properties by name.
+    @exclusivity(unchecked) public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
+    /// All attributes, in property order.
+    @exclusivity(unchecked) public internal(set) var attributes: [AttributeDescription] = []
+    /// All attributes by name.
+    @exclusivity(unchecked) public internal(set) var attributesByName: [String: AttributeDescription] = [:]
+    /// All relationships, in property order.
+    @exclusivity(unchecked) public internal(set) var relationships: [RelationshipDescription] = []
+    /// All relationships by name.
+    @exclusivity(unchecked) public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
+    /// The model this entity belongs to (set when the model loads; nil once the model is
+    /// gone: the model owns its entities, and an object or ID can outlive it).
+    public internal(set) weak var managedObjectModel: ManagedObjectModel?
+
+    /// The entity's number in its model (1-based; stored in each row).
+    @exclusivity(unchecked) package internal(set) var entityNumber: Int = 0
+    /// This entity and all its descendants' numbers.
+    @exclusivity(unchecked) package internal(set) var descendantNumbers: [Int] = []
+    /// The root entity's address, set when the model loads (0 before): identity-map hashing
+    /// reads it per row without walking (and reference counting) the chain.
+    @exclusivity(unchecked) package internal(set) var rootIdentity: UInt = 0
+    /// The top of the inheritance chain (self when there is no superentity).
+    public var rootEntity: EntityDescription {
+        var e = self
+        while let s = e.superentity { e = s }
+        return e
+    }
+    /// Whether the entity has been loaded into a model.
+    var isLoaded: Bool { entityNumber != 0 }
+
+    /// Data the class of the entity's objects keeps for it (see ``EntityObjectClass``), set
+    /// when the model loads.
+    package var objectClassData: AnyObject?
+    package let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
+
+    /// Creates an entity description whose objects are of `objectClass` (nil: `ManagedObject`).
+    /// Users call the initializer of the layer above, which takes a `ManagedObject` subclass.
+    package init(
+        name: String, objectClass: (any EntityObjectClass.Type)?, isAbstract: Bool = false,
+        superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
+        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:]
+    ) {
+        self.name = name
+        self.objectClass = objectClass
+        self.isAbstract = isAbstract
+        self.superentityName = superentity
+        self.ownProperties = properties
+        self.uniquenessConstraints = uniquenessConstraints
+        self.indexes = indexes
+        self.userInfo = userInfo
+    }
+
+    /// Turns the entity's and its own properties' references to other entities into links to
+    /// `model` (see `EntityLink`), once the model has numbered its entities.
+    func publishLinks(in model: ManagedObjectModel) {
+        for i in subentityLinks.indices { subentityLinks[i].publish(in: model) }
+        for p in ownProperties { p.publishLinks(in: model) }
+    }
+
+    /// Drops the entity's and its own properties' strong references to other entities (its
+    /// model failed to load), so that they do not keep one another alive.
+    func abandonLinks() {
+        subentityLinks = []
+        for p in ownProperties { p.abandonLinks() }
+    }
+
+    /// Whether `other` is this entity or one of its descendants.
+    public func isKindOf(_ other: EntityDescription) -> Bool {
+        var e: EntityDescription? = self
+        while let c = e {
+            if c === other { return true }
+            e = c.superentity
+        }
+        return false
+    }
+
+    /// Whether both are the same description object (identity).
+    public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool { lhs === rhs }
+    /// Hashes the description's identity, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// `<EntityDescription Name>`.
+    public var description: String { "<EntityDescription \(name)>" }
+
+    // MARK: Key paths of typed subclasses
+
+    // MARK: Store layout
+
+    /// The properties kept in a store's row: attributes and foreign-key relationships that are
+    /// not transient.
+    @exclusivity(unchecked) package internal(set) var storedProperties: [PropertyDescription] = []
+    /// Slots of the stored (non-transient) attributes, ascending.
+    @exclusivity(unchecked) package internal(set) var storedAttributeSlots: [Int] = []
+    /// Whether each slot is a stored attribute's (indexed by slot).
+    @exclusivity(unchecked) package internal(set) var isStoredAttributeSlot: [Bool] = []
+    /// Slots of the stored attributes that must not be nil.
+    @exclusivity(unchecked) package internal(set) var requiredAttributeSlots: [Int] = []
+    /// Relationships a save must check: to-many ones with count bounds, required to-one ones.
+    @exclusivity(unchecked) package internal(set) var constrainedRelationships: [RelationshipDescription] = []
+    /// Stored attributes with validation rules (range, length or pattern).
+    @exclusivity(unchecked) package internal(set) var ruledAttributes: [AttributeDescription] = []
+    /// Stored to-one relationships (foreign keys) in property order; inherited ones keep their
+    /// position in every sub-entity.
+    @exclusivity(unchecked) package internal(set) var foreignKeyRelationships: [RelationshipDescription] = []
+    /// The values of a new object, computed when the model loads.
+    @exclusivity(unchecked) package internal(set) var _initialValues: [StoredValue]?
+    /// The values of a new object: each attribute's default, nil for relationships.
+    package var initialValues: [StoredValue] {
+        if let cached = _initialValues { return cached }
+        return properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
+    }
+}
+
+/// A key path kept in a cache shared across threads.
+package struct SendableKeyPath: Hashable, @unchecked Sendable {
+    // @unchecked Sendable: key path objects are immutable once created; the cache only
+    // compares, hashes and retains them (retaining keeps their identity from being reused).
+    let keyPath: AnyKeyPath
+    package init(_ keyPath: AnyKeyPath) { self.keyPath = keyPath }
+}

@@ -1,0 +1,337 @@
+import Foundation
+
+/// The SQL dialect differences the generator knows about. Only SQLite today; a PostgreSQL store
+/// adds a case here rather than new SQL elsewhere.
+package enum SQLDialect: Sendable {
+    case sqlite
+
+    /// Quotes an identifier.
+    func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// The column type for an attribute type.
+    func columnType(_ type: AttributeType) -> String {
+        switch type.kind {
+        case .integer16, .integer32, .integer64, .boolean: return "INTEGER"
+        case .double, .float, .date: return "REAL"
+        case .string, .uri: return "TEXT"
+        case .decimal: return "TEXT COLLATE \(SQLFunctions.decimalCollation)"
+        case .binaryData, .uuid, .transformable: return "BLOB"
+        }
+    }
+
+    /// A subquery producing the values of one bound list parameter.
+    func listParameter() -> String { "SELECT value FROM json_each(?)" }
+}
+
+/// Column layout of a SELECT over one entity hierarchy, and how columns map to slots.
+package struct SelectPlan: Sendable {
+    /// The selected columns after Z_PK, Z_ENT, Z_OPT (as SQL, qualified by the alias).
+    package var columnsSQL: String
+    /// For each concrete entity number: (column index in the result, slot).
+    package var mapping: [Int: [(column: Int32, slot: Int)]]
+    /// Concrete entities by number.
+    package var entities: [Int: EntityDescription]
+    /// The entity number of every row, when the hierarchy has one entity (the SQL selects it as
+    /// a constant, which a row reader need not read).
+    package var singleEntityNumber: Int? = nil
+}
+
+/// Generates every SQL statement a store runs: schema, reads and writes. Keeping all SQL text
+/// here lets another dialect (PostgreSQL) reuse the stores' logic.
+package struct SQLGenerator: Sendable {
+    package let dialect: SQLDialect
+
+    package init(dialect: SQLDialect = .sqlite) { self.dialect = dialect }
+
+    // MARK: Names
+
+    /// The table of an entity hierarchy (single-table inheritance: one table per root entity).
+    package func table(_ entity: EntityDescription) -> String {
+        dialect.quote(entity.rootEntity.name)
+    }
+
+    /// The column of a stored property.
+    package func column(_ property: PropertyDescription) -> String {
+        dialect.quote(property.name)
+    }
+
+    /// Join table name and (source column, destination column) for a relationship seen from its
+    /// own side.
+    package func joinTable(_ r: RelationshipDescription) -> (table: String, source: String, destination: String)? {
+        guard case .joinTable(let name, let sourceIsFirst) = r.storage else { return nil }
+        return (dialect.quote(name), sourceIsFirst ? "Z_1" : "Z_2", sourceIsFirst ? "Z_2" : "Z_1")
+    }
+
+    // MARK: Schema
+
+    /// Statements that create the metadata tables.
+    package func createMetadataTables() -> [String] {
+        [
+            "CREATE TABLE IF NOT EXISTS Z_METADATA (Z_KEY TEXT PRIMARY KEY NOT NULL, Z_VALUE TEXT)",
+            "CREATE TABLE IF NOT EXISTS Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY NOT NULL, Z_NAME TEXT NOT NULL, Z_MAX INTEGER NOT NULL)"
+        ]
+    }
+
+    package var readMetadata: String { "SELECT Z_KEY, Z_VALUE FROM Z_METADATA" }
+    package var writeMetadata: String { "INSERT OR REPLACE INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?)" }
+    package var metadataTableExists: String { "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'Z_METADATA'" }
+    package var userTableCount: String { "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'" }
+    package var initPrimaryKey: String { "INSERT OR IGNORE INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, 0)" }
+    package var allocatePrimaryKeys: String { "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ? RETURNING Z_MAX" }
+
+    /// Statements that create the tables and indexes for `entities` (whole hierarchies).
+    package func createSchema(for entities: [EntityDescription]) -> [String] {
+        var statements: [String] = []
+        let roots = Set(entities.map { ObjectIdentifier($0.rootEntity) })
+        let rootEntities = entities.filter { roots.contains(ObjectIdentifier($0)) }
+        var joinTables = Set<String>()
+        for root in rootEntities {
+            let hierarchy = Self.hierarchy(of: root)
+            var columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER NOT NULL", "Z_OPT INTEGER NOT NULL"]
+            for p in Self.storedColumns(of: hierarchy) {
+                if let a = p as? AttributeDescription {
+                    columns.append("\(column(a)) \(dialect.columnType(a.type))")
+                } else {
+                    columns.append("\(column(p)) INTEGER")
+                }
+            }
+            statements.append("CREATE TABLE \(table(root)) (\(columns.joined(separator: ", ")))")
+            if hierarchy.count > 1 {
+                statements.append("CREATE INDEX \(dialect.quote("Z_\(root.name)_Z_ENT")) ON \(table(root)) (Z_ENT)")
+            }
+            for e in hierarchy {
+                let subset =
+                    e.descendantNumbers.count < hierarchy.count
+                    ? " WHERE Z_ENT IN (\(e.descendantNumbers.map(String.init).joined(separator: ", ")))" : ""
+                for constraint in e.uniquenessConstraints {
+                    let cols = constraint.compactMap { e.propertiesByName[$0] }.map(column)
+                    let name = dialect.quote("Z_\(e.name)_UNIQUE_\(constraint.joined(separator: "_"))")
+                    statements.append("CREATE UNIQUE INDEX \(name) ON \(table(root)) (\(cols.joined(separator: ", ")))\(subset)")
+                }
+                for index in e.indexes {
+                    let cols = index.compactMap { e.propertiesByName[$0] }.map(column)
+                    let name = dialect.quote("Z_\(e.name)_\(index.joined(separator: "_"))")
+                    statements.append("CREATE INDEX \(name) ON \(table(root)) (\(cols.joined(separator: ", ")))")
+                }
+                for r in e.relationships where r.entity === e {
+                    if r.hasForeignKey && !r.isTransient {
+                        let name = dialect.quote("Z_\(e.name)_\(r.name)")
+                        statements.append("CREATE INDEX \(name) ON \(table(root)) (\(column(r)))")
+                    }
+                    if case .joinTable(let jname, let sourceIsFirst) = r.storage, !r.isTransient, joinTables.insert(jname).inserted,
+                        let dest = r.destinationEntity
+                    {
+                        let first = sourceIsFirst ? table(e) : table(dest)
+                        let second = sourceIsFirst ? table(dest) : table(e)
+                        statements.append(
+                            """
+                            CREATE TABLE \(dialect.quote(jname)) (Z_1 INTEGER NOT NULL REFERENCES \(first)(Z_PK) ON DELETE CASCADE, \
+                            Z_2 INTEGER NOT NULL REFERENCES \(second)(Z_PK) ON DELETE CASCADE, PRIMARY KEY (Z_1, Z_2)) WITHOUT ROWID
+                            """)
+                        statements.append("CREATE INDEX \(dialect.quote("\(jname)_Z_2")) ON \(dialect.quote(jname)) (Z_2, Z_1)")
+                    }
+                }
+            }
+        }
+        return statements
+    }
+
+    /// An entity and all its descendants.
+    package static func hierarchy(of entity: EntityDescription) -> [EntityDescription] {
+        var result: [EntityDescription] = []
+        var stack = [entity]
+        while let e = stack.popLast() {
+            result.append(e)
+            stack.append(contentsOf: e.subentities.reversed())
+        }
+        return result
+    }
+
+    /// The distinct stored properties of a set of entities, in a stable order.
+    static func storedColumns(of entities: [EntityDescription]) -> [PropertyDescription] {
+        var seen = Set<ObjectIdentifier>()
+        var result: [PropertyDescription] = []
+        for e in entities {
+            for p in e.storedProperties where seen.insert(ObjectIdentifier(p)).inserted { result.append(p) }
+        }
+        return result
+    }
+
+    // MARK: Reads
+
+    /// The columns and slot mapping for reading rows of `entity` (and its sub-entities).
+    package func selectPlan(for entity: EntityDescription, alias: String = "t0") -> SelectPlan {
+        let hierarchy = Self.hierarchy(of: entity)
+        let columns = Self.storedColumns(of: hierarchy)
+        var index: [ObjectIdentifier: Int32] = [:]
+        for (i, p) in columns.enumerated() { index[ObjectIdentifier(p)] = Int32(i + 3) }
+        var mapping: [Int: [(column: Int32, slot: Int)]] = [:]
+        var entities: [Int: EntityDescription] = [:]
+        for e in hierarchy {
+            entities[e.entityNumber] = e
+            mapping[e.entityNumber] = e.storedProperties.compactMap { p in index[ObjectIdentifier(p)].map { ($0, p.slot) } }
+        }
+        // A hierarchy of one entity reads its number as a constant: every row of its table is of
+        // that entity (other entities' rows are excluded by the fetch's restriction), and a
+        // constant costs SQLite no column decoding.
+        let entityColumn = hierarchy.count == 1 ? "\(entity.entityNumber)" : alias + ".Z_ENT"
+        let sql = ([alias + ".Z_PK", entityColumn, alias + ".Z_OPT"] + columns.map { alias + "." + column($0) })
+            .joined(separator: ", ")
+        return SelectPlan(
+            columnsSQL: sql, mapping: mapping, entities: entities,
+            singleEntityNumber: hierarchy.count == 1 ? entity.entityNumber : nil)
+    }
+
+    /// A SELECT for a fetch: rows, object IDs (`idsOnly`) or a count.
+    package func select(_ fetch: StoreFetch, plan: SelectPlan?, storeIdentifier: UUID, count: Bool = false)
+        throws(CoherenceError) -> (sql: String, bindings: [StoredValue])
+    {
+        let builder = QueryBuilder(generator: self, rootEntity: fetch.entity, storeIdentifier: storeIdentifier)
+        var conditions: [String] = []
+        if let restriction = entityRestriction(fetch.entity, includesSubentities: fetch.includesSubentities, alias: "t0") {
+            conditions.append(restriction)
+        }
+        if let predicate = fetch.predicate {
+            conditions.append(try builder.sql(predicate))
+        }
+        var orderBy: [String] = []
+        for key in fetch.sortKeys {
+            var expr = try builder.sql(.path(key.path))
+            if key.folded { expr = "\(SQLFunctions.foldFunction)(\(expr))" }
+            if key.path.attribute?.type == .decimal { expr += " COLLATE \(SQLFunctions.decimalCollation)" }
+            if key.path.attribute?.type.keepsNegativeZero == true {
+                // −0.0 is a blob, which SQL sorts after every number: sort it as 0. (NaN, a blob
+                // too, sorts after every number, NaNs by their bits, as the evaluator sorts them.)
+                expr = "(CASE WHEN \(expr) = \(QueryBuilder.negativeZero) THEN 0.0 ELSE \(expr) END)"
+            }
+            orderBy.append(expr + (key.ascending ? " ASC" : " DESC"))
+        }
+        let whereSQL = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        let from = "\(table(fetch.entity)) AS t0\(builder.joins(forScope: 0))"
+        if count {
+            return ("SELECT count(*) FROM \(from)\(whereSQL)", builder.bindings)
+        }
+        let columns = plan?.columnsSQL ?? "t0.Z_PK, t0.Z_ENT"
+        var sql = "SELECT \(columns) FROM \(from)\(whereSQL)"
+        if !orderBy.isEmpty || fetch.limit != nil || fetch.offset > 0 {
+            orderBy.append("t0.Z_PK ASC")  // deterministic ties, the same as in-memory evaluation
+            sql += " ORDER BY " + orderBy.joined(separator: ", ")
+        }
+        var bindings = builder.bindings
+        if fetch.limit != nil || fetch.offset > 0 {
+            sql += " LIMIT ? OFFSET ?"
+            bindings.append(.integer(Int64(fetch.limit ?? -1)))
+            bindings.append(.integer(Int64(fetch.offset)))
+        }
+        return (sql, bindings)
+    }
+
+    /// Restricts a hierarchy table to an entity (and its descendants); nil when every row qualifies.
+    func entityRestriction(_ entity: EntityDescription, includesSubentities: Bool, alias: String) -> String? {
+        if !includesSubentities {
+            if entity.subentities.isEmpty && entity.superentity == nil { return nil }
+            return "\(alias).Z_ENT = \(entity.entityNumber)"
+        }
+        if entity.superentity == nil { return nil }
+        let numbers = entity.descendantNumbers
+        return numbers.count == 1
+            ? "\(alias).Z_ENT = \(numbers[0])"
+            : "\(alias).Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"
+    }
+
+    /// Rows of `entity` (and its sub-entities) by primary key (the keys bound as one JSON
+    /// array). A key of a row of another entity in the same table finds nothing. `plan` is the
+    /// plan of the hierarchy's root, or of `entity`.
+    package func selectByKeys(_ entity: EntityDescription, plan: SelectPlan) -> String {
+        "SELECT \(plan.columnsSQL) FROM \(table(entity)) AS t0 WHERE t0.Z_PK IN (\(dialect.listParameter()))"
+            + (entityRestriction(entity, includesSubentities: true, alias: "t0").map { " AND " + $0 } ?? "")
+    }
+
+    /// Current version and values of one row of `entity` (or a sub-entity), for conflict
+    /// reports; a row of another entity in the same table is not read.
+    package func selectOne(_ entity: EntityDescription, plan: SelectPlan) -> String {
+        "SELECT \(plan.columnsSQL) FROM \(table(entity)) AS t0 WHERE t0.Z_PK = ?"
+            + (entityRestriction(entity, includesSubentities: true, alias: "t0").map { " AND " + $0 } ?? "")
+    }
+
+    /// Destination keys of a to-many or inverse relationship for a list of source keys.
+    /// Result columns: source key, destination key, destination entity number.
+    package func selectRelated(_ r: RelationshipDescription) -> String? {
+        guard let dest = r.destinationEntity else { return nil }
+        switch r.storage {
+        case .foreignKey:
+            // To-one stored on this side: the key is in the source row.
+            guard let source = r.entity else { return nil }
+            return """
+                SELECT s.Z_PK, d.Z_PK, d.Z_ENT FROM \(table(source)) AS s JOIN \(table(dest)) AS d ON d.Z_PK = s.\(column(r)) \
+                WHERE s.Z_PK IN (\(dialect.listParameter()))
+                """
+        case .inverseForeignKey:
+            guard let inverse = r.inverseRelationship else { return nil }
+            var sql =
+                "SELECT d.\(column(inverse)), d.Z_PK, d.Z_ENT FROM \(table(dest)) AS d WHERE d.\(column(inverse)) IN (\(dialect.listParameter()))"
+            if let restriction = entityRestriction(dest, includesSubentities: true, alias: "d") { sql += " AND " + restriction }
+            if r.isOrdered { sql += " ORDER BY d.Z_PK" }
+            return sql
+        case .joinTable:
+            guard let (jt, src, dst) = joinTable(r) else { return nil }
+            return """
+                SELECT j.\(src), d.Z_PK, d.Z_ENT FROM \(jt) AS j JOIN \(table(dest)) AS d ON d.Z_PK = j.\(dst) \
+                WHERE j.\(src) IN (\(dialect.listParameter()))
+                """
+        }
+    }
+
+    /// Rows of `entity` whose values for `constraint` equal the bound values (null-safe).
+    package func selectUniquenessMatches(
+        _ entity: EntityDescription, constraint: [PropertyDescription],
+        declaringEntity: EntityDescription
+    ) -> String {
+        var conditions = constraint.map { "\(column($0)) IS ?" }
+        if let restriction = entityRestriction(declaringEntity, includesSubentities: true, alias: table(entity)) {
+            conditions.append(restriction)
+        }
+        return "SELECT Z_PK, Z_ENT FROM \(table(entity)) WHERE " + conditions.joined(separator: " AND ")
+    }
+
+    // MARK: Writes
+
+    /// INSERT of a full row of `entity` (Z_PK, Z_ENT, Z_OPT, then `entity.storedProperties`).
+    package func insert(_ entity: EntityDescription) -> String {
+        let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + entity.storedProperties.map(column)
+        let marks = Array(repeating: "?", count: cols.count).joined(separator: ", ")
+        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(marks))"
+    }
+
+    /// UPDATE of some columns; parameters: the values in `properties` order, then Z_PK, then
+    /// (when `checkVersion`) the expected Z_OPT. (No RETURNING clause: SQLite would build a
+    /// temporary table for it on every execution; the writer works the new version out.)
+    package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
+        let sets = properties.map { "\(column($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]
+        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+    }
+
+    /// DELETE of one row; parameters: Z_PK, then (when `checkVersion`) the expected Z_OPT.
+    package func delete(_ entity: EntityDescription, checkVersion: Bool) -> String {
+        "DELETE FROM \(table(entity)) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+    }
+
+    /// Version of one row.
+    package func selectVersion(_ entity: EntityDescription) -> String {
+        "SELECT Z_OPT FROM \(table(entity)) WHERE Z_PK = ?"
+    }
+
+    /// Insert into a join table; parameters: source key, destination key.
+    package func insertJoin(_ r: RelationshipDescription) -> String? {
+        guard let (jt, src, dst) = joinTable(r) else { return nil }
+        return "INSERT OR IGNORE INTO \(jt) (\(src), \(dst)) VALUES (?, ?)"
+    }
+
+    /// Delete from a join table; parameters: source key, destination key.
+    package func deleteJoin(_ r: RelationshipDescription) -> String? {
+        guard let (jt, src, dst) = joinTable(r) else { return nil }
+        return "DELETE FROM \(jt) WHERE \(src) = ? AND \(dst) = ?"
+    }
+}

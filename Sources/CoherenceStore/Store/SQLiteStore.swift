@@ -1,0 +1,510 @@
+import CCoherenceSQLite
+import Foundation
+
+/// A store in a SQLite file: one table per entity hierarchy, WAL journal, row versions for
+/// optimistic locking, metadata that records the model's version hash.
+///
+/// Reads use a small pool of connections, so readers run while a writer writes (WAL); writes use
+/// one writer connection, only under the coordinator's save lock.
+package final class SQLiteStore: StoreEngine {
+    package let identifier: UUID
+    package let configurationName: String?
+    package let metadata: [String: String]
+    package let url: URL
+    package let entities: [EntityDescription]
+    /// `PRAGMA synchronous` of every connection (the store's option).
+    let synchronous: StoreOptions.Synchronous
+    let generator = SQLGenerator(dialect: .sqlite)
+
+    private let writer: ConnectionBox
+    private let readers = LockedValue<ReaderPool>(ReaderPool())
+    private let plans = LockedValue<[ObjectIdentifier: SelectPlan]>([:])
+    /// Primary keys reserved in the store but not handed out yet, by root entity: saves take keys
+    /// from here instead of running the allocation statement every time. Reserved inside a save's
+    /// transaction and forgotten when that transaction rolls back.
+    private let keyBlocks = LockedValue<[ObjectIdentifier: (next: Int64, end: Int64)]>([:])
+    /// How many keys a save reserves at least.
+    static let keyBlockSize = 64
+    /// Generated write SQL by statement shape, so a save does not rebuild SQL text per row.
+    private let writeSQL = LockedValue<[WriteShape: String]>([:])
+    /// How each entity's rows bind to its INSERT, worked out once per entity.
+    private let insertLayouts = LockedValue<[ObjectIdentifier: InsertLayout]>([:])
+
+    /// The INSERT layout of an entity (made on first use).
+    func insertLayout(for entity: EntityDescription) -> InsertLayout {
+        let key = ObjectIdentifier(entity)
+        if let layout = insertLayouts.withLock({ $0[key] }) { return layout }
+        let layout = InsertLayout(entity: entity, sql: generator.insert(entity))
+        insertLayouts.withLock { $0[key] = layout }
+        return layout
+    }
+
+    /// The shape of a write statement.
+    enum WriteShape: Hashable {
+        case update(ObjectIdentifier, slots: [Int], checkVersion: Bool)
+        case delete(ObjectIdentifier, checkVersion: Bool)
+    }
+
+    /// The SQL for a write shape, generated once.
+    func sql(_ shape: WriteShape, _ make: () -> String) -> String {
+        if let s = writeSQL.withLock({ $0[shape] }) { return s }
+        let s = make()
+        writeSQL.withLock { $0[shape] = s }
+        return s
+    }
+    /// Test hook: a trace installed on reader connections as they are used.
+    private let readerTrace = LockedValue<(@Sendable (String) -> Void)?>(nil)
+
+    struct ReaderPool {
+        var idle: [ConnectionBox] = []
+        var isClosed = false
+    }
+
+    package var locationDescription: String { url.path }
+
+    /// Opens or creates the store at `url` for the entities of `configuration`.
+    ///
+    /// Looking changes nothing: the file is only read until it is known to be a store of this
+    /// model (or empty, to become one); only then is it switched to WAL and, when new, given its
+    /// schema. A file that is refused is left byte for byte as it was, journal mode included,
+    /// and so is a write-ahead log it had (closing does not checkpoint it).
+    /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
+    ///   `.storeIncompatible` (made for another model, or not a Coherence store).
+    package init(
+        url: URL, model: ManagedObjectModel, configuration: String?,
+        synchronous: StoreOptions.Synchronous = .normal
+    ) throws(CoherenceError) {
+        let path = url.path
+        guard let entities = model.entities(forConfiguration: configuration) else {
+            throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configuration ?? "")'.", store: path)
+        }
+        var isDirectory: ObjCBool = false
+        let directory = url.deletingLastPathComponent().path
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CoherenceError(.storeOpenFailed, "The directory \(directory) does not exist.", store: path)
+        }
+        // A log left by a program that crashed is not checkpointed into a file this refuses.
+        let hadLog = FileManager.default.fileExists(atPath: path + "-wal")
+        // Store files are readable by their owner only, from the moment they exist: made here
+        // with that mode before SQLite opens them (SQLite gives the -wal and -shm files the
+        // main file's mode).
+        try OwnerOnlyFiles.createFile(atPath: path)
+        let connection: SQLiteConnection
+        do {
+            connection = try SQLiteConnection(
+                location: .file(path), switchesToWAL: false, synchronous: synchronous.connectionSetting, functions: SQLFunctions.register)
+        } catch {
+            throw Self.openError(error, path: path)
+        }
+        let expectedHash = model.versionHash(forConfiguration: configuration) ?? model.versionHash
+        let generator = self.generator
+        var metadata: [String: String] = [:]
+        do {
+            let hasMetadata = try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0
+            if hasMetadata > 0 {
+                for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) {
+                    metadata[k] = v
+                }
+                guard metadata["modelVersionHash"] == expectedHash else {
+                    throw CoherenceError(
+                        .storeIncompatible,
+                        "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).",
+                        store: path)
+                }
+                guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
+                    throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
+                }
+                try connection.switchToWAL()
+            } else {
+                let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
+                guard tables == 0 else {
+                    throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
+                }
+                try connection.switchToWAL()
+                metadata = [
+                    "storeUUID": UUID().uuidString,
+                    "modelVersionHash": expectedHash,
+                    "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
+                    "storeType": "SQLite",
+                    "formatVersion": "1"
+                ]
+                let meta = metadata
+                try connection.writeTransaction {
+                    for sql in generator.createMetadataTables() { try connection.execute(sql) }
+                    for sql in generator.createSchema(for: entities) { try connection.execute(sql) }
+                    let insert = try connection.prepare(generator.writeMetadata)
+                    for (k, v) in meta.sorted(by: { $0.key < $1.key }) {
+                        insert.bind(k, at: 1)
+                        insert.bind(v, at: 2)
+                        try insert.execute()
+                    }
+                    let keys = try connection.prepare(generator.initPrimaryKey)
+                    for e in entities where e.superentity == nil {
+                        keys.bind(Int64(e.entityNumber), at: 1)
+                        keys.bind(e.name, at: 2)
+                        try keys.execute()
+                    }
+                }
+            }
+        } catch let error as CoherenceError {
+            if hadLog { connection.leaveLogOnClose() }
+            throw error
+        } catch {
+            if hadLog { connection.leaveLogOnClose() }
+            throw Self.openError(error, path: path)
+        }
+        guard let uuidText = metadata["storeUUID"], let uuid = UUID(uuidString: uuidText) else {
+            throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
+        }
+        self.identifier = uuid
+        self.configurationName = configuration
+        self.metadata = metadata
+        self.url = url
+        self.entities = entities
+        self.synchronous = synchronous
+        self.writer = ConnectionBox(connection)
+    }
+
+    /// The error of a connection that could not be opened: `.storeOpenFailed` while the store is
+    /// being opened, `code` for a reader connection of an attached store.
+    private static func openError(
+        _ error: any Error, path: String,
+        code: CoherenceError.Code = .storeOpenFailed
+    ) -> CoherenceError {
+        guard let e = error as? SQLiteError else {
+            return CoherenceError(code, "Cannot open the store: \(error)", store: path)
+        }
+        let message: String
+        switch e.resultCode {
+        case SQLiteError.notADatabase: message = "The file is not a SQLite database (or is encrypted or corrupt)."
+        case SQLiteError.corrupt: message = "The database file is corrupt."
+        case SQLiteError.cannotOpen: message = "The file cannot be opened (missing directory or no permission)."
+        case SQLiteError.readOnly: message = "The location is read-only."
+        default: message = "SQLite could not open the store: \(e.message ?? "error \(e.resultCode)")."
+        }
+        var err = CoherenceError(code, message, store: path, sql: e.sql)
+        err.underlyingErrors = [e]
+        return err
+    }
+
+    deinit { close() }
+
+    package func close() {
+        // Idle readers close as the pool lets go of them; busy ones when their user returns them.
+        readers.withLock { pool in
+            pool.isClosed = true
+            pool.idle.removeAll()
+        }
+        writer.close()
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` with a reader connection from the pool.
+    private func withReader<T>(_ body: (SQLiteConnection) throws -> T) throws(CoherenceError) -> T {
+        let box: ConnectionBox
+        let taken = readers.withLock { pool -> (ConnectionBox?, Bool) in
+            if pool.isClosed { return (nil, true) }
+            return (pool.idle.popLast(), false)
+        }
+        if taken.1 {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+        }
+        if let b = taken.0 {
+            box = b
+        } else {
+            do {
+                let c = try SQLiteConnection(
+                    location: .file(url.path), synchronous: synchronous.connectionSetting, functions: SQLFunctions.register)
+                try c.execute("PRAGMA query_only=1")
+                box = ConnectionBox(c)
+            } catch {
+                throw Self.openError(error, path: url.path, code: .storeReadFailed)
+            }
+        }
+        defer {
+            readers.withLock { pool in
+                if !pool.isClosed && pool.idle.count < 4 { pool.idle.append(box) }
+            }
+        }
+        guard let connection = box.connection else {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+        }
+        if let trace = readerTrace.withLock({ $0 }) {
+            connection.traceHandler = trace
+        } else if connection.traceHandler != nil {
+            connection.traceHandler = nil
+        }
+        do {
+            return try body(connection)
+        } catch let error as CoherenceError {
+            throw error
+        } catch {
+            throw storeError(.storeReadFailed, error, "Reading the store failed")
+        }
+    }
+
+    package func writerConnectionForSave() throws(CoherenceError) -> SQLiteConnection {
+        guard let c = writer.connection else {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+        }
+        return c
+    }
+
+    /// A read or write of the attached store that failed, as `code` (`.storeReadFailed` or
+    /// `.storeWriteFailed`), with the store's path, the SQL that failed and the SQLite error
+    /// in `underlyingErrors`. A `CoherenceError` is returned as it is.
+    func storeError(_ code: CoherenceError.Code, _ error: any Error, _ what: String) -> CoherenceError {
+        if let e = error as? CoherenceError { return e }
+        let sql = (error as? SQLiteError)?.sql
+        var e = CoherenceError(code, "\(what): \(error)", store: url.path, sql: sql)
+        e.underlyingErrors = [error as? SQLiteError ?? SQLiteError(extendedResultCode: SQLITE_ERROR, message: "\(error)")]
+        return e
+    }
+
+    /// Test hook: the writer connection's SQL trace.
+    package func setWriterTrace(_ handler: ((String) -> Void)?) {
+        writer.connection?.traceHandler = handler
+    }
+
+    /// Test hook: an integer `PRAGMA` as the writer connection and a reader connection see it.
+    package func pragmaValues(_ name: String) throws(CoherenceError) -> (writer: Int64, reader: Int64) {
+        let sql = "PRAGMA \(name)"
+        let writer: Int64
+        do {
+            writer = try writerConnectionForSave().prepare(sql).rows { $0.int64(0) }.first ?? -1
+        } catch {
+            throw storeError(.storeReadFailed, error, "Reading \(sql) failed")
+        }
+        let reader = try withReader { try $0.prepare(sql).rows { $0.int64(0) }.first ?? -1 }
+        return (writer, reader)
+    }
+
+    /// Test hook: the SQL trace of reader connections (installed on each as it is used).
+    package func setReaderTrace(_ handler: (@Sendable (String) -> Void)?) {
+        readerTrace.withLock { $0 = handler }
+    }
+
+    // MARK: Reads
+
+    func plan(for entity: EntityDescription) -> SelectPlan {
+        let key = ObjectIdentifier(entity)
+        if let p = plans.withLock({ $0[key] }) { return p }
+        let p = generator.selectPlan(for: entity)
+        plans.withLock { $0[key] = p }
+        return p
+    }
+
+    /// The layout of the last entity a row reader saw: consecutive rows are almost always of
+    /// the same entity, so this saves two dictionary lookups per row.
+    private struct RowLayout {
+        var number = -1
+        var entity: EntityDescription?
+        /// The result column of each slot, or -1 for a slot that takes its initial value.
+        var columnBySlot: [Int32] = []
+        var initialValues: [StoredValue] = []
+
+        init() {}
+
+        init(number: Int, entity: EntityDescription, mapping: [(column: Int32, slot: Int)]) {
+            self.number = number
+            self.entity = entity
+            let initial = entity.initialValues
+            var columns = [Int32](repeating: -1, count: initial.count)
+            for (column, slot) in mapping where slot >= 0 && slot < columns.count { columns[slot] = column }
+            self.columnBySlot = columns
+            self.initialValues = initial
+        }
+    }
+
+    /// Reads the current row of a statement positioned on a row.
+    @inline(__always)
+    private func readRow(_ st: SQLiteStatement, plan: SelectPlan, layout: inout RowLayout) throws(CoherenceError) -> StoreRow {
+        let pk = st.int64(0)
+        let number = plan.singleEntityNumber ?? Int(st.int64(1))
+        if layout.number != number {
+            guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
+                throw CoherenceError(
+                    .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
+                    store: url.path)
+            }
+            layout = RowLayout(number: number, entity: entity, mapping: mapping)
+        }
+        guard let entity = layout.entity else {
+            throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: url.path)
+        }
+        // Each slot is appended once, from its column or its initial value: no copy of the
+        // initial values to overwrite (which cost an array copy per row). `reserveCapacity` on
+        // an empty array allocates through specialized code; `init(unsafeUninitializedCapacity:)`
+        // and `init(repeating:count:)` go through the standard library's unspecialized
+        // allocation, which looks the storage class's metadata up on every call.
+        var values: [StoredValue] = []
+        layout.columnBySlot.withUnsafeBufferPointer { columns in
+            layout.initialValues.withUnsafeBufferPointer { initial in
+                values.reserveCapacity(columns.count)
+                for slot in 0..<columns.count {
+                    let column = columns[slot]
+                    assert(column < st.columnCount, "The plan's columns are the SELECT's.")
+                    values.append(column >= 0 ? st.value(column) : initial[slot])
+                }
+            }
+        }
+        return StoreRow(entity: entity, primaryKey: pk, version: st.int64(2), values: values)
+    }
+
+    package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
+        let plan = self.plan(for: fetch.entity)
+        let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            var rows: [StoreRow] = []
+            if let limit = fetch.limit { rows.reserveCapacity(limit) }
+            var layout = RowLayout()
+            while try st.step() {
+                rows.append(try readRow(st, plan: plan, layout: &layout))
+            }
+            return rows
+        }
+    }
+
+    /// Expects the smaller of the row counts of the statement's last two runs (see
+    /// ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
+    package func fetch(
+        _ fetch: StoreFetch, expecting expect: (Int) -> Void,
+        each body: (consuming StoreRow) -> Void
+    ) throws(CoherenceError) {
+        let plan = self.plan(for: fetch.entity)
+        let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
+        try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            // The limit is a bound value: runs with other limits share the statement.
+            expect(min(st.expectedRowCount, fetch.limit ?? .max))
+            var layout = RowLayout()
+            var count = 0
+            while try st.step() {
+                body(try readRow(st, plan: plan, layout: &layout))
+                count &+= 1
+            }
+            st.noteRowCount(count)
+        }
+    }
+
+    package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
+        let (sql, bindings) = try generator.select(fetch, plan: nil, storeIdentifier: identifier)
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            var keys: [(primaryKey: Int64, entityNumber: Int)] = []
+            while try st.step() { keys.append((st.int64(0), Int(st.int64(1)))) }
+            return keys
+        }
+    }
+
+    package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
+        var f = fetch
+        f.sortKeys = []
+        let limit = f.limit, offset = f.offset
+        f.limit = nil
+        f.offset = 0
+        let (sql, bindings) = try generator.select(f, plan: nil, storeIdentifier: identifier, count: true)
+        let total = try withReader { c -> Int in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(bindings)
+            return try st.step() ? Int(st.int64(0)) : 0
+        }
+        let afterOffset = max(0, total - offset)
+        return limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
+    package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
+        guard !keys.isEmpty else { return [] }
+        let plan = self.plan(for: entity.rootEntity)
+        let sql = generator.selectByKeys(entity, plan: plan)
+        let list = "[" + keys.map(String.init).joined(separator: ",") + "]"
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(list, at: 1)
+            var rows: [StoreRow] = []
+            rows.reserveCapacity(keys.count)
+            var layout = RowLayout()
+            while try st.step() { rows.append(try readRow(st, plan: plan, layout: &layout)) }
+            return rows
+        }
+    }
+
+    package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {
+        guard !sources.isEmpty else { return [:] }
+        guard let sql = generator.selectRelated(relationship) else {
+            throw CoherenceError(.invalidRequest, "Relationship '\(relationship.name)' is not stored.", property: relationship.name)
+        }
+        let list = "[" + sources.map(String.init).joined(separator: ",") + "]"
+        return try withReader { c in
+            let st = try c.cachedStatement(sql)
+            defer { st.reset() }
+            st.bind(list, at: 1)
+            var result: RelatedKeys = [:]
+            while try st.step() {
+                result[st.int64(0), default: []].append((st.int64(1), Int(st.int64(2))))
+            }
+            return result
+        }
+    }
+
+    package func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64 {
+        let c = try writerConnectionForSave()
+        do {
+            if c.isInTransaction { return try allocateInSave(c, entity.rootEntity, count) }
+            return try c.writeTransaction { try allocate(c, entity.rootEntity, count) }
+        } catch {
+            throw storeError(.storeWriteFailed, error, "Allocating primary keys failed")
+        }
+    }
+
+    /// Allocates keys inside a save's transaction, from the reserved block when it has room.
+    private func allocateInSave(_ c: SQLiteConnection, _ root: EntityDescription, _ count: Int) throws -> Int64 {
+        let key = ObjectIdentifier(root)
+        if let first = keyBlocks.withLock({ blocks -> Int64? in
+            guard let b = blocks[key], b.end - b.next >= Int64(count) else { return nil }
+            blocks[key] = (b.next + Int64(count), b.end)
+            return b.next
+        }) {
+            return first
+        }
+        let reserve = max(count, Self.keyBlockSize)
+        let first = try allocate(c, root, reserve)
+        keyBlocks.withLock { $0[key] = (first + Int64(count), first + Int64(reserve)) }
+        return first
+    }
+
+    /// Forgets reserved keys (their reservation was rolled back).
+    func forgetReservedKeys() {
+        keyBlocks.withLock { $0.removeAll() }
+    }
+
+    private func allocate(_ c: SQLiteConnection, _ root: EntityDescription, _ count: Int) throws -> Int64 {
+        let st = try c.cachedStatement(generator.allocatePrimaryKeys)
+        defer { st.reset() }
+        st.bind(Int64(count), at: 1)
+        st.bind(Int64(root.entityNumber), at: 2)
+        guard try st.step() else {
+            throw CoherenceError(.corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: url.path)
+        }
+        return st.int64(0) - Int64(count) + 1
+    }
+}
+
+/// A connection shared between the store and the thread using it.
+final class ConnectionBox: @unchecked Sendable {
+    // @unchecked Sendable: a reader connection is used only by the thread that took it out of the
+    // pool (under the pool's lock); the writer only under the coordinator's save lock.
+    private(set) var connection: SQLiteConnection?
+    init(_ connection: SQLiteConnection) { self.connection = connection }
+    func close() { connection = nil }
+}
