@@ -6,7 +6,8 @@
 #
 #   load_modules [NAME...]
 #
-# Builds the package's library modules (or only the NAMEs given) in the ordinary debug build, the
+# Builds the package's library modules: the modules of its library products and the layers they
+# re-export, or the product modules only when MODULE_SET=products (or only the NAMEs given) in the ordinary debug build, the
 # one `swift test` uses, so a tested tree is not compiled again, and sets:
 #   MODULES        the module names, sorted
 #   MODULE_DIRS    an associative array: module name -> source directory (relative)
@@ -25,12 +26,13 @@ load_modules() {
     describe=.build/ci/describe.json
     swift package describe --type json >"$describe"
 
+    DESCRIBE="$describe"
     MODULES=()
     declare -gA MODULE_DIRS=()
     while IFS=$'\t' read -r name dir; do
         MODULES+=("$name")
         MODULE_DIRS["$name"]="$dir"
-    done < <(python3 "$here/package.py" modules "$describe" "$@")
+    done < <(python3 "$here/package.py" "${MODULE_SET:-modules}" "$describe" "$@")
     [ "${#MODULES[@]}" -gt 0 ] || { echo "no library modules" >&2; return 1; }
 
     for name in "${MODULES[@]}"; do

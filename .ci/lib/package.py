@@ -3,7 +3,12 @@
 
     package.py modules DESCRIBE_JSON [NAME...]
         One line per library module, "name<TAB>source directory": the Swift targets of the
-        package's library products (sorted), or only the NAMEs given (each must be one of them).
+        package's library products and the Swift targets they depend on (the layers a product
+        re-exports), sorted, or only the NAMEs given (each must be one of them).
+    package.py products DESCRIBE_JSON [NAME...]
+        The same for the Swift targets of the library products only.
+    package.py layers DESCRIBE_JSON NAME
+        The Swift targets NAME depends on, directly or not, comma-separated.
     package.py includes DESCRIBE_JSON BIN_PATH
         One directory per line to pass with -I so that the toolchain's tools can load the
         modules' C dependencies (system-library and C targets).
@@ -13,12 +18,27 @@ import os
 import sys
 
 
-def library_modules(describe):
+def swift_dependencies(targets, name):
+    """The Swift targets `name` depends on, directly or not."""
+    found, queue = set(), list(targets[name].get("target_dependencies", []))
+    while queue:
+        n = queue.pop()
+        if n in found or n not in targets:
+            continue
+        found.add(n)
+        queue.extend(targets[n].get("target_dependencies", []))
+    return {n for n in found if targets[n].get("module_type") == "SwiftTarget"}
+
+
+def library_modules(describe, with_layers=True):
     targets = {t["name"]: t for t in describe["targets"]}
     names = set()
     for product in describe["products"]:
         if "library" in product["type"]:
             names.update(n for n in product["targets"] if targets[n].get("module_type") == "SwiftTarget")
+    if with_layers:
+        for n in list(names):
+            names.update(swift_dependencies(targets, n))
     return {name: targets[name]["path"] for name in sorted(names)}
 
 
@@ -37,12 +57,15 @@ def include_dirs(describe, bin_path):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("modules", "includes"):
+    if len(argv) < 3 or argv[1] not in ("modules", "products", "layers", "includes"):
         sys.exit(__doc__)
     with open(argv[2]) as f:
         describe = json.load(f)
-    if argv[1] == "modules":
-        modules = library_modules(describe)
+    if argv[1] == "layers":
+        targets = {t["name"]: t for t in describe["targets"]}
+        print(",".join(sorted(swift_dependencies(targets, argv[3]))))
+    elif argv[1] in ("modules", "products"):
+        modules = library_modules(describe, with_layers=argv[1] == "modules")
         wanted = argv[3:] or list(modules)
         unknown = [name for name in wanted if name not in modules]
         if unknown:

@@ -1,2 +1,5 @@
-// The layer below, re-exported: code that imports Coherence sees its public declarations too.
+// The layers below, re-exported: `import Coherence` gives their public declarations too.
+@_exported import CoherenceBase
 @_exported import CoherenceContext
+@_exported import CoherenceSQLite
+@_exported import CoherenceStore
