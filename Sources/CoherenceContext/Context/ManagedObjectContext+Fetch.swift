@@ -25,10 +25,10 @@ extension ManagedObjectContext {
             prefetching: request.relationshipKeyPathsForPrefetching, commonClass: &commonClass)
         // The registration saw every object's class as it made it; otherwise one pass checks.
         if commonClass == ObjectIdentifier(T.self) || objects.allSatisfy({ type(of: $0) == T.self }) {
-            // Every object is exactly a T (checked above, a pointer comparison each): reinterpret
-            // the array buffer, as the standard library's array downcast does once it has checked
-            // the elements, instead of copying it.
-            return unsafeBitCast(objects, to: [T].self)
+            // Every object is exactly a T (checked above, a pointer comparison each): the array
+            // buffer is reinterpreted, as the standard library's array downcast does once it has
+            // checked the elements, instead of copied.
+            return objects.unsafelyCastElements(to: T.self)
         }
         return objects.compactMap { $0 as? T }
     }
