@@ -122,7 +122,7 @@ struct ObjectSets {
 /// object.) Templates are made on first use for each combination of keys and kept.
 struct UserInfoTemplate: @unchecked Sendable {
     // @unchecked Sendable: immutable after initialisation (the dictionary holds Strings and
-    // empty sets); users copy it before changing anything.
+    // placeholders); users copy it before changing anything.
     enum Slot: Int, CaseIterable {
         case event, insertedObjectIDs, updatedObjectIDs, deletedObjectIDs, refreshedObjectIDs, invalidatedObjectIDs, permanentObjectIDs
         case insertedObjects, updatedObjects, deletedObjects, refreshedObjects, invalidatedObjects
@@ -164,40 +164,20 @@ struct UserInfoTemplate: @unchecked Sendable {
         info.values[position] = value
     }
 
-    /// A template kept for good in the table below.
-    private final class Box: Sendable {
-        let template: UserInfoTemplate
-        init(_ template: UserInfoTemplate) { self.template = template }
-    }
-
-    /// One entry per mask (12 slots: 4,096 masks), each 0 or the address of a retained `Box`.
-    /// Read without a lock: an entry, once set, never changes (the first writer wins).
-    // nonisolated(unsafe): the pointer is set once (a lazy global) and every entry is an atomic.
-    nonisolated(unsafe) private static let table: UnsafeMutablePointer<Atomic<UInt>> = {
-        let t = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: 1 << Slot.allCases.count)
-        for i in 0..<(1 << Slot.allCases.count) { (t + i).initialize(to: Atomic(0)) }
-        return t
-    }()
+    /// The templates made so far, by mask (12 slots: at most 4,096; a process uses a handful).
+    private static let made = LockedValue<[Int: UserInfoTemplate]>([:])
 
     /// Runs `body` with the template for the keys of `mask` (bit *n*: `Slot(rawValue: n)`),
     /// made on first use.
-    /// - Complexity: O(1): one atomic load, no lock, no reference counting of the template.
+    /// - Complexity: O(1): one lock and one lookup (once per notification, not per object).
     static func withTemplate<R>(for mask: Int, _ body: (UserInfoTemplate) -> R) -> R {
-        let entry = table + mask
-        var bits = entry.pointee.load(ordering: .acquiring)
-        if bits == 0 {
-            let made = Unmanaged.passRetained(Box(UserInfoTemplate(mask: mask)))
-            let mine = UInt(bitPattern: made.toOpaque())
-            let (exchanged, current) = entry.pointee.compareExchange(expected: 0, desired: mine, ordering: .acquiringAndReleasing)
-            if exchanged {
-                bits = mine
-            } else {
-                made.release()
-                bits = current
-            }
+        let template = made.withLock { table in
+            if let known = table[mask] { return known }
+            let template = UserInfoTemplate(mask: mask)
+            table[mask] = template
+            return template
         }
-        let box = Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
-        return box._withUnsafeGuaranteedRef { body($0.template) }
+        return body(template)
     }
 }
 

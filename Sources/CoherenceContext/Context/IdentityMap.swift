@@ -19,7 +19,7 @@ package struct IdentityMap {
     struct Entry {
         var hash: UInt64
         /// Nil: an empty bucket. A retained reference otherwise.
-        var object: Unmanaged<ManagedObject>?
+        var object: RetainedReference<ManagedObject>?
     }
 
     /// The table: `mask + 1` (a power of two) entries, at most half of them used. It owns the
@@ -43,7 +43,7 @@ package struct IdentityMap {
             mask = other.mask
             entries = .allocate(capacity: other.mask + 1)
             entries.initialize(from: other.entries, count: other.mask + 1)
-            for i in 0...mask { _ = entries[i].object?.retain() }
+            for i in 0...mask { _ = entries[i].object?.retainedAgain() }
         }
 
         deinit {
@@ -118,7 +118,7 @@ package struct IdentityMap {
     ) -> (index: Int, found: Bool) {
         var i = Int(truncatingIfNeeded: hash) & mask
         while let o = entries[i].object {
-            if entries[i].hash == hash && o._withUnsafeGuaranteedRef({ $0._objectID == id }) { return (i, true) }
+            if entries[i].hash == hash && o.withObject({ $0._objectID == id }) { return (i, true) }
             i = (i &+ 1) & mask
         }
         return (i, false)
@@ -207,14 +207,14 @@ package struct IdentityMap {
         guard let entries else { return }
         let p = IdentityMap.probe(entries, mask: mask, for: id, hash: h)
         if p.found, let old = entries[p.index].object {
-            entries[p.index].object = Unmanaged.passRetained(object)
-            if old.toOpaque() != Unmanaged.passUnretained(object).toOpaque() {
-                old._withUnsafeGuaranteedRef { $0._leaveGroup() }  // no longer registered
+            entries[p.index].object = RetainedReference(retaining: object)
+            if !old.refers(to: object) {
+                old.withObject { $0._leaveGroup() }  // no longer registered
             }
             old.release()
             return
         }
-        entries[p.index] = Entry(hash: h, object: Unmanaged.passRetained(object))
+        entries[p.index] = Entry(hash: h, object: RetainedReference(retaining: object))
         count += 1
     }
 
@@ -223,20 +223,20 @@ package struct IdentityMap {
     @inline(__always)
     func object(for id: ObjectID, hash: UInt64) -> ManagedObject? {
         guard let entries, let i = find(id, hash: hash) else { return nil }
-        return entries[i].object?.takeUnretainedValue()
+        return entries[i].object?.object
     }
 
     /// Registers `object` under `id` (its `_objectID`, whose hash is `hash`) unless an object is
     /// registered there already, in one probe. Returns nil when `object` was registered, else
-    /// the object registered under `id` (unretained: the map keeps it alive).
+    /// the object registered under `id` (the map keeps it registered).
     @inline(__always)
-    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64) -> Unmanaged<ManagedObject>? {
+    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64) -> ManagedObject? {
         checkKey(object, id)
         prepareForInsertion(1)
         guard let entries else { return nil }
         let p = IdentityMap.probe(entries, mask: mask, for: id, hash: hash)
-        if p.found, let existing = entries[p.index].object { return existing }
-        entries[p.index] = Entry(hash: hash, object: Unmanaged.passRetained(object))
+        if p.found, let existing = entries[p.index].object { return existing.object }
+        entries[p.index] = Entry(hash: hash, object: RetainedReference(retaining: object))
         count += 1
         return nil
     }
@@ -265,7 +265,7 @@ package struct IdentityMap {
             }
             i = (i &+ 1) & mask
         }
-        let object = removed.takeRetainedValue()
+        let object = removed.takeObject()
         if leavingGroup { object._leaveGroup() }  // no longer registered (see `FetchGroup`)
         return object
     }
@@ -285,7 +285,7 @@ package struct IdentityMap {
                 guard let s = storage else { return nil }
                 while index <= s.mask {
                     defer { index += 1 }
-                    if let o = s.entries[index].object { return o.takeUnretainedValue() }
+                    if let o = s.entries[index].object { return o.object }
                 }
                 return nil
             }
@@ -310,7 +310,7 @@ package struct IdentityMap {
         precondition(entries == s.entries && mask == s.mask, "The map's view of its table is stale.")
         var n = 0
         for i in 0...mask {
-            guard let o = s.entries[i].object?.takeUnretainedValue() else { continue }
+            guard let o = s.entries[i].object?.object else { continue }
             n += 1
             guard let id = o._objectID else { preconditionFailure("A registered object has no ID.") }
             precondition(IdentityMap.hash(id) == s.entries[i].hash, "An entry's hash is not its object's.")

@@ -409,7 +409,7 @@ struct RowRegistration: ~Copyable {
             // its entity's initial values, so code that still reads it (its `deinit`, or an
             // initializer that kept `self`) reads defaults, not an empty slot list.
             row.values = exchange(&o._valueStorage, with: entity.initialValues)
-            reuse(registered.takeUnretainedValue(), row: row, id: id)
+            reuse(registered, row: row, id: id)
             return
         }
         noteClass(ObjectIdentifier(entity.managedObjectClass))
