@@ -162,10 +162,10 @@ extension ManagedObjectContext {
                 results.append(o)
                 continue
             }
-            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+            if o._state.flags.contains(.fault) && !o._state.flags.contains(.prefilled) && !o.isInserted {
                 o._install(s, asFault: asFaults, keepRelations: true)
                 if !asFaults { awaken.append((o, false)) }
-            } else if o._flags.contains(.fault) && !asFaults {
+            } else if o._state.flags.contains(.fault) && !asFaults {
                 awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
             }
             if o._groupReference == nil { group.add(o) }
@@ -173,7 +173,7 @@ extension ManagedObjectContext {
         }
         results.reverse()
         for (o, fire) in awaken.reversed() {
-            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+            if fire { if o._state.flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
         }
         return results
     }
@@ -191,14 +191,14 @@ extension ManagedObjectContext {
             // Load the destinations too (their faults fill in batches), so reading them needs no query.
             for o in group.objects {
                 let destinations: [ManagedObject]
-                switch o._relations?[r.slot] {
+                switch o._state.relation(at: r.slot) {
                 case .toMany(let m)?: destinations = m.objects ?? []
                 case .toOne(let d)?: destinations = d.map { [$0] } ?? []
                 case nil:
                     let id = r.hasForeignKey ? o._committedToOneID(r) : nil
                     destinations = id.flatMap { registered[$0] }.map { [$0] } ?? []
                 }
-                for d in destinations where d._flags.contains(.fault) && !d._flags.contains(.prefilled) { d._willAccess() }
+                for d in destinations where d._state.flags.contains(.fault) && !d._state.flags.contains(.prefilled) { d._willAccess() }
             }
         }
         return results
@@ -235,7 +235,7 @@ extension ManagedObjectContext {
     func currentSnapshot(_ o: ManagedObject) -> ObjectSnapshot {
         o._willAccess()
         let toOne = o.entity.foreignKeyRelationships.map { o._currentToOneID($0) }
-        return ObjectSnapshot(id: o.objectID, values: o._values, version: o._version, toOne: toOne)
+        return ObjectSnapshot(id: o.objectID, values: o._state.values, version: o._state.version, toOne: toOne)
     }
 }
 
@@ -275,7 +275,7 @@ final class ParentSource: ContextSource, @unchecked Sendable {
                     try o.fulfillFault()
                 } catch {
                     // A row that is gone is left out; one that cannot be read is an error.
-                    if o._flags.contains(.inaccessible) { continue }
+                    if o._state.flags.contains(.inaccessible) { continue }
                     throw error
                 }
                 result[id] = parent.currentSnapshot(o)
@@ -290,7 +290,7 @@ final class ParentSource: ContextSource, @unchecked Sendable {
             var result: [ObjectID: [ObjectID]] = [:]
             for id in ids {
                 let o = parent._object(for: id)
-                if !o.isInserted && !o.isDeleted && !o._flags.contains(.inaccessible) {
+                if !o.isInserted && !o.isDeleted && !o._state.flags.contains(.inaccessible) {
                     try o.fulfillFault(forRelationshipNamed: relationship.name)
                 }
                 result[id] = o._relatedObjects(at: relationship.slot).filter { !$0.isDeleted }.map(\.objectID)
@@ -313,7 +313,6 @@ struct RowRegistration: ~Copyable {
     let asFaults: Bool
     let group: FetchGroup
     let handle: ContextHandle
-    let newFlags: ObjectFlags
     /// Whether the identity map held objects before this fetch (otherwise every object is new,
     /// and every result is awoken, so no separate list is kept).
     let mayBeRegistered: Bool
@@ -346,7 +345,6 @@ struct RowRegistration: ~Copyable {
         self.asFaults = asFaults
         self.group = group
         self.handle = context.handle
-        self.newFlags = asFaults ? [.fault, .prefilled] : []
         self.mayBeRegistered = !context.registered.isEmpty
         context.handle.generation &+= 1  // for the insertions below, made through `_registered`
     }
@@ -387,16 +385,10 @@ struct RowRegistration: ~Copyable {
         // A new object is in no context or group (unless its initializer did something odd).
         o._contextHandle = handle
         if o._groupReference == nil { group.add(o) }
-        o._version = row.version
-        // A new object has no snapshot yet: set the storage directly (the `_values` and
-        // `_committed` setters check for a sparse one first). The row's values move in. The
-        // committed snapshot is an empty sparse one: "every slot's committed value is its
-        // current one", which needs no second reference to the values (an atomic retain per
-        // row) and lets the first change edit them in place. `_committedToOneStorage` stays
-        // nil: the committed foreign keys name the destinations.
-        o._valueStorage = exchange(&row.values, with: [])
-        o._originals = []
-        o._flags = newFlags
+        // The row's values move in. The committed snapshot lists no change, which needs no
+        // second reference to the values (an atomic retain per row) and lets the first change
+        // edit them in place. The committed foreign keys name the to-one destinations.
+        o._state.install(exchange(&row.values, with: []), toOne: nil, version: row.version, asFault: asFaults, keepRelations: false)
         o._objectID = id
         // Registered, unless an object is registered under this ID by now: the initializer that
         // just ran registered it (through a lookup or a fetch of its own), or the row came
@@ -405,10 +397,12 @@ struct RowRegistration: ~Copyable {
         if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash) {
             o._leaveGroup()
             o._contextHandle = nil
-            // The row's values go back (they may fill that object); the discarded object keeps
-            // its entity's initial values, so code that still reads it (its `deinit`, or an
-            // initializer that kept `self`) reads defaults, not an empty slot list.
-            row.values = exchange(&o._valueStorage, with: entity.initialValues)
+            // The row's values go back (they may fill that object); the discarded object is a
+            // new object again, with its entity's initial values, so code that still reads it
+            // (its `deinit`, or an initializer that kept `self`) reads defaults, not an empty
+            // slot list.
+            row.values = o._state.values
+            o._state = ObjectState(values: entity.initialValues)
             reuse(registered.takeUnretainedValue(), row: row, id: id)
             return
         }
@@ -431,10 +425,11 @@ struct RowRegistration: ~Copyable {
                 foreign.append(o)
             }
         }
-        if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
+        let flags = o._state.flags
+        if flags.contains(.fault) && !flags.contains(.prefilled) && !flags.contains(.inserted) {
             o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
             if !asFaults { awaken.append((o, false)) }
-        } else if o._flags.contains(.fault) && !asFaults {
+        } else if flags.contains(.fault) && !asFaults {
             awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
         }
         if o._groupReference == nil { group.add(o) }
@@ -474,7 +469,7 @@ struct RowRegistration: ~Copyable {
         /// Awakes the objects this fetch filled and realizes the prefilled faults it returns.
         func awakeListed(_ awaken: [(object: ManagedObject, fire: Bool)]) {
             for (o, fire) in awaken {
-                if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+                if fire { if o._state.flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
             }
         }
         if mayBeRegistered {
