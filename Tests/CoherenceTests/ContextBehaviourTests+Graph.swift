@@ -382,7 +382,7 @@ struct ContextBehaviourQueryCountTests {
             let afterFetch = queries.count
             #expect(afterFetch == 1)
             // Nothing about the people is loaded yet.
-            #expect(towns.allSatisfy { $0._relations == nil })
+            #expect(towns.allSatisfy { $0._state.relations == nil })
             #expect(context.registeredObjects.count == 1000)
             var people = 0
             var names = Set<String>()

@@ -174,8 +174,8 @@ final class SpecialLabelled: Labelled {
         let p = Pair(entity: entity)
         let first = try #require(entity.propertiesByName["first"]?.slot)
         let second = try #require(entity.propertiesByName["second"]?.slot)
-        p._values[first] = .null
-        p._values[second] = .null
+        p._state.setValue(.null, at: first)
+        p._state.setValue(.null, at: second)
         #expect(p.first == "a")
         #expect(p.second == 7)
     }

@@ -30,21 +30,20 @@ import Testing
         try context.performAndWait {
             let town = try #require(try context.fetch(FetchRequest<Town>()).first)
             town.population = 11
-            #expect(town._originals?.map(\.slot) == [try #require(town.entity.propertiesByName["population"]?.slot)])
-            #expect(town._committedStorage == nil)
+            #expect(town._state.originals?.map(\.slot) == [try #require(town.entity.propertiesByName["population"]?.slot)])
             #expect(town.committedValues(forKeys: ["name", "population"])["population"] as? Int == 10)
             #expect(town.committedValues(forKeys: ["name"])["name"] as? String == "Rome")
             #expect(town.changedValues().keys.sorted() == ["population"])
             #expect(town.hasChanges && context.updatedObjects.count == 1)
             town.name = "Roma"  // a second slot joins the sparse snapshot
-            #expect(town._originals?.count == 2)
+            #expect(town._state.originals?.count == 2)
             town.population = 10  // back to its committed value
             #expect(town.changedValues().keys.sorted() == ["name"])
             town.name = "Rome"
             #expect(!town.hasChanges && context.updatedObjects.isEmpty)
             town.population = 12
             try context.save()
-            #expect(town._originals == nil && !town.hasChanges)
+            #expect(town._state.originals?.isEmpty == true && !town.hasChanges)
             #expect(town.committedValues(forKeys: ["population"])["population"] as? Int == 12)
             context.reset()
             #expect(try context.fetch(FetchRequest<Town>()).first?.population == 12)
@@ -61,7 +60,7 @@ import Testing
             town.name = "Milan"
             context.rollback()
             #expect(town.population == 10 && town.name == "Rome")
-            #expect(!town.hasChanges && town._originals == nil)
+            #expect(!town.hasChanges && town._state.originals?.isEmpty == true)
         }
     }
 

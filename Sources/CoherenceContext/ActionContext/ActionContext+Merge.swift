@@ -166,11 +166,11 @@ extension ActionContext {
                     summary.inserted += 1
                 case .update(let s, let range):
                     guard let o = objects[s], holds(o) else { continue }
-                    let before = o._values
+                    let before = o._state.values
                     for position in range {
                         for (slot, v) in incoming.values(of: plan.incomingOrder[position]) { o._setStoredValue(v, at: slot) }
                     }
-                    if o._values != before { summary.updated += 1 }
+                    if o._state.values != before { summary.updated += 1 }
                 case .delete(let s):
                     guard let o = objects[s], holds(o) else { continue }
                     delete(o)
@@ -205,7 +205,9 @@ extension ActionContext {
         if !registered.isEmpty {
             for i in 0..<stored.count {
                 guard let id = stored.id(i), let o = registered[id] else { continue }
-                if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted, let snapshot = stored.snapshot(i) {
+                if o._state.flags.contains(.fault) && !o._state.flags.contains(.prefilled) && !o.isInserted,
+                    let snapshot = stored.snapshot(i)
+                {
                     o._install(snapshot, asFault: false, keepRelations: true)
                     o.awakeFromFetch()
                 } else {

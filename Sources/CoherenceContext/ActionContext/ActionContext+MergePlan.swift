@@ -114,7 +114,7 @@ struct MergeStored {
     }
 
     init(objects: [ManagedObject]) {
-        values = objects.map(\._values)
+        values = objects.map(\._state.values)
         self.objects = objects
         source = .objects
     }
@@ -142,7 +142,7 @@ struct MergeStored {
     /// Makes registered object `o` stand for row `i`.
     mutating func use(_ o: ManagedObject, at i: Int) {
         objects[i] = o
-        values[i] = o._values
+        values[i] = o._state.values
     }
 }
 

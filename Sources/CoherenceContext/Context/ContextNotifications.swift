@@ -230,7 +230,7 @@ extension ManagedObjectContext {
         var updatedSet = Set<ManagedObject>(minimumCapacity: p.updated.count)
         var someLeft = false
         p.updated.forEachBorrowed { o in
-            o._flags.remove(.pendingUpdate)
+            o._state.clearPendingUpdate()
             if o.isInserted || o.isDeleted {
                 someLeft = true
                 return

@@ -41,18 +41,11 @@ extension ManagedObjectContext {
     func _noteLoadFailure(_ object: ManagedObject, _ error: CoherenceError) {
         let error = Self.naming(object, in: error)
         let key = ObjectIdentifier(object)
-        if unloaded[key] != nil, object._flags.contains(.loadFailed) {
+        if unloaded[key] != nil, object._state.flags.contains(.loadFailed) {
             unloaded[key]?.error = error
             return
         }
-        object._flags.remove([.prefilled, .inaccessible])
-        object._flags.insert([.fault, .loadFailed])
-        object._committed = nil
-        object._committedToOneStorage = nil
-        object._toOneCache = nil
-        object._toOneCacheSlot = -1
-        object._valueStorage = object.entity.initialValues
-        object._version = 0
+        object._state.failLoad(defaults: object.entity.initialValues)
         unloaded[key] = UnloadedObject(object: object, error: error)
         reportLoadError(error)
     }
@@ -73,8 +66,8 @@ extension ManagedObjectContext {
     /// their entity's defaults again until they load.
     func discardUnloadedEdits() {
         for (key, record) in unloaded where !record.editedSlots.isEmpty {
-            record.object._valueStorage = record.object.entity.initialValues
-            if record.object._flags.contains(.loadFailed) {
+            record.object._state.discardUnloadedEdits(defaults: record.object.entity.initialValues)
+            if record.object._state.flags.contains(.loadFailed) {
                 unloaded[key]?.editedSlots = []
             } else {
                 unloaded[key] = nil  // its row turned out gone: nothing is left to keep
@@ -85,10 +78,7 @@ extension ManagedObjectContext {
     /// Forgets an object's load failure (its changes are discarded or it left the context).
     func forgetLoadFailure(_ object: ManagedObject) {
         guard !unloaded.isEmpty, unloaded.removeValue(forKey: ObjectIdentifier(object)) != nil else { return }
-        if object._flags.contains(.loadFailed) {
-            object._flags.remove(.loadFailed)
-            object._valueStorage = object.entity.initialValues
-        }
+        object._state.endLoadFailure(defaults: object.entity.initialValues)
     }
 
     /// Before a save: loads the changed objects whose data is not in memory but is needed to
@@ -112,7 +102,7 @@ extension ManagedObjectContext {
     }
 
     private func needsDataToSave(_ o: ManagedObject) -> Bool {
-        let flags = o._flags
+        let flags = o._state.flags
         if flags.contains(.fault) && !flags.contains(.prefilled) {
             if flags.contains(.deleted) || o._changesForeignKeyWhileFault { return true }
             return flags.contains(.loadFailed) && o._hasUnloadedEdits
@@ -138,11 +128,11 @@ extension ManagedObjectContext {
     func deleteRuleMissedDestinations(_ r: RelationshipDescription, of o: ManagedObject) -> Bool {
         guard !r.isTransient, r.deleteRule == .cascade || r.deleteRule == .nullify, !o.isInserted else { return false }
         if r.isToMany {
-            guard case .toMany(let m)? = o._relations?[r.slot] else { return false }
+            guard case .toMany(let m)? = o._state.relation(at: r.slot) else { return false }
             return m.objects == nil
         }
         // A to-one destination comes from the object's row, or (kept on the other side) is resolved.
-        return r.hasForeignKey ? o._flags.contains(.loadFailed) : o._relations?[r.slot] == nil
+        return r.hasForeignKey ? o._state.flags.contains(.loadFailed) : o._state.relation(at: r.slot) == nil
     }
 
     /// Before a save: completes the delete rules of deleted objects whose relationships could
@@ -178,7 +168,9 @@ extension ManagedObjectContext {
         var failures: [CoherenceError] = []
         var blocked: [(object: ManagedObject, relationship: RelationshipDescription)] = []
         while let (o, r) = pendingReplaces.popLast() {
-            guard o._context === self, !o.isDeleted, case .toMany(let m)? = o._relations?[r.slot], m.replacedWhileUnread else { continue }
+            guard o._context === self, !o.isDeleted, case .toMany(let m)? = o._state.relation(at: r.slot), m.replacedWhileUnread else {
+                continue
+            }
             do throws(CoherenceError) {
                 try o.fulfillFault(forRelationshipNamed: r.name)
             } catch {

@@ -93,89 +93,24 @@ extension ManagedObjectContext {
         }
         let start = DispatchTime.now().uptimeNanoseconds
         let group = FetchGroup()
-        var fetched: [ManagedObject]?
-        if parent == nil {
-            // One store: rows become objects as the store reads them.
-            var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
-            let read: Bool
-            do throws(CoherenceError) {
-                read = try persistentStoreCoordinator.forEachSingleStoreRow(
-                    storeFetch,
-                    begin: { store, expected in
-                        registration.begin(store: store, expectedRows: expected)
-                    },
-                    { row in
-                        registration.add(row)
-                    })
-            } catch {
-                registration.abandon()
-                throw error
-            }
-            if read {
-                if pending.isEmpty && prefetching.isEmpty { commonClass = registration.commonClass }
-                let objects = registration.finish()
-                statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                statistics.fetchedRows += objects.count
-                fetched = objects
-            }
+        // Rows become objects as the source reads them.
+        var registration = RowRegistration(context: self, asFaults: asFaults, group: group)
+        do throws(CoherenceError) {
+            try source.sourceFetch(storeFetch, into: &registration)
+        } catch {
+            registration.abandon()
+            throw error
         }
-        let results: [ManagedObject]
-        if let fetched {
-            results = fetched
-        } else {
-            let snapshots = try source.sourceFetch(storeFetch)
-            statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            statistics.fetchedRows += snapshots.count
-            results = register(snapshots, asFaults: asFaults, group: group)
-        }
+        if pending.isEmpty && prefetching.isEmpty { commonClass = registration.commonClass }
+        let results = registration.finish()
+        statistics.fetchTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        statistics.fetchedRows += results.count
 
         if !pending.isEmpty {
             return try finishFetch(
                 mergePending(results, pending: pending, fetch: fetch), group: group, fetch: fetch, prefetching: prefetching)
         }
         return try finishFetch(results, group: group, fetch: fetch, prefetching: prefetching)
-    }
-
-    /// Registers fetched snapshots: existing objects are reused (and filled when they are
-    /// unfilled faults), others are created. Returns the objects in the snapshots' order.
-    ///
-    /// The snapshots are consumed back to front so their values move into the objects without
-    /// copies; `awakeFromFetch` still runs in fetch order, once every object is registered.
-    private func register(_ snapshots: consuming [ObjectSnapshot], asFaults: Bool, group: FetchGroup) -> [ManagedObject] {
-        var snapshots = snapshots
-        registered.reserveCapacity(registered.count + snapshots.count)
-        var results: [ManagedObject] = []
-        results.reserveCapacity(snapshots.count)
-        // Objects to awake (or prefilled faults to fire) after registration, back to front.
-        var awaken: [(object: ManagedObject, fire: Bool)] = []
-        let handle = self.handle
-        while let s = snapshots.popLast() {
-            guard let o = registered[s.id] else {
-                // The subclass's initializer runs outside any access to `registered`.
-                let o = s.id.entity.managedObjectClass.init(entity: s.id.entity)
-                o._objectID = s.id
-                o._contextHandle = handle
-                group.add(o)
-                registered[s.id] = o
-                o._install(s, asFault: asFaults)
-                if !asFaults { awaken.append((o, false)) }
-                results.append(o)
-                continue
-            }
-            if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
-                o._install(s, asFault: asFaults, keepRelations: true)
-                if !asFaults { awaken.append((o, false)) }
-            } else if o._flags.contains(.fault) && !asFaults {
-                awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
-            }
-            if o._groupReference == nil { group.add(o) }
-            results.append(o)
-        }
-        results.reverse()
-        for (o, fire) in awaken.reversed() {
-            if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
-        }
-        return results
     }
 
     /// Prefetches relationships of a fetch's results.
@@ -191,14 +126,14 @@ extension ManagedObjectContext {
             // Load the destinations too (their faults fill in batches), so reading them needs no query.
             for o in group.objects {
                 let destinations: [ManagedObject]
-                switch o._relations?[r.slot] {
+                switch o._state.relation(at: r.slot) {
                 case .toMany(let m)?: destinations = m.objects ?? []
                 case .toOne(let d)?: destinations = d.map { [$0] } ?? []
                 case nil:
                     let id = r.hasForeignKey ? o._committedToOneID(r) : nil
                     destinations = id.flatMap { registered[$0] }.map { [$0] } ?? []
                 }
-                for d in destinations where d._flags.contains(.fault) && !d._flags.contains(.prefilled) { d._willAccess() }
+                for d in destinations where d._state.flags.contains(.fault) && !d._state.flags.contains(.prefilled) { d._willAccess() }
             }
         }
         return results
@@ -235,7 +170,7 @@ extension ManagedObjectContext {
     func currentSnapshot(_ o: ManagedObject) -> ObjectSnapshot {
         o._willAccess()
         let toOne = o.entity.foreignKeyRelationships.map { o._currentToOneID($0) }
-        return ObjectSnapshot(id: o.objectID, values: o._values, version: o._version, toOne: toOne)
+        return ObjectSnapshot(id: o.objectID, values: o._state.values, version: o._state.version, toOne: toOne)
     }
 }
 
@@ -254,6 +189,13 @@ final class ParentSource: ContextSource, @unchecked Sendable {
             let objects = try parent.fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: [])
             return objects.map { parent.currentSnapshot($0) }
         }
+    }
+
+    func sourceFetch(_ fetch: StoreFetch, into registration: inout RowRegistration) throws(CoherenceError) {
+        var snapshots = try sourceFetch(fetch)
+        registration.begin(store: nil, expectedRows: snapshots.count)
+        snapshots.reverse()  // taken from the end, in fetch order, so each snapshot's values move
+        while let snapshot = snapshots.popLast() { registration.add(snapshot) }
     }
 
     func sourceCount(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
@@ -275,7 +217,7 @@ final class ParentSource: ContextSource, @unchecked Sendable {
                     try o.fulfillFault()
                 } catch {
                     // A row that is gone is left out; one that cannot be read is an error.
-                    if o._flags.contains(.inaccessible) { continue }
+                    if o._state.flags.contains(.inaccessible) { continue }
                     throw error
                 }
                 result[id] = parent.currentSnapshot(o)
@@ -290,7 +232,7 @@ final class ParentSource: ContextSource, @unchecked Sendable {
             var result: [ObjectID: [ObjectID]] = [:]
             for id in ids {
                 let o = parent._object(for: id)
-                if !o.isInserted && !o.isDeleted && !o._flags.contains(.inaccessible) {
+                if !o.isInserted && !o.isDeleted && !o._state.flags.contains(.inaccessible) {
                     try o.fulfillFault(forRelationshipNamed: relationship.name)
                 }
                 result[id] = o._relatedObjects(at: relationship.slot).filter { !$0.isDeleted }.map(\.objectID)
@@ -300,20 +242,21 @@ final class ParentSource: ContextSource, @unchecked Sendable {
     }
 }
 
-/// Registers a fetch's rows as the store reads them: each new object takes its row's values
-/// and joins the identity map while it is still in the processor's cache. Existing objects
-/// are reused (and filled when they are unfilled faults). `finish()` runs `awakeFromFetch` in
-/// fetch order and returns the objects in fetch order; `abandon()`, when the fetch fails
-/// part-way, takes the objects it made out of the identity map again.
+/// Registers a fetch's objects as the context's source reads them (see
+/// ``ContextSource/sourceFetch(_:into:)``): rows of one store, rows of several, or a parent
+/// context's snapshots. Each new object takes its row's values and joins the identity map
+/// while it is still in the processor's cache. Existing objects are reused (and filled when
+/// they are unfilled faults). `finish()` runs `awakeFromFetch` in fetch order and returns the
+/// objects in fetch order; `abandon()`, when the fetch fails part-way, takes the objects it
+/// made out of the identity map again.
 ///
 /// The identity map stays in the context throughout: code that runs while rows are read (a
 /// subclass's `init(entity:)`) sees every registered object.
-struct RowRegistration: ~Copyable {
+package struct RowRegistration: ~Copyable {
     let context: ManagedObjectContext
     let asFaults: Bool
     let group: FetchGroup
     let handle: ContextHandle
-    let newFlags: ObjectFlags
     /// Whether the identity map held objects before this fetch (otherwise every object is new,
     /// and every result is awoken, so no separate list is kept).
     let mayBeRegistered: Bool
@@ -334,7 +277,8 @@ struct RowRegistration: ~Copyable {
     /// the typed fetch needs no pass over the objects to check it.
     var commonClass: ObjectIdentifier?
     var mixedClasses = false
-    /// The store the rows come from (one store per fetch here), from ``begin(store:expectedRows:)``.
+    /// The store the rows come from, from ``begin(store:expectedRows:)`` (nil: rows or snapshots
+    /// that come with their IDs).
     var storeIdentifier: UUID?
     /// The number of rows the store expected (0: no estimate).
     var expected = 0
@@ -346,7 +290,6 @@ struct RowRegistration: ~Copyable {
         self.asFaults = asFaults
         self.group = group
         self.handle = context.handle
-        self.newFlags = asFaults ? [.fault, .prefilled] : []
         self.mayBeRegistered = !context.registered.isEmpty
         context.handle.generation &+= 1  // for the insertions below, made through `_registered`
     }
@@ -357,7 +300,7 @@ struct RowRegistration: ~Copyable {
     /// holds objects may find its rows registered already, and reserving for them would double
     /// the map). Each growth of the map moves every entry. `finish()` gives back what an
     /// estimate that was too high reserved.
-    mutating func begin(store: UUID, expectedRows: Int) {
+    package mutating func begin(store: UUID?, expectedRows: Int) {
         storeIdentifier = store
         guard expectedRows > 0 else { return }
         expected = expectedRows
@@ -368,35 +311,47 @@ struct RowRegistration: ~Copyable {
         }
     }
 
-    mutating func add(_ row: consuming StoreRow) {
-        let entity = row.entity
+    /// Registers a row of the store named by ``begin(store:expectedRows:)``.
+    package mutating func add(_ row: consuming StoreRow) {
         let id: ObjectID
         if let first = firstID {
-            id = first.inSameStore(entity: entity, primaryKey: row.primaryKey)
+            id = first.inSameStore(entity: row.entity, primaryKey: row.primaryKey)
         } else {
             assert(storeIdentifier != nil, "The store names itself (begin(store:expectedRows:)) before the first row.")
-            id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
+            id = ObjectID(entity: row.entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
             firstID = id
         }
+        register(id, values: &row.values, version: row.version, toOne: nil)
+    }
+
+    /// Registers a row with its ID (rows of several stores).
+    package mutating func add(_ row: consuming StoreRow, id: ObjectID) {
+        register(id, values: &row.values, version: row.version, toOne: nil)
+    }
+
+    /// Registers an object's snapshot (a parent context's object).
+    package mutating func add(_ snapshot: consuming ObjectSnapshot) {
+        register(snapshot.id, values: &snapshot.values, version: snapshot.version, toOne: snapshot.toOne)
+    }
+
+    /// Registers the object of `id` with a row's values (moved into a new object), version and
+    /// committed to-one destinations (nil: the ones its foreign keys name).
+    @inline(__always)
+    private mutating func register(_ id: ObjectID, values: inout [StoredValue], version: Int64, toOne: [ObjectID?]?) {
+        let entity = id.entity
         let hash = IdentityMap.hash(id)
         if mayBeRegistered, let o = context._registered.object(for: id, hash: hash) {
-            reuse(o, row: row, id: id)
+            reuse(o, id: id, values: &values, version: version, toOne: toOne)
             return
         }
         let o = entity.managedObjectClass.init(entity: entity)
         // A new object is in no context or group (unless its initializer did something odd).
         o._contextHandle = handle
         if o._groupReference == nil { group.add(o) }
-        o._version = row.version
-        // A new object has no snapshot yet: set the storage directly (the `_values` and
-        // `_committed` setters check for a sparse one first). The row's values move in. The
-        // committed snapshot is an empty sparse one: "every slot's committed value is its
-        // current one", which needs no second reference to the values (an atomic retain per
-        // row) and lets the first change edit them in place. `_committedToOneStorage` stays
-        // nil: the committed foreign keys name the destinations.
-        o._valueStorage = exchange(&row.values, with: [])
-        o._originals = []
-        o._flags = newFlags
+        // The row's values move in. The committed snapshot lists no change, which needs no
+        // second reference to the values (an atomic retain per row) and lets the first change
+        // edit them in place.
+        o._state.install(exchange(&values, with: []), toOne: toOne, version: version, asFault: asFaults, keepRelations: false)
         o._objectID = id
         // Registered, unless an object is registered under this ID by now: the initializer that
         // just ran registered it (through a lookup or a fetch of its own), or the row came
@@ -405,11 +360,13 @@ struct RowRegistration: ~Copyable {
         if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash) {
             o._leaveGroup()
             o._contextHandle = nil
-            // The row's values go back (they may fill that object); the discarded object keeps
-            // its entity's initial values, so code that still reads it (its `deinit`, or an
-            // initializer that kept `self`) reads defaults, not an empty slot list.
-            row.values = exchange(&o._valueStorage, with: entity.initialValues)
-            reuse(registered, row: row, id: id)
+            // The row's values go back (they may fill that object); the discarded object is a
+            // new object again, with its entity's initial values, so code that still reads it
+            // (its `deinit`, or an initializer that kept `self`) reads defaults, not an empty
+            // slot list.
+            values = o._state.values
+            o._state = ObjectState(values: entity.initialValues)
+            reuse(registered, id: id, values: &values, version: version, toOne: toOne)
             return
         }
         noteClass(ObjectIdentifier(entity.managedObjectClass))
@@ -421,7 +378,7 @@ struct RowRegistration: ~Copyable {
     }
 
     /// A row whose object is registered already.
-    private mutating func reuse(_ o: ManagedObject, row: consuming StoreRow, id: ObjectID) {
+    private mutating func reuse(_ o: ManagedObject, id: ObjectID, values: inout [StoredValue], version: Int64, toOne: [ObjectID?]?) {
         if !mayBeRegistered {
             // Into an empty map: a row this fetch read before (its object is in this fetch's
             // group), or an object registered meanwhile by code the fetch ran.
@@ -431,10 +388,12 @@ struct RowRegistration: ~Copyable {
                 foreign.append(o)
             }
         }
-        if o._flags.contains(.fault) && !o._flags.contains(.prefilled) && !o.isInserted {
-            o._install(ObjectSnapshot(row: row, id: id), asFault: asFaults, keepRelations: true)
+        let flags = o._state.flags
+        if flags.contains(.fault) && !flags.contains(.prefilled) && !flags.contains(.inserted) {
+            let snapshot = ObjectSnapshot(id: id, values: exchange(&values, with: []), version: version, toOne: toOne)
+            o._install(snapshot, asFault: asFaults, keepRelations: true)
             if !asFaults { awaken.append((o, false)) }
-        } else if o._flags.contains(.fault) && !asFaults {
+        } else if flags.contains(.fault) && !asFaults {
             awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
         }
         if o._groupReference == nil { group.add(o) }
@@ -474,7 +433,7 @@ struct RowRegistration: ~Copyable {
         /// Awakes the objects this fetch filled and realizes the prefilled faults it returns.
         func awakeListed(_ awaken: [(object: ManagedObject, fire: Bool)]) {
             for (o, fire) in awaken {
-                if fire { if o._flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
+                if fire { if o._state.flags.contains(.fault) { o._fireFault() } } else { o.awakeFromFetch() }
             }
         }
         if mayBeRegistered {

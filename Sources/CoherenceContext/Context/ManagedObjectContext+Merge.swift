@@ -56,7 +56,7 @@ extension ManagedObjectContext {
         applyPermanentIDs(event.permanentIDs)
         // Updated objects: reload registered ones, keeping local edits.
         let updated = event.updated.compactMap { registered[$0] }.filter { !$0.isInserted && $0._context === self }
-        var loaded = updated.filter { !$0._flags.contains(.fault) || $0._flags.contains(.prefilled) }
+        var loaded = updated.filter { !$0._state.flags.contains(.fault) || $0._state.flags.contains(.prefilled) }
         var reloaded: [ObjectID: ObjectSnapshot]?
         if !loaded.isEmpty {
             do throws(CoherenceError) {
@@ -77,11 +77,11 @@ extension ManagedObjectContext {
         if let snapshots = reloaded {
             for o in loaded {
                 guard let s = snapshots[o.objectID] else { continue }
-                let wasFault = o._flags.contains(.fault)
+                let wasFault = o._state.flags.contains(.fault)
                 let local = wasFault ? [:] : changedSlots(o)
-                let relations = o._relations
+                let relations = o._state.relations
                 o._install(s, asFault: wasFault)
-                for (slot, value) in local { o._values[slot] = value }
+                for (slot, value) in local { o._state.setValue(value, at: slot) }
                 if let relations {
                     for (slot, state) in relations {
                         switch state {
@@ -101,13 +101,13 @@ extension ManagedObjectContext {
         }
         // Loaded to-many relationships may have gained or lost members: let them reload.
         if !event.inserted.isEmpty || !event.deleted.isEmpty || !event.updated.isEmpty {
-            for o in registered.values where o._relations != nil && !o.isInserted {
-                guard let relations = o._relations else { continue }
+            for o in registered.values where o._state.relations != nil && !o.isInserted {
+                guard let relations = o._state.relations else { continue }
                 for (slot, state) in relations {
                     if case .toMany(let m) = state, m.objects != nil, m.pendingAdds.isEmpty, m.pendingRemoves.isEmpty,
                         !o.hasChanges
                     {
-                        o._relations?[slot] = nil
+                        o._state.setRelation(nil, at: slot)
                     }
                 }
             }
@@ -120,7 +120,7 @@ extension ManagedObjectContext {
             registered[id] = nil
             updatedCandidates.remove(o)
             if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === o } }
-            o._flags.insert(.deleted)
+            o._state.markDeleted()
             pendingChanges.deleted[key] = o
         }
         if !event.deleted.isEmpty { removeReferences(to: event.deleted) }
@@ -150,11 +150,11 @@ extension ManagedObjectContext {
     /// Removes in-memory references to deleted objects.
     private func removeReferences(to ids: Set<ObjectID>) {
         for o in allRegisteredObjects {
-            guard let relations = o._relations else { continue }
+            guard let relations = o._state.relations else { continue }
             for (slot, state) in relations {
                 switch state {
                 case .toOne(let target):
-                    if let t = target, ids.contains(t.objectID) { o._relations?[slot] = .toOne(nil) }
+                    if let t = target, ids.contains(t.objectID) { o._state.setRelation(.toOne(nil), at: slot) }
                 case .toMany(let m):
                     if let objects = m.objects, objects.contains(where: { ids.contains($0.objectID) }) {
                         m.objects = objects.filter { !ids.contains($0.objectID) }
@@ -177,16 +177,7 @@ extension ManagedObjectContext {
             }
         }
         if changed {
-            for o in registered.values {
-                // Derived destinations (nil storage) come from stored keys: never temporary.
-                if let toOne = o._committedToOneStorage, toOne.contains(where: { $0.map { map[$0] != nil } ?? false }) {
-                    o._committedToOne = toOne.map { id in id.flatMap { map[$0] } ?? id }
-                }
-                guard let relations = o._relations else { continue }
-                for case .toMany(let m) in relations.values {
-                    m.committed = m.committed?.map { map[$0] ?? $0 }
-                }
-            }
+            for o in registered.values { o._state.remapCommittedIDs(map) }
         }
         for child in childContexts {
             child.perform { child.applyPermanentIDs(map) }

@@ -147,7 +147,7 @@ extension ManagedObjectContext {
         for o in deletedList {
             for r in o.entity.relationships where r.deleteRule == .deny && !r.isTransient {
                 // Unreadable destinations are not counted as none (a row that is gone has none).
-                if !o._flags.contains(.inaccessible) {
+                if !o._state.flags.contains(.inaccessible) {
                     do throws(CoherenceError) {
                         try o.fulfillFault(forRelationshipNamed: r.name)
                     } catch {
@@ -190,13 +190,14 @@ extension ManagedObjectContext {
         }
         o._willAccess()
         let entity = o.entity
+        let values = o._state.values
         // Required attributes need only a nil check; the full rules run only for attributes
         // that have some (both lists are worked out when the model loads).
-        for slot in entity.requiredAttributeSlots where o._values[slot].isNull {
+        for slot in entity.requiredAttributeSlots where values[slot].isNull {
             if let a = entity.properties[slot] as? AttributeDescription { fail(a, "is required") }
         }
         for a in entity.ruledAttributes {
-            let v = o._values[a.slot]
+            let v = values[a.slot]
             if v.isNull { continue }
             let rules = a.validation
             if rules.minimum != nil || rules.maximum != nil {
@@ -269,8 +270,8 @@ extension ManagedObjectContext {
             for r in o.entity.foreignKeyRelationships {
                 if let target = o._currentToOneID(r) { references.append(RowReference(slot: r.slot, target: target)) }
             }
-            changes.inserts.append(RowInsert(objectID: o.objectID, values: o._values, references: references))
-            if o._relations != nil { appendJoinChanges(o, into: &changes) }
+            changes.inserts.append(RowInsert(objectID: o.objectID, values: o._state.values, references: references))
+            if o._state.relations != nil { appendJoinChanges(o, into: &changes) }
         }
         changes.updates.reserveCapacity(updatedCandidates.count)
         updatedObjects.reserveCapacity(updatedCandidates.count)
@@ -280,30 +281,20 @@ extension ManagedObjectContext {
         // The entity's lists, taken once per run of objects of one entity (not per object).
         var entity: EntityDescription?
         var isStored: [Bool] = []
-        var storedSlots: [Int] = []
         var foreignKeys: [RelationshipDescription] = []
         updatedCandidates.values.forEachBorrowed { o in
             guard !o.isInserted && !o.isDeleted else { return }
             if o.entity !== entity {
                 entity = o.entity
                 isStored = o.entity.isStoredAttributeSlot
-                storedSlots = o.entity.storedAttributeSlots
                 foreignKeys = o.entity.foreignKeyRelationships
             }
             scratch.removeAll(keepingCapacity: true)
             var references: [RowReference] = []
-            let values = o._values
-            if let originals = o._originals {
-                // A sparse snapshot lists the slots changed since the load or last save.
-                for original in originals where isStored[original.slot] && values[original.slot] != original.value {
-                    scratch.append(original.slot)
-                }
-                if scratch.count > 1 { scratch.sort() }
-            } else if let committed = o._committedStorage, !values.sharesStorage(with: committed) {
-                values.appendDifferences(from: committed, at: storedSlots, to: &scratch)
-            }
+            // The snapshot lists the slots changed since the load or last save.
+            o._state.appendChangedSlots(isStoredAttribute: isStored, to: &scratch)
             // Objects with a snapshot (loaded or saved before) compare their to-one destinations.
-            if (o._originals != nil || o._committedStorage != nil) && !foreignKeys.isEmpty {
+            if o._state.hasSnapshot && !foreignKeys.isEmpty {
                 for r in foreignKeys {
                     let current = o._currentToOneID(r)
                     let old = o._committedToOneID(r)
@@ -314,25 +305,25 @@ extension ManagedObjectContext {
                 }
                 if !references.isEmpty { scratch.sort() }  // slots in property order
             }
-            if o._relations != nil { appendJoinChanges(o, into: &changes) }
+            if o._state.relations != nil { appendJoinChanges(o, into: &changes) }
             guard !scratch.isEmpty else { return }
             if scratch != lastSlots { lastSlots = scratch }
             changes.updates.append(
                 RowUpdate(
-                    objectID: o.objectID, values: values, changedSlots: lastSlots, references: references,
-                    expectedVersion: o._version, cachedValues: o._committedStorage, originals: o._originals))
+                    objectID: o.objectID, values: o._state.values, changedSlots: lastSlots, references: references,
+                    expectedVersion: o._state.version, cachedValues: nil, originals: o._state.originals))
             updatedObjects.append(.passUnretained(o))
         }
         deletedList.forEachBorrowed { o in
             guard !o.objectID.isTemporaryID else { return }
-            changes.deletes.append(RowDelete(objectID: o.objectID, expectedVersion: o._version, values: o._values))
+            changes.deletes.append(RowDelete(objectID: o.objectID, expectedVersion: o._state.version, values: o._state.values))
         }
         return (changes, updatedObjects)
     }
 
     /// Join-table changes of an object's to-many relationships (from the owning side only).
     private func appendJoinChanges(_ o: ManagedObject, into changes: inout StoreChangeSet) {
-        guard let relations = o._relations else { return }
+        guard let relations = o._state.relations else { return }
         for (slot, state) in relations {
             guard case .toMany(let m) = state, let r = o.entity.properties[slot] as? RelationshipDescription,
                 case .joinTable(_, let sourceIsFirst) = r.storage, sourceIsFirst
@@ -413,7 +404,7 @@ extension ManagedObjectContext {
             guard !o.isInserted && !o.isDeleted else { return }
             var wasWritten = false
             if written < updatedObjects.count && updatedObjects[written].toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
-                if written < versions.count { o._version = versions[written] }
+                if written < versions.count { o._state.noteWritten(version: versions[written]) }
                 written += 1
                 wasWritten = true
             }
@@ -424,13 +415,12 @@ extension ManagedObjectContext {
         // its version. The objects are alive: nothing has run since the change set was built.)
         if written < updatedObjects.count {
             for (o, v) in zip(updatedObjects[written...], versions[min(written, versions.count)...]) {
-                o.takeUnretainedValue()._version = v
+                o.takeUnretainedValue()._state.noteWritten(version: v)
             }
         }
         insertedList.forEachBorrowed { o in
             guard !o.isDeleted else { return }
-            o._flags.remove(.inserted)
-            o._version = 1
+            o._state.endInserted(version: 1)
             commit(o)
         }
         deletedList.forEachBorrowed { o in
@@ -446,39 +436,7 @@ extension ManagedObjectContext {
 
     /// Makes an object's current state its committed state.
     func commit(_ o: ManagedObject) {
-        let foreignKeys = o.entity.foreignKeyRelationships
-        if !foreignKeys.isEmpty {
-            var toOne: [ObjectID?] = []
-            for (n, r) in foreignKeys.enumerated() {
-                let id = o._currentToOneID(r)
-                if id != nil && toOne.isEmpty { toOne = Array(repeating: nil, count: foreignKeys.count) }
-                if id != nil { toOne[n] = id }
-                // Keep foreign-key slots equal to the stored keys (row snapshots carry them).
-                let stored: StoredValue = id.map { $0.isTemporaryID ? .null : .integer($0.primaryKey) } ?? .null
-                // (Straight to the storage: the snapshot is replaced just below anyway.)
-                if o._valueStorage[r.slot] != stored { o._valueStorage[r.slot] = stored }
-            }
-            // All nil: an empty array (no allocation); readers treat a missing entry as nil.
-            o._committedToOne = toOne
-        }
-        o._committed = o._values
-        if let relations = o._relations {
-            var kept: [Int: RelationState] = [:]
-            for (slot, state) in relations {
-                if case .toMany(let m) = state, let objects = m.objects {
-                    m.committed = objects.filter { !$0.isDeleted }.map(\.objectID)
-                    m.objects = objects.filter { !$0.isDeleted }
-                    kept[slot] = state
-                } else if case .toMany(let m) = state {
-                    // Still a fault: forget the pending edits, they are saved now.
-                    m.pendingAdds = []
-                    m.pendingRemoves = []
-                    kept[slot] = state
-                }
-                // To-one states are now in _committedToOne.
-            }
-            o._relations = kept.isEmpty ? nil : kept
-        }
+        o._state.commit(foreignKeys: o.entity.foreignKeyRelationships, objectID: o._objectID)
     }
 
     /// Clears change tracking after a save and posts DidSave.
@@ -493,7 +451,7 @@ extension ManagedObjectContext {
         saved.inserted.forEachBorrowed { $0.didSave() }
         saved.updated.forEachBorrowed { $0.didSave() }
         saved.deleted.forEachBorrowed { $0.didSave() }
-        saved.deleted.forEachBorrowed { $0._flags = [] }
+        saved.deleted.forEachBorrowed { $0._state.clearFlags() }
 
         var event = ContextEvent(kind: .didSave, contextName: name)
         event.transactionAuthor = transactionAuthor
@@ -534,7 +492,7 @@ extension ManagedObjectContext {
         func relationships(_ o: ManagedObject) -> ([(slot: Int, target: ObjectID?)], [(slot: Int, targets: [ObjectID])]) {
             var toOne: [(slot: Int, target: ObjectID?)] = []
             var toMany: [(slot: Int, targets: [ObjectID])] = []
-            guard let relations = o._relations else { return ([], []) }
+            guard let relations = o._state.relations else { return ([], []) }
             for (slot, state) in relations {
                 switch state {
                 case .toOne(let t): toOne.append((slot, t?.objectID))
@@ -551,7 +509,7 @@ extension ManagedObjectContext {
             let (toOne, toMany) = relationships(o)
             pushed.append(
                 PushedObject(
-                    kind: .insert, id: o.objectID, values: o._values,
+                    kind: .insert, id: o.objectID, values: o._state.values,
                     changedSlots: o.entity.attributes.map(\.slot), toOne: toOne, toMany: toMany))
             saved.inserted.append(o)
         }
@@ -561,7 +519,7 @@ extension ManagedObjectContext {
             guard !slots.isEmpty || !toOne.isEmpty || !toMany.isEmpty else { continue }
             pushed.append(
                 PushedObject(
-                    kind: .update, id: o.objectID, values: o._values, changedSlots: slots,
+                    kind: .update, id: o.objectID, values: o._state.values, changedSlots: slots,
                     toOne: toOne, toMany: toMany))
             saved.updated.append(o)
         }
@@ -576,7 +534,7 @@ extension ManagedObjectContext {
             // A pushed object keeps its temporary ID until the parent saves: as it is no longer
             // inserted here, it goes into the identity map.
             if o.isInserted, let id = o._objectID, id.isTemporaryID { registered[id] = o }
-            o._flags.remove(.inserted)
+            o._state.endInserted()
             commit(o)
         }
         for o in deletedList {
@@ -598,8 +556,7 @@ extension ManagedObjectContext {
             let o = p.id.entity.managedObjectClass.init(entity: p.id.entity)
             o._objectID = p.id
             o._context = self
-            o._flags = [.inserted]
-            o._values = p.values
+            o._state.beginInserted(values: p.values)
             if p.id.isTemporaryID {
                 appendInserted(o)
             } else {

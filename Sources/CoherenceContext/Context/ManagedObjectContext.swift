@@ -90,7 +90,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// temporary IDs, which are found through `insertedList` (so inserting hashes nothing).
     package var registered: IdentityMap {
         @inline(__always) get { _registered }
-        // Any change may make an object's cached to-one destination stale (see `_toOneCache`).
+        // Any change may make an object's cached to-one destination stale (see
+        // `ObjectState.cachedToOne(slot:generation:)`).
         @inline(__always) _modify {
             yield &_registered
             handle.generation &+= 1
@@ -363,10 +364,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 throw CoherenceError(
                     .objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
             }
-            if o.isDeleted || o._flags.contains(.inaccessible) {
+            if o.isDeleted || o._state.flags.contains(.inaccessible) {
                 throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
             }
-            if !o.isFault || o._flags.contains(.prefilled) || o.isInserted { return o }
+            if !o.isFault || o._state.flags.contains(.prefilled) || o.isInserted { return o }
         }
         let found: ObjectSnapshot?
         do throws(CoherenceError) {
@@ -451,7 +452,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
         let o = entity.managedObjectClass.init(entity: entity)
         o._objectID = id
-        o._flags = [.fault]
+        o._state.beginFault()
         o._context = self
         registered[id] = o
         unfilledFaults[ObjectIdentifier(entity.rootEntity), default: []].append(o)
@@ -490,9 +491,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         var batch: [ManagedObject] = [object]
         // An object whose last load failed is retried alone (it fails on every access until its
         // store is back).
-        if !object._flags.contains(.loadFailed), var pending = unfilledFaults[root] {
+        if !object._state.flags.contains(.loadFailed), var pending = unfilledFaults[root] {
             while batch.count < 512, let o = pending.popLast() {
-                if o !== object && o._flags.contains(.fault) && !o._flags.contains(.prefilled) && o._context === self {
+                if o !== object && o._state.flags.contains(.fault) && !o._state.flags.contains(.prefilled) && o._context === self {
                     batch.append(o)
                 }
             }
@@ -517,8 +518,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             if let s = snapshots[o.objectID] {
                 o._install(s, asFault: o !== object, keepRelations: true)
             } else if o === object {
-                o._flags.insert(.inaccessible)
-                o._flags.remove([.fault, .loadFailed])
+                o._state.markRowGone()
                 // Edits made while it could not be loaded stay listed: the save reports them.
                 if unloaded[ObjectIdentifier(o)]?.editedSlots.isEmpty == true { unloaded[ObjectIdentifier(o)] = nil }
             }
@@ -548,10 +548,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         let store = object._objectID?.storeIdentifier
         let destinationEntity = r.destinationEntity
         for o in group.objects where o !== object && o._contextHandle === handle && o.entity.isKindOf(r.entity ?? o.entity) {
-            if o._committedToOneStorage == nil, let destinationEntity, let committed = o._committed,
-                r.slot < committed.count, o._objectID?.storeIdentifier == store
+            if o._state.committedToOne == nil, let destinationEntity, let committed = o._state.committedValue(at: r.slot),
+                o._objectID?.storeIdentifier == store
             {
-                guard case .integer(let key) = committed[r.slot] else { continue }
+                guard case .integer(let key) = committed else { continue }
                 if let d = byKey[KeyOnly(key)] {
                     destinations.append((.passUnretained(o), .passUnretained(d)))
                 } else {
@@ -574,8 +574,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         let generation = handle.generation
         for pair in destinations {
             pair.source._withUnsafeGuaranteedRef { o in
-                if o._relations?[r.slot] == nil {
-                    pair.destination._withUnsafeGuaranteedRef { d in o._cacheToOne(d, slot: r.slot, generation: generation) }
+                if o._state.relation(at: r.slot) == nil {
+                    pair.destination._withUnsafeGuaranteedRef { d in o._state.cacheToOne(d, slot: r.slot, generation: generation) }
                 }
             }
         }
@@ -591,8 +591,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             g.loadedSlots.insert(r.slot)
             for o in g.objects where o !== object && o._context === self && !o.isInserted && o.entity.isKindOf(r.entity ?? o.entity) {
                 if r.isToMany {
-                    if case .toMany(let m)? = o._relations?[r.slot], m.objects != nil { continue }
-                } else if o._relations?[r.slot] != nil {
+                    if case .toMany(let m)? = o._state.relation(at: r.slot), m.objects != nil { continue }
+                } else if o._state.relation(at: r.slot) != nil {
                     continue
                 }
                 sources.append(o)
@@ -634,8 +634,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             return
         }
         object._context = self
-        object._flags = [.inserted]
-        object._version = 0
+        object._state.beginInserted()
         _ = object.objectID  // a temporary ID; the object is found through insertedList
         appendInserted(object)
         pendingChanges.inserted.append(object)
@@ -665,17 +664,16 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         object._willAccess()
         object.prepareForDeletion()
         let key = ObjectIdentifier(object)
-        if object._flags.contains(.inserted) {
+        if object._state.flags.contains(.inserted) {
             // Deleting an unsaved object just forgets it (after applying delete rules).
             applyDeleteRules(object)
             insertedList.removeAll { $0 === object }
             if !object.objectID.isTemporaryID { registered[object.objectID] = nil }
-            object._flags.insert(.deleted)
-            object._flags.remove(.inserted)
+            object._state.markDeleted()
             pendingChanges.deleted[key] = object
             return
         }
-        object._flags.insert(.deleted)
+        object._state.markDeleted()
         deletedList.append(object)
         deletedSet.insert(key)
         if !updatedCandidates.isEmpty { updatedCandidates.remove(object) }
@@ -766,15 +764,12 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     package func _noteUpdated(_ object: ManagedObject) {
         updatedCandidates.insert(object)
         // The flag says the object is already listed for the next ObjectsDidChange.
-        if !object._flags.contains(.pendingUpdate) {
-            object._flags.insert(.pendingUpdate)
-            pendingChanges.updated.append(object)
-        }
+        if object._state.markPendingUpdate() { pendingChanges.updated.append(object) }
     }
 
     /// Drops the changes not yet posted (clearing the objects' pending-update flags).
     func discardPendingChanges() {
-        pendingChanges.updated.forEachBorrowed { $0._flags.remove(.pendingUpdate) }
+        pendingChanges.updated.forEachBorrowed { $0._state.clearPendingUpdate() }
         pendingChanges = PendingChanges()
     }
 
@@ -859,13 +854,13 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         for o in registered.values {
             o._context = nil
             o._leaveGroup()
-            o._relations = nil
-            o._toOneCacheSlot = -1
+            o._state.dropRelations()
+            o._state.forgetCachedToOne()
         }
         for o in insertedList where o._context === self {
             o._context = nil
             o._leaveGroup()
-            o._relations = nil
+            o._state.dropRelations()
         }
         registered = IdentityMap()
         insertedIndex = nil
@@ -890,19 +885,19 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         for o in insertedList {
             if !o.objectID.isTemporaryID { registered[o.objectID] = nil }
             o._context = nil
-            o._flags = []
+            o._state.clearFlags()
             pendingChanges.invalidated[ObjectIdentifier(o)] = o
         }
-        for o in deletedList { o._flags.remove(.deleted) }
+        for o in deletedList { o._state.unmarkDeleted() }
         if !unloaded.isEmpty { discardUnloadedEdits() }
         pendingDeleteRules = []
         pendingReplaces = []
         var touched = Array(updatedCandidates.values) + deletedList
         // Objects whose relationships changed through inverses are candidates too.
-        touched += registered.values.filter { $0._relations != nil && !touched.contains($0) }
+        touched += registered.values.filter { $0._state.relations != nil && !touched.contains($0) }
         insertedIndex = nil
         for o in touched where o._context === self {
-            restoreCommitted(o)
+            o._state.rollBack()
             pendingChanges.refreshed[ObjectIdentifier(o)] = o
         }
         insertedList = []
@@ -913,14 +908,6 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         processPendingChanges()
     }
 
-    private func restoreCommitted(_ o: ManagedObject) {
-        if let committed = o._committed {
-            o._values = committed
-            o._committed = committed  // shared again: the object is unchanged
-        }
-        o._relations = nil
-    }
-
     /// Turns an object back into a fault (dropping its unsaved changes), or with
     /// `mergeChanges: true` reloads it and re-applies its unsaved changes.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
@@ -929,14 +916,14 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         let key = ObjectIdentifier(object)
         if mergeChanges {
             let changed = object.isFault ? [:] : changedSlots(object)
-            let relations = object._relations
+            let relations = object._state.relations
             let found: ObjectSnapshot?
             do throws(CoherenceError) {
                 found = try source.sourceSnapshots(for: [object.objectID])[object.objectID]
             } catch {
                 // Not readable: the object stays as it is (a fault stays one, without data), and
                 // the error is reported.
-                if object._flags.contains(.fault) && !object._flags.contains(.prefilled) {
+                if object._state.flags.contains(.fault) && !object._state.flags.contains(.prefilled) {
                     _noteLoadFailure(object, error)
                 } else {
                     reportLoadError(Self.naming(object, in: error))
@@ -945,7 +932,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             }
             guard let snapshot = found else { return }
             object._install(snapshot, asFault: false)
-            for (slot, value) in changed { object._values[slot] = value }
+            for (slot, value) in changed { object._state.setValue(value, at: slot) }
             // Keep locally changed to-one relationships; reload to-many ones.
             if let relations {
                 for (slot, state) in relations {
@@ -954,14 +941,12 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             }
         } else {
             forgetLoadFailure(object)
-            object._relations = nil
-            object._flags.insert(.fault)
-            object._flags.remove(.prefilled)
+            object._state.turnIntoFault()
             updatedCandidates.remove(object)
             if deletedSet.contains(key) {
                 deletedSet.remove(key)
                 deletedList.removeAll { $0 === object }
-                object._flags.remove(.deleted)
+                object._state.unmarkDeleted()
             }
             unfilledFaults[ObjectIdentifier(object.entity.rootEntity), default: []].append(object)
         }
@@ -980,9 +965,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// Attribute slots whose values differ from the committed snapshot.
     func changedSlots(_ o: ManagedObject) -> [Int: StoredValue] {
         var result: [Int: StoredValue] = [:]
-        guard let committed = o._committed else { return result }
-        for a in o.entity.attributes where !a.isTransient && o._values[a.slot] != committed[a.slot] {
-            result[a.slot] = o._values[a.slot]
+        guard let committed = o._state.committedValues() else { return result }
+        let values = o._state.values
+        for a in o.entity.attributes where !a.isTransient && values[a.slot] != committed[a.slot] {
+            result[a.slot] = values[a.slot]
         }
         return result
     }

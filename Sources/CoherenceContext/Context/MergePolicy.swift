@@ -70,54 +70,47 @@ extension ManagedObjectContext {
             return
         }
         let entity = object.entity
-        let cached = object._committed ?? persisted
+        let cached = object._state.committedValues() ?? persisted
         switch policy {
         case .error:
             return
         case .rollback:
-            object._values = persisted
-            object._relations = nil
             updatedCandidates.remove(object)
             deletedSet.remove(ObjectIdentifier(object))
             deletedList.removeAll { $0 === object }
-            object._flags.remove(.deleted)
+            object._state.unmarkDeleted()
         case .storeTrump, .objectTrump:
             for a in entity.attributes where !a.isTransient {
-                let mine = object._values[a.slot], theirs = persisted[a.slot], base = cached[a.slot]
+                let mine = object._state.values[a.slot], theirs = persisted[a.slot], base = cached[a.slot]
                 let iChanged = mine != base, theyChanged = theirs != base
-                if theyChanged && (!iChanged || policy == .storeTrump) { object._values[a.slot] = theirs }
+                if theyChanged && (!iChanged || policy == .storeTrump) { object._state.setValue(theirs, at: a.slot) }
             }
             for r in entity.foreignKeyRelationships {
                 let theirs = persisted[r.slot], base = cached[r.slot]
                 let iChanged: Bool
-                if case .toOne(let o)? = object._relations?[r.slot] {
+                if case .toOne(let o)? = object._state.relation(at: r.slot) {
                     iChanged = o?.objectID != object._committedToOneID(r)
                 } else {
                     iChanged = false
                 }
                 if theirs != base && (!iChanged || policy == .storeTrump) {
-                    object._relations?[r.slot] = nil
+                    object._state.setRelation(nil, at: r.slot)
                 }
             }
         case .overwrite:
             // The whole object is written over the row: keep the to-one destinations it was
             // loaded with where it did not change them (they would otherwise follow the store).
             for r in entity.foreignKeyRelationships {
-                if case .toOne? = object._relations?[r.slot] { continue }
+                if case .toOne? = object._state.relation(at: r.slot) { continue }
                 let loaded = object._committedToOneID(r)
                 object._setRelationState(.toOne(loaded.map { _object(for: $0) }), at: r.slot)
             }
         }
-        // The object now builds on the stored row.
-        object._committed = persisted
-        object._committedToOne =
-            ObjectSnapshot(
-                row: StoreRow(
-                    entity: entity, primaryKey: conflict.objectID.primaryKey,
-                    version: conflict.newVersion, values: persisted),
-                id: conflict.objectID
-            ).toOne
-        object._version = conflict.newVersion
+        // The object now builds on the stored row (whose foreign keys name its to-one
+        // destinations).
+        object._state.rebase(onto: persisted, toOne: nil, version: conflict.newVersion)
+        // Rolled back: the object takes the stored row's values, and drops its relationship changes.
+        if policy == .rollback { object._state.rollBack() }
         // With overwrite, every property that differs from the stored row is now a change, so
         // the whole object is written (including properties only the store changed, even to nil).
         pendingChanges.refreshed[ObjectIdentifier(object)] = object
@@ -138,30 +131,20 @@ extension ManagedObjectContext {
         // that row is replaced.
         if let other = registered[existingID], other !== object { forget(other) }
         let key = ObjectIdentifier(object)
-        let wasInserted = object._flags.contains(.inserted)
+        let wasInserted = object._state.flags.contains(.inserted)
         if wasInserted {
             insertedList.removeAll { $0 === object }
-            object._flags.remove(.inserted)
+            object._state.endInserted()
         }
         rekey(
             object, to: ObjectID(entity: existingID.entity, storeIdentifier: existingID.storeIdentifier, primaryKey: existingID.primaryKey))
-        let mine = object._values
-        object._committed = persisted
-        object._version = conflict.newVersion
-        object._committedToOne =
-            ObjectSnapshot(
-                row: StoreRow(
-                    entity: existingID.entity, primaryKey: existingID.primaryKey,
-                    version: conflict.newVersion, values: persisted),
-                id: existingID
-            ).toOne
+        // The object now builds on the stored row, keeping its values.
+        object._state.rebase(onto: persisted, toOne: nil, version: conflict.newVersion)
         switch policy {
         case .objectTrump, .overwrite:
-            object._values = mine  // upsert: the stored row takes the in-memory values
-            updatedCandidates.insert(object)
+            updatedCandidates.insert(object)  // upsert: the stored row takes the in-memory values
         default:
-            object._values = persisted  // keep the stored values
-            object._relations = nil
+            object._state.rollBack()  // keep the stored values
             updatedCandidates.remove(object)
         }
         pendingChanges.refreshed[key] = object
@@ -173,9 +156,9 @@ extension ManagedObjectContext {
         if !(object.isInserted && object.objectID.isTemporaryID) { registered[object.objectID] = nil }
         updatedCandidates.remove(object)
         if deletedSet.remove(key) != nil { deletedList.removeAll { $0 === object } }
-        if object._flags.contains(.inserted) { insertedList.removeAll { $0 === object } }
+        if object._state.flags.contains(.inserted) { insertedList.removeAll { $0 === object } }
         if !unloaded.isEmpty { unloaded[key] = nil }
-        object._flags = [.inaccessible]
+        object._state.markForgotten()
         pendingChanges.invalidated[key] = object
     }
 }

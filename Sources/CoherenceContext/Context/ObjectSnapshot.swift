@@ -8,40 +8,24 @@ package struct ObjectSnapshot: Sendable {
     package var values: [StoredValue]
     /// The row version.
     package var version: Int64
-    /// To-one destinations, aligned with `id.entity.foreignKeyRelationships`.
-    package var toOne: [ObjectID?]
+    /// To-one destinations, aligned with `id.entity.foreignKeyRelationships`; nil: the ones
+    /// the values' foreign-key slots name, in the object's store (a stored row's).
+    package var toOne: [ObjectID?]?
 
-    package init(id: ObjectID, values: [StoredValue], version: Int64, toOne: [ObjectID?]) {
+    package init(id: ObjectID, values: [StoredValue], version: Int64, toOne: [ObjectID?]?) {
         self.id = id
         self.values = values
         self.version = version
         self.toOne = toOne
     }
 
-    /// A snapshot of a stored row.
+    /// A snapshot of a stored row (its foreign keys name its to-one destinations).
+    @inline(__always)
     package init(row: consuming StoreRow, id: ObjectID) {
         self.id = id
         self.version = row.version
-        self.toOne = Self.toOneIDs(row.values, of: row.entity, storeIdentifier: id.storeIdentifier)
         self.values = row.values
-    }
-
-    /// The to-one destinations a row's foreign keys name, aligned with
-    /// `entity.foreignKeyRelationships`.
-    @inline(__always)
-    package static func toOneIDs(_ values: [StoredValue], of entity: EntityDescription, storeIdentifier: UUID?) -> [ObjectID?] {
-        let fks = entity.foreignKeyRelationships
-        if fks.isEmpty { return [] }
-        var toOne: [ObjectID?] = []
-        toOne.reserveCapacity(fks.count)
-        for r in fks {
-            if case .integer(let pk) = values[r.slot], let dest = r.destinationEntity {
-                toOne.append(ObjectID(entity: dest, storeIdentifier: storeIdentifier, primaryKey: pk))
-            } else {
-                toOne.append(nil)
-            }
-        }
-        return toOne
+        self.toOne = nil
     }
 }
 
@@ -50,6 +34,11 @@ package protocol ContextSource: AnyObject, Sendable {
     /// Snapshots of the objects a fetch matches (as the source sees them, with its own unsaved
     /// changes for a parent context).
     func sourceFetch(_ fetch: StoreFetch) throws(CoherenceError) -> [ObjectSnapshot]
+    /// Hands the objects a fetch matches to `registration`, in order, as it reads them (the
+    /// single way fetched objects are registered): ``RowRegistration/begin(store:expectedRows:)``
+    /// first, then one `add` per object. On an error the registration is left as it is (the
+    /// caller abandons it).
+    func sourceFetch(_ fetch: StoreFetch, into registration: inout RowRegistration) throws(CoherenceError)
     /// The number of objects a fetch matches.
     func sourceCount(_ fetch: StoreFetch) throws(CoherenceError) -> Int
     /// Snapshots of objects by ID (missing objects are left out).
@@ -61,6 +50,20 @@ package protocol ContextSource: AnyObject, Sendable {
 extension PersistentStoreCoordinator: ContextSource {
     package func sourceFetch(_ fetch: StoreFetch) throws(CoherenceError) -> [ObjectSnapshot] {
         try fetchRows(fetch).map { ObjectSnapshot(row: $0.row, id: $0.id) }
+    }
+
+    package func sourceFetch(_ fetch: StoreFetch, into registration: inout RowRegistration) throws(CoherenceError) {
+        // One store: rows become objects as the store reads them (their IDs share its identifier).
+        let read = try forEachSingleStoreRow(
+            fetch,
+            begin: { store, expected in registration.begin(store: store, expectedRows: expected) },
+            { row in registration.add(row) })
+        if read { return }
+        // Several stores: their rows merged and sorted first.
+        var rows = try fetchRows(fetch)
+        registration.begin(store: nil, expectedRows: rows.count)
+        rows.reverse()  // taken from the end, in fetch order, so each row's values move
+        while let (id, row) = rows.popLast() { registration.add(row, id: id) }
     }
 
     package func sourceCount(_ fetch: StoreFetch) throws(CoherenceError) -> Int {

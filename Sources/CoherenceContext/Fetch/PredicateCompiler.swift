@@ -391,7 +391,7 @@ enum KeyPathResolver {
             attribute.slot >= 0, entity.properties.count > attribute.slot
         else { return true }
         let object = entity.managedObjectClass.init(entity: entity)
-        guard object._values.count > attribute.slot else { return true }
+        guard object._state.values.count > attribute.slot else { return true }
         object._setStoredValue(marker, at: attribute.slot)
         guard let read = object[keyPath: keyPath], let value = read as? any PersistentValue else { return false }
         return value.storedValue == marker

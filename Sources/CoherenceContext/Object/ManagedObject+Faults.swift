@@ -27,7 +27,7 @@ extension ManagedObject {
     public func fulfillFault() throws(CoherenceError) {
         guard let context = _context else {
             _willAccess()
-            guard !_flags.contains(.fault) else {
+            guard !_state.flags.contains(.fault) else {
                 throw CoherenceError(
                     .invalidRequest, "\(objectID) is a fault whose context is gone (or was reset): nothing can load its data.",
                     entity: entity.name, objectID: _objectID)
@@ -36,8 +36,8 @@ extension ManagedObject {
         }
         context.assertOnExecutor(touching: self)
         _willAccess()
-        if _flags.contains(.loadFailed), let error = context.unloaded[ObjectIdentifier(self)]?.error { throw error }
-        if _flags.contains(.inaccessible) {
+        if _state.flags.contains(.loadFailed), let error = context.unloaded[ObjectIdentifier(self)]?.error { throw error }
+        if _state.flags.contains(.inaccessible) {
             throw CoherenceError(
                 .objectNotFound, "The row of \(objectID) no longer exists (deleted).",
                 entity: entity.name, objectID: objectID)
@@ -71,7 +71,7 @@ extension ManagedObject {
             guard m.objects == nil else { return }
             let ids = try context._loadRelatedIDs(r, of: self)
             if m.objects == nil { _fill(m, of: r, with: ids, in: context) }
-        } else if !r.hasForeignKey, _relations?[r.slot] == nil {
+        } else if !r.hasForeignKey, _state.relation(at: r.slot) == nil {
             let ids = try context._loadRelatedIDs(r, of: self)
             _setRelationState(.toOne(ids.first.map { context._object(for: $0) }), at: r.slot)
         }
@@ -80,19 +80,17 @@ extension ManagedObject {
     /// Installs a loaded row into an object whose earlier load failed: the edits made since
     /// are applied over the row's values, so they are changes against it (and saved).
     package final func _installOverUnloadedEdits(_ snapshot: consuming ObjectSnapshot, asFault: Bool, keepRelations: Bool) {
-        _flags.remove(.loadFailed)
         let slots = _context?._takeUnloadedEdits(self) ?? []
-        guard !slots.isEmpty else {
-            _install(snapshot, asFault: asFault, keepRelations: keepRelations)
-            return
-        }
-        let edits = slots.map { (slot: $0, value: _valueStorage[$0]) }
+        let edits = slots.map { (slot: $0, value: _state.values[$0]) }
         // Loaded with changes: not a fault. Its caller awakes only objects it loads as non-faults.
-        _install(snapshot, asFault: false, keepRelations: keepRelations)
+        // (Installing ends the load failure.)
+        _state.install(
+            snapshot.values, toOne: snapshot.toOne, version: snapshot.version, asFault: asFault && edits.isEmpty,
+            keepRelations: keepRelations)
+        guard !edits.isEmpty else { return }
         if asFault { awakeFromFetch() }
-        for edit in edits where _valueStorage[edit.slot] != edit.value {
-            _noteOriginal(at: edit.slot)
-            _valueStorage[edit.slot] = edit.value
+        for edit in edits where _state.values[edit.slot] != edit.value {
+            _state.setValue(edit.value, at: edit.slot)
         }
         _didChange()
     }
@@ -100,7 +98,7 @@ extension ManagedObject {
     /// Whether a to-one relationship kept in this object's row (a foreign key) was set while the
     /// object is a fault (through the inverse side): whether it changed shows only against the row.
     var _changesForeignKeyWhileFault: Bool {
-        guard let relations = _relations else { return false }
+        guard let relations = _state.relations else { return false }
         return relations.contains { slot, state in
             guard case .toOne = state else { return false }
             return (entity.properties[slot] as? RelationshipDescription)?.hasForeignKey == true

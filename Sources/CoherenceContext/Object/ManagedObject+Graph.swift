@@ -84,11 +84,11 @@ extension ManagedObject {
     /// The context the object is registered in, or nil.
     public var managedObjectContext: ManagedObjectContext? { _context }
     /// Whether the object was inserted and not yet saved.
-    public var isInserted: Bool { _flags.contains(.inserted) }
+    public var isInserted: Bool { _state.flags.contains(.inserted) }
     /// Whether the object was deleted and the deletion not yet saved.
-    public var isDeleted: Bool { _flags.contains(.deleted) }
+    public var isDeleted: Bool { _state.flags.contains(.deleted) }
     /// Whether the object is a fault (its values not yet accessed).
-    public var isFault: Bool { _flags.contains(.fault) }
+    public var isFault: Bool { _state.flags.contains(.fault) }
     /// Whether the object has unsaved changes to its properties (an existing object).
     public var isUpdated: Bool {
         !isInserted && !isDeleted && _hasLiveContext && (_hasAttributeChanges || _hasRelationshipChanges)
@@ -97,15 +97,10 @@ extension ManagedObject {
     /// Whether a stored attribute differs from the committed snapshot (no allocation).
     var _hasAttributeChanges: Bool {
         // An object whose data could not be loaded has changes when it was edited since.
-        guard !_flags.contains(.fault) else { return _flags.contains(.loadFailed) && _hasUnloadedEdits }
-        if let originals = _originals {
-            let isStored = entity.isStoredAttributeSlot
-            return originals.contains { isStored[$0.slot] && _values[$0.slot] != $0.value }
-        }
-        guard let committed = _committedStorage else { return _flags.contains(.inaccessible) && _hasUnloadedEdits }
-        // Values share their storage with the snapshot until the first change (copy-on-write).
-        if _values.sharesStorage(with: committed) { return false }
-        return _values.differs(from: committed, at: entity.storedAttributeSlots)
+        let flags = _state.flags
+        guard !flags.contains(.fault) else { return flags.contains(.loadFailed) && _hasUnloadedEdits }
+        guard _state.hasSnapshot else { return flags.contains(.inaccessible) && _hasUnloadedEdits }
+        return _state.hasAttributeChanges(isStoredAttribute: entity.isStoredAttributeSlot)
     }
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInserted || isDeleted || isUpdated }
@@ -114,11 +109,11 @@ extension ManagedObject {
     /// fetched) state, by name. Relationships map to their destination object (or `NSNull`-free
     /// `Optional<ManagedObject>.none` for nil).
     public func changedValues() -> [String: Any] {
-        guard !_flags.contains(.fault) else { return [:] }
+        guard !_state.flags.contains(.fault) else { return [:] }
         var result: [String: Any] = [:]
-        let committed = _committed
+        let committed = _state.committedValues()
         for a in entity.attributes where !a.isTransient {
-            let current = _values[a.slot]
+            let current = _state.values[a.slot]
             let old = committed?[a.slot] ?? a.initialValue
             if committed == nil || current != old {
                 if committed == nil && current == a.initialValue && !isInserted { continue }
@@ -126,7 +121,7 @@ extension ManagedObject {
             }
         }
         for r in entity.foreignKeyRelationships {
-            guard case .toOne(let target)? = _relations?[r.slot] else { continue }
+            guard case .toOne(let target)? = _state.relation(at: r.slot) else { continue }
             if target?.objectID != _committedToOneID(r) { result[r.name] = target as Any }
         }
         return result
@@ -136,16 +131,17 @@ extension ManagedObject {
     public func committedValues(forKeys keys: [String]? = nil) -> [String: Any] {
         var result: [String: Any] = [:]
         let names = keys ?? entity.attributes.map(\.name)
+        let committed = _state.committedValues()
         for name in names {
             guard let a = entity.attributesByName[name] else { continue }
-            let v = _committed?[a.slot] ?? .null
+            let v = committed?[a.slot] ?? .null
             result[name] = ManagedObject.swiftValue(v, type: a.type) as Any
         }
         return result
     }
 
     var _hasRelationshipChanges: Bool {
-        guard let relations = _relations else { return false }
+        guard let relations = _state.relations else { return false }
         for (slot, state) in relations {
             guard let r = entity.properties[slot] as? RelationshipDescription else { continue }
             switch state {
@@ -168,8 +164,8 @@ extension ManagedObject {
     /// context is gone (nothing can load it).
     @usableFromInline
     package final func _fireFault() {
-        if _flags.contains(.prefilled) {
-            _flags.remove([.fault, .prefilled])
+        if _state.flags.contains(.prefilled) {
+            _state.realizePrefilled()
         } else if let context = _context {
             guard context._fulfill(self) else { return }
         } else {
@@ -184,21 +180,11 @@ extension ManagedObject {
     /// (for example the inverse side of `person.town = townFault`); reloads that replace the
     /// object's state (merges, refreshes) drop them.
     package final func _install(_ snapshot: consuming ObjectSnapshot, asFault: Bool, keepRelations: Bool = false) {
-        if _flags.contains(.loadFailed) {
+        if _state.flags.contains(.loadFailed) {
             _installOverUnloadedEdits(snapshot, asFault: asFault, keepRelations: keepRelations)
             return
         }
-        let values = snapshot.values
-        _committed = values
-        _values = values
-        _committedToOne = snapshot.toOne
-        _version = snapshot.version
-        if !keepRelations { _relations = nil }
-        if asFault {
-            _flags.insert([.fault, .prefilled])
-        } else {
-            _flags.remove([.fault, .prefilled])
-        }
+        _state.install(snapshot.values, toOne: snapshot.toOne, version: snapshot.version, asFault: asFault, keepRelations: keepRelations)
     }
 
     // MARK: Relationships
@@ -230,26 +216,17 @@ extension ManagedObject {
         return _toOne(r)
     }
 
-    /// Remembers the resolved destination of a foreign-key relationship (see `_toOneCache`).
-    package final func _cacheToOne(_ destination: ManagedObject, slot: Int, generation: UInt64) {
-        _toOneCache = destination
-        _toOneCacheSlot = slot
-        _toOneCacheGeneration = generation
-    }
-
     /// The to-one destination.
     package final func _toOne(_ r: RelationshipDescription) -> ManagedObject? {
         _willAccess()
-        if _relations != nil, case .toOne(let o)? = _relations?[r.slot] { return o }
+        if _state.relations != nil, case .toOne(let o)? = _state.relation(at: r.slot) { return o }
         guard let handle = _contextHandle, handle.isAlive else { return nil }
         if r.hasForeignKey {
-            if _toOneCacheSlot == r.slot, _toOneCacheGeneration == handle.generation, let cached = _toOneCache {
-                return cached
-            }
+            if let cached = _state.cachedToOne(slot: r.slot, generation: handle.generation) { return cached }
             guard let context = handle.context, let id = _committedToOneID(r) else { return nil }
             context._registerGroupDestinations(r, of: self)
             let destination = context._object(for: id)
-            _cacheToOne(destination, slot: r.slot, generation: handle.generation)
+            _state.cacheToOne(destination, slot: r.slot, generation: handle.generation)
             return destination
         }
         guard let context = handle.context else { return nil }
@@ -269,13 +246,12 @@ extension ManagedObject {
     }
 
     package final func _setRelationState(_ state: RelationState, at slot: Int) {
-        if _relations == nil { _relations = [:] }
-        _relations?[slot] = state
+        _state.setRelation(state, at: slot)
     }
 
     /// The to-many state, loading it when `load` is true.
     package final func _toManyState(_ r: RelationshipDescription, load: Bool) -> ToManyState {
-        if case .toMany(let m)? = _relations?[r.slot] {
+        if case .toMany(let m)? = _state.relation(at: r.slot) {
             if load, m.objects == nil { _load(m, r) }
             return m
         }
@@ -349,7 +325,7 @@ extension ManagedObject {
 
     /// Sets a to-one relationship without touching the inverse.
     package final func _primitiveSetToOne(_ r: RelationshipDescription, _ o: ManagedObject?) {
-        if case .toOne(let current)? = _relations?[r.slot], current === o { return }
+        if case .toOne(let current)? = _state.relation(at: r.slot), current === o { return }
         _setRelationState(.toOne(o), at: r.slot)
         _didChange()
     }
@@ -391,7 +367,7 @@ extension ManagedObject {
         _willAccess()
         for o in newObjects { _adopt(o) }
         let current = _toMany(r)
-        if let context = _context, !isInserted, case .toMany(let m)? = _relations?[r.slot], m.objects == nil {
+        if let context = _context, !isInserted, case .toMany(let m)? = _state.relation(at: r.slot), m.objects == nil {
             // Not readable: the members it has in the store are removed once it loads.
             m.replacedWhileUnread = true
             context.pendingReplaces.append((self, r))
@@ -426,8 +402,7 @@ extension ManagedObject {
 
     /// Current to-one destination ID for a foreign-key relationship (for saves).
     package final func _currentToOneID(_ r: RelationshipDescription) -> ObjectID? {
-        if case .toOne(let o)? = _relations?[r.slot] { return o?.objectID }
-        return _committedToOneID(r)
+        _state.currentToOneID(r, objectID: _objectID)
     }
 }
 

@@ -24,47 +24,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     // The mutable fields below are confined to the object's context executor (checked in debug
     // builds); `@exclusivity(unchecked)` drops the run-time exclusivity bookkeeping Swift would
     // otherwise do on every access of a class property (13 % of an insert-heavy save).
-    /// Current values, one per property slot (attributes in stored form; foreign keys of to-one
-    /// relationships as the destination's primary key). See ``_values``.
-    @exclusivity(unchecked) @usableFromInline package final var _valueStorage: [StoredValue]
-    /// Current values, one per property slot. Reads are plain loads; a write through this
-    /// property first gives a sparse committed snapshot its full form (``_densify()``), so only
-    /// ``_setStoredValue(_:at:)`` changes values while the snapshot is sparse.
-    @usableFromInline package final var _values: [StoredValue] {
-        @inlinable @inline(__always) get { _valueStorage }
-        @inline(__always) _modify {
-            if _originals != nil { _densify() }
-            yield &_valueStorage
-        }
-        @inline(__always) set {
-            if _originals != nil { _densify() }
-            _valueStorage = newValue
-        }
-    }
-    /// The committed snapshot in full, unless it is sparse (see ``_originals``).
-    @exclusivity(unchecked) package final var _committedStorage: [StoredValue]?
-    /// A sparse committed snapshot: the committed values of the slots changed since the last
-    /// load or save; every other slot's committed value is its current one. An object starts
-    /// one on its first change while its values still share their storage with the snapshot:
-    /// the values are then changed in place instead of copied, and the save that commits them
-    /// frees a few entries instead of a whole snapshot.
-    @exclusivity(unchecked) @usableFromInline package final var _originals: [SlotValue]?
-    /// Values at load or last save (nil for new objects), in full.
-    package final var _committed: [StoredValue]? {
-        get {
-            guard let originals = _originals else { return _committedStorage }
-            return _valueStorage.restoring(originals)
-        }
-        set {
-            _committedStorage = newValue
-            _originals = nil
-        }
-    }
+    /// The object's values, committed snapshot, flags, relationship state, row version and
+    /// committed to-one destinations, changed only through the operations of ``ObjectState``.
+    @exclusivity(unchecked) @usableFromInline package final var _state: ObjectState
+    /// The object's place in `_group` (next to the state's flags, in what would be padding).
+    @exclusivity(unchecked) package final var _groupIndex: UInt32 = 0
     @exclusivity(unchecked) package final var _objectID: ObjectID?
     /// Non-nil only on probe objects used to resolve key paths.
     @exclusivity(unchecked) @usableFromInline package final var _probe: KeyPathProbe.Recorder?
-    /// Relationship state by slot (to-one overrides and to-many contents); nil until used.
-    @exclusivity(unchecked) package final var _relations: [Int: RelationState]?
     /// The context the object is registered in, through the context's shared handle (cleared
     /// when the context goes away): cheaper than a weak reference per object, and just as safe.
     /// A strong reference kept unmanaged (set through ``_contextHandle``, which retains it;
@@ -97,62 +64,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         @inline(__always) get { _contextHandle?.context }
         @inline(__always) set { _contextHandle = newValue?.handle }
     }
-    /// Lifecycle flags.
-    @exclusivity(unchecked) @usableFromInline package final var _flags: ObjectFlags = []
-    /// The object's place in `_group` (next to `_flags`, in what would be padding).
-    @exclusivity(unchecked) package final var _groupIndex: UInt32 = 0
-    /// The row version the object was loaded at (0: never saved).
-    @exclusivity(unchecked) package final var _version: Int64 = 0
-    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`,
-    /// when they were set explicitly (saves, merges, snapshots); nil when they are the ones the
-    /// committed foreign-key slots name (objects read from a store row), which
-    /// ``_committedToOneID(_:)`` derives on demand: no array per fetched row.
-    @exclusivity(unchecked) package final var _committedToOneStorage: [ObjectID?]?
-    /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`
-    /// (derived from the committed foreign keys unless set). Prefer ``_committedToOneID(_:)``,
-    /// which does not build an array.
-    package final var _committedToOne: [ObjectID?] {
-        get {
-            if let stored = _committedToOneStorage { return stored }
-            let fks = entity.foreignKeyRelationships
-            if fks.isEmpty { return [] }
-            return fks.map { _committedToOneID($0) }
-        }
-        set {
-            _committedToOneStorage = newValue
-            _toOneCache = nil
-        }
-    }
-
     /// The committed destination of a foreign-key relationship: the stored one when set,
     /// otherwise the object the committed foreign-key slot names (in the object's store).
     @inline(__always)
     package final func _committedToOneID(_ r: RelationshipDescription) -> ObjectID? {
-        let ordinal = r.fkOrdinal
-        guard ordinal >= 0 else { return nil }
-        if let stored = _committedToOneStorage { return ordinal < stored.count ? stored[ordinal] : nil }
-        // A sparse snapshot never lists foreign-key slots: their committed value is the current one.
-        let committedKey: StoredValue
-        if _originals != nil {
-            committedKey = r.slot < _valueStorage.count ? _valueStorage[r.slot] : .null
-        } else {
-            guard let committed = _committedStorage, r.slot < committed.count else { return nil }
-            committedKey = committed[r.slot]
-        }
-        guard case .integer(let key) = committedKey, let destination = r.destinationEntity else { return nil }
-        return ObjectID(entity: destination, storeIdentifier: _objectID?.storeIdentifier, primaryKey: key)
+        _state.committedToOneID(r, objectID: _objectID)
     }
-    /// The destination last resolved for the foreign-key relationship at `_toOneCacheSlot`,
-    /// valid while the context's registrations are unchanged (`_toOneCacheGeneration`), the
-    /// committed destinations are unchanged (cleared when they are set) and the relationship
-    /// has no in-memory state. Saves an identity-map lookup per read of a to-one relationship.
-    ///
-    /// Unowned(unsafe), so it adds no retain cycle: while the generation matches, the
-    /// destination is in the identity map, which keeps it alive; it is read only after the
-    /// generation (and the context's presence) is checked.
-    @exclusivity(unchecked) package final unowned(unsafe) var _toOneCache: ManagedObject?
-    @exclusivity(unchecked) package final var _toOneCacheSlot: Int = -1
-    @exclusivity(unchecked) package final var _toOneCacheGeneration: UInt64 = 0
     /// The object's place among its context's updated candidates, valid while
     /// `_candidateEpoch` is the candidates' epoch (see `OrderedObjects`).
     @exclusivity(unchecked) package final var _candidatePosition: UInt32 = 0
@@ -172,7 +89,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// initializer it must also provide this one.
     public required init(entity: EntityDescription) {
         self.entity = entity
-        self._valueStorage = entity.initialValues
+        self._state = ObjectState(values: entity.initialValues)
         entity._placeSlots(in: self)
     }
 
@@ -254,8 +171,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The entity, the object ID and the attribute values (or `fault`), for diagnostics; does not
     /// fire the fault.
     open var description: String {
-        if _flags.contains(.fault) { return "<\(entity.name) \(objectID) fault>" }
-        let props = entity.attributes.map { a -> String in "\(a.name)=\(_values[a.slot])" }
+        if _state.flags.contains(.fault) { return "<\(entity.name) \(objectID) fault>" }
+        let props = entity.attributes.map { a -> String in "\(a.name)=\(_state.values[a.slot])" }
         return "<\(entity.name) \(objectID) \(props.joined(separator: " "))>"
     }
 
@@ -265,7 +182,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @inlinable @inline(__always)
     package final func _storedValue(at slot: Int) -> StoredValue {
         _willAccess()
-        return _values[slot]
+        return _state.values[slot]
     }
 
     /// Sets the stored value at a property slot. Setting the value a property already has does
@@ -275,36 +192,20 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         _willAccess()
         // (The values of an object whose data could not be loaded are not its row's: every
         // write there is an edit.)
-        if _valueStorage[slot] == value && !_flags.contains(.loadFailed) { return }
-        _noteOriginal(at: slot)
-        _valueStorage[slot] = value
+        if _state.flags.contains(.loadFailed) {
+            _noteUnloadedEdit(at: slot)
+        } else if _state.values[slot] == value {
+            return
+        }
+        _state.setValue(value, at: slot)
         _didChange()
     }
 
-    /// Before a value changes: on the first change since the last load or save, while the values
-    /// share their storage with the committed snapshot, the snapshot becomes sparse (see
-    /// ``_originals``); later changes add the slots they touch first.
+    /// Before a value of an object whose data could not be loaded changes: the context keeps
+    /// the edited slots, to apply them over the row once it loads.
     @usableFromInline
-    package final func _noteOriginal(at slot: Int) {
-        if _originals != nil {
-            if _originals?.contains(where: { $0.slot == slot }) == false {
-                _originals!.append(SlotValue(slot: slot, value: _valueStorage[slot]))
-            }
-        } else if let committed = _committedStorage, _valueStorage.sharesStorage(with: committed) {
-            _originals = [SlotValue(slot: slot, value: _valueStorage[slot])]
-            _committedStorage = nil  // the values are now the storage's only owner
-        } else if _flags.contains(.loadFailed) {
-            // No data loaded: the context keeps the edited slots, to apply them over the row once it loads.
-            _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUnloadedEdit(self, slot: slot) } }
-        }
-    }
-
-    /// Gives a sparse committed snapshot its full form.
-    @usableFromInline
-    package final func _densify() {
-        guard let originals = _originals else { return }
-        _committedStorage = _valueStorage.restoring(originals)
-        _originals = nil
+    package final func _noteUnloadedEdit(at slot: Int) {
+        _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUnloadedEdit(self, slot: slot) } }
     }
 
     /// Checks the executor (debug builds) and fires the fault.
@@ -313,7 +214,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         #if DEBUG
         if let context = _context { context.assertOnExecutor(touching: self) }
         #endif
-        if _flags.contains(.fault) { _fireFault() }
+        if _state.flags.contains(.fault) { _fireFault() }
     }
 
     /// Tells the context the object changed.
@@ -321,7 +222,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     package final func _didChange() {
         // Inserted and deleted objects are tracked already; check the flags before loading the
         // (weak) context reference.
-        if _flags.contains(.inserted) || _flags.contains(.deleted) { return }
+        if _state.flags.contains(.inserted) || _state.flags.contains(.deleted) { return }
         _ = _handleReference?._withUnsafeGuaranteedRef { $0.withContext { $0._noteUpdated(self) } }
     }
 

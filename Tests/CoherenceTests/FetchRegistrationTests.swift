@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+@testable import Coherence
+
+/// Every fetch registers its objects one way (`RowRegistration`), whatever the context's source
+/// hands over: rows of one store, the merged rows of several, or a parent context's snapshots.
+@Suite("Fetch registration")
+struct FetchRegistrationTests {
+    /// A child fetch registers the parent's unsaved state: it fills a fault the child registered
+    /// before (the same object), keeps the parent's to-one destinations (a new town's temporary
+    /// ID too), and a second fetch returns the same objects.
+    @Test(arguments: [false, true])
+    func aChildFetchRegistersItsParentsObjects(asFaults: Bool) async throws {
+        let dir = try TemporaryDirectory()
+        let parent = try makeContext(dir, name: "parent")
+        let adaID: ObjectID = try await parent.perform {
+            let oslo = Town(context: parent)
+            oslo.name = "Oslo"
+            let ada = Person(context: parent)
+            ada.name = "Ada"
+            ada.age = 30
+            ada.town = oslo
+            try parent.save()
+            // Unsaved in the parent: a change, and a new person in a new town.
+            ada.age = 31
+            let rome = Town(context: parent)
+            rome.name = "Rome"
+            let bea = Person(context: parent)
+            bea.name = "Bea"
+            bea.town = rome
+            return ada.objectID
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        try await child.perform {
+            let fault = child.object(with: adaID)
+            #expect(fault.isFault)
+            var request = FetchRequest<Person>(sortBy: [SortDescriptor(\.name)])
+            request.returnsObjectsAsFaults = asFaults
+            let people = try child.fetch(request)
+            #expect(people.first === fault)
+            // Filled by the fetch: its values are in memory (a prefilled fault when fetched as faults).
+            #expect(fault.isFault == asFaults && fault._state.flags.contains(.prefilled) == asFaults)
+            #expect(people.map(\.name) == ["Ada", "Bea"])
+            #expect(people[0].age == 31)
+            #expect(people.map { $0.town?.name } == ["Oslo", "Rome"])
+            #expect(people[1].town?.objectID.isTemporaryID == true)
+            #expect(!people[0].hasChanges && !people[1].hasChanges)
+            let again = try child.fetch(request)
+            #expect(again.count == 2 && zip(again, people).allSatisfy { $0 === $1 })
+        }
+    }
+
+    /// A fetch from two stores registers their merged rows, each object with its own store's ID,
+    /// and reuses the objects already registered.
+    @Test func aFetchFromSeveralStoresRegistersEachRowInItsStore() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        let first = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("a.sqlite"))
+        let second = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("b.sqlite"))
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try writer.performAndWait {
+            for (name, store) in [("Bergen", second), ("Oslo", first), ("Alta", second)] {
+                let town = Town(context: writer)
+                town.name = name
+                try writer.assign(town, to: store)
+            }
+            try writer.save()
+        }
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let towns = try context.fetch(FetchRequest<Town>(sortBy: [SortDescriptor(\.name)]))
+            #expect(towns.map(\.name) == ["Alta", "Bergen", "Oslo"])
+            #expect(towns.map(\.objectID.storeIdentifier) == [second.identifier, second.identifier, first.identifier])
+            #expect(towns.allSatisfy { context.registeredObject(for: $0.objectID) === $0 && !$0.hasChanges })
+            let again = try context.fetch(FetchRequest<Town>(sortBy: [SortDescriptor(\.name)]))
+            #expect(again.count == 3 && zip(again, towns).allSatisfy { $0 === $1 })
+        }
+    }
+}
