@@ -84,14 +84,15 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Whether the entity has been loaded into a model.
     var isLoaded: Bool { entityNumber != 0 }
 
-    /// Where objects of `managedObjectClass` keep their wrappers' slots (set when the model
-    /// loads; freed with the entity, which every object it is read for holds).
-    // Invariant: allocated by `prepareSlotPlacements()`, owned by this entity, freed in `deinit`.
-    @exclusivity(unchecked) var slotPlacementBuffer: UnsafeBufferPointer<SlotPlacement>? {
-        willSet { slotPlacementBuffer?.deallocate() }
+    /// How the wrappers of `managedObjectClass` find this entity's slots (set when the model
+    /// loads; see `SlotPlan`).
+    @exclusivity(unchecked) package internal(set) var ownSlotPlan: SlotPlan? {
+        didSet { ownSlotTemplate = ownSlotPlan?.template }
     }
-    /// The same for objects of other classes (subclasses, probes), made on first use.
-    let otherClassPlacements = LockedValue<[ObjectIdentifier: [SlotPlacement]]>([:])
+    /// The template of ``ownSlotPlan``, read once per new object.
+    @exclusivity(unchecked) private(set) var ownSlotTemplate: AnyObject?
+    /// The slot plans of other classes (subclasses outside the model), made on first use.
+    let otherSlotPlans = LockedValue<[ObjectIdentifier: SlotPlan]>([:])
     private let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
 
     /// Creates an entity description.
@@ -108,10 +109,6 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
         self.userInfo = userInfo
-    }
-
-    deinit {
-        slotPlacementBuffer?.deallocate()
     }
 
     /// Turns the entity's and its own properties' references to other entities into links to

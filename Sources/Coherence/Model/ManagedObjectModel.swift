@@ -61,7 +61,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             for e in sorted {
                 e._initialValues = e.properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
             }
-            for e in sorted { try e.prepareSlotPlacements() }
+            for e in sorted { try e.prepareSlotPlan() }
             try Self.checkConstraintsAndIndexes(sorted)
             for (config, names) in configurations {
                 var set = Set<String>()
