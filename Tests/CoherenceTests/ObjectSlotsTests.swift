@@ -138,6 +138,11 @@ final class Party: Gathering {
             && n.partnerOf.isEmpty
     }
 
+    /// The integer values of `names` in `object`, read by name (nil: not an integer).
+    static func named(_ object: ManagedObject, _ names: [String]) -> [Int?] {
+        names.map { (try? object.value(forKey: $0)) as? Int }
+    }
+
     /// Whether `object` reads through a template of its own class whose wrappers hold their
     /// properties' slots for the object's entity.
     static func readsThroughItsTemplate(_ object: ManagedObject) -> Bool {
@@ -243,7 +248,7 @@ final class Party: Gathering {
                 } else if let innerFallible = innerObject as? Fallible {
                     innerFallible.x = 5
                     innerFallible.y = 6
-                    #expect(try innerFallible.value(forKey: "x") as? Int == 5 && innerFallible.value(forKey: "y") as? Int == 6)
+                    #expect(Self.named(innerFallible, ["x", "y"]) == [5, 6])
                 }
             }
         }
@@ -264,7 +269,7 @@ final class Party: Gathering {
         #expect(Self.readsThroughItsTemplate(during) && Self.typedAndNamedAgree(during))
         let made = try #require(Fallible(entity: fallible, failing: false))
         made.y = 3
-        #expect(try made.value(forKey: "y") as? Int == 3 && made.x == 0)
+        #expect(Self.named(made, ["x", "y"]) == [0, 3])
     }
 
     @Test func wrapperStorageReplacedAfterTheObjectIsMadeDoesNotMoveItsProperty() throws {
@@ -274,7 +279,7 @@ final class Party: Gathering {
         #expect(Self.readsThroughItsTemplate(object))
         object.q = 4
         object.p = 3
-        #expect(try object.value(forKey: "q") as? Int == 4 && object.value(forKey: "p") as? Int == 3)
+        #expect(Self.named(object, ["p", "q"]) == [3, 4])
     }
 
     @Test func wrappersOfAnotherObjectMadeWhileATemplateIsMadeGetNoSlot() throws {
@@ -288,8 +293,7 @@ final class Party: Gathering {
         object.a = 1
         object.b = 2
         object.c = 3
-        #expect(
-            try object.value(forKey: "a") as? Int == 1 && object.value(forKey: "b") as? Int == 2 && object.value(forKey: "c") as? Int == 3)
+        #expect(Self.named(object, ["a", "b", "c"]) == [1, 2, 3])
     }
 
     @Test func aClassWhoseWrappersChangePlacesHasNoTemplateAndReadsExactly() throws {
@@ -304,8 +308,7 @@ final class Party: Gathering {
             object.a = n + 1
             object.b = n + 2
             object.c = n + 3
-            #expect(try object.value(forKey: "a") as? Int == n + 1 && object.value(forKey: "b") as? Int == n + 2)
-            #expect(try object.value(forKey: "c") as? Int == n + 3)
+            #expect(Self.named(object, ["a", "b", "c"]) == [n + 1, n + 2, n + 3])
         }
     }
 
