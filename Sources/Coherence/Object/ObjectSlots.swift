@@ -7,7 +7,8 @@ import Foundation
 extension EntityDescription {
     /// The slot template for a new object of `type` with this entity: the entity's own for its
     /// class, one made on first use for another class (a subclass outside the model); nil for the
-    /// probes reflection makes, and when the class has no template.
+    /// probes reflection makes, and when the class has no template. (Each template was checked
+    /// through `Mirror` when it was made, and never changes; debug builds check its class here.)
     @inline(__always)
     func slotTemplate(for type: ManagedObject.Type) -> AnyObject? {
         let template = type == managedObjectClass ? ownSlotTemplate : slotPlan(for: type)?.template
