@@ -21,9 +21,17 @@ final class SpecialLabelled: Labelled {
     @Attribute var extra: Int = 0
 }
 
-/// Typed accessors find their property's slot in the wrapper's own storage, written when the
-/// object is made. These tests check that every way of making an object gets it right.
+/// Typed accessors find their property's slot in the same wrapper of the object's slot template
+/// (an object of its class whose wrappers hold their slots). These tests check that every way of
+/// making an object gets it right.
 @Suite struct SlotPlacementTests {
+    /// The slot template `object` reads its slots from (fails the test when it has none).
+    static func template(of object: ManagedObject) throws -> ManagedObject {
+        let template = try #require(object._slotTemplate?.object as? ManagedObject)
+        #expect(type(of: template) == type(of: object))
+        return template
+    }
+
     /// The slot each wrapper of `object` holds, by property name (superclasses included).
     static func wrapperSlots(_ object: ManagedObject) -> [String: Int] {
         var result: [String: Int] = [:]
@@ -43,7 +51,7 @@ final class SpecialLabelled: Labelled {
         let model = try makeTestModel()
         for entity in model.entities where entity.managedObjectClass != ManagedObject.self {
             let object = entity.managedObjectClass.init(entity: entity)
-            let slots = Self.wrapperSlots(object)
+            let slots = Self.wrapperSlots(try Self.template(of: object))
             #expect(slots.count == entity.properties.count, "\(entity.name)")
             for p in entity.properties { #expect(slots[p.name] == p.slot, "\(entity.name).\(p.name)") }
         }
@@ -111,12 +119,16 @@ final class SpecialLabelled: Labelled {
         let model = try ManagedObjectModel(types: [Labelled.self])
         let entity = try #require(model.entitiesByName["Labelled"])
         let labelSlot = try #require(entity.propertiesByName["label"]?.slot)
-        // A subclass the model does not know: its layout is read on first use, from many threads.
+        // A subclass the model does not know: its template is made on first use, from many threads.
         let failures = LockedValue(0)
         DispatchQueue.concurrentPerform(iterations: 8) { i in
             for n in 0..<50 {
                 let object = SpecialLabelled(entity: entity)
-                let slots = Self.wrapperSlots(object)
+                guard let template = object._slotTemplate?.object as? SpecialLabelled else {
+                    failures.withLock { $0 += 1 }
+                    continue
+                }
+                let slots = Self.wrapperSlots(template)
                 // `extra` is not a property of the entity: its wrapper has no slot.
                 if slots["label"] != labelSlot || slots["extra"] != -1 { failures.withLock { $0 += 1 } }
                 object.label = "L\(i)-\(n)"
@@ -127,7 +139,7 @@ final class SpecialLabelled: Labelled {
         #expect(failures.withLock { $0 } == 0)
     }
 
-    @Test func keyPathsResolveThroughTheSlotsTheirWrappersHold() throws {
+    @Test func keyPathsResolveThroughTheSlotsTheirTemplatesHold() throws {
         let model = try makeTestModel()
         let person = try #require(model.entitiesByName["Person"])
         let circle = try #require(model.entitiesByName["Circle"])
@@ -161,7 +173,8 @@ final class SpecialLabelled: Labelled {
                     let p = Pair(entity: entity)
                     p.first = "\(i)-\(n)"
                     if p.first != "\(i)-\(n)" || p.second != 7 { failures.withLock { $0 += 1 } }
-                    if Self.wrapperSlots(p).values.contains(where: { $0 < 0 }) { failures.withLock { $0 += 1 } }
+                    let template = p._slotTemplate?.object as? ManagedObject
+                    if template.map({ Self.wrapperSlots($0).values.contains { $0 < 0 } }) != false { failures.withLock { $0 += 1 } }
                 }
             }
         }

@@ -435,7 +435,7 @@ enum KeyPathResolver {
             object = next
         }
         let recorder = KeyPathProbe.Recorder()
-        object._probe = recorder
+        object._becomeProbe(recorder)
         _ = root[keyPath: keyPath]
         guard let slot = recorder.touchedSlot, slot >= 0, slot < object.entity.properties.count else { return nil }
         return object.entity.properties[slot]

@@ -30,10 +30,10 @@ public struct AttributeOptions: OptionSet, Hashable, Sendable {
 /// ```
 @propertyWrapper
 public struct Attribute<Value: PersistentValue> {
-    /// The property's slot in this object, written when the object is made (see
-    /// `SlottedPropertyWrapper`); -1 until then. This is all a wrapper keeps in each object:
-    /// options, default and rules are read once, when the class is reflected (see
-    /// `WrapperRecording`), and live in the model. Two bytes: one per wrapper in every object.
+    /// The property's slot in the slot template of its class and entity; -1 in other objects
+    /// (see `SlottedPropertyWrapper`). This is all a wrapper keeps in each object: options,
+    /// default and rules are read once, when the class is reflected (see `WrapperRecording`),
+    /// and live in the model. Two bytes: one per wrapper in every object.
     @usableFromInline var _slot: Int16 = -1
 
     /// An attribute with no default value (optional types default to nil).
@@ -77,9 +77,9 @@ public struct Attribute<Value: PersistentValue> {
 
     /// Reads and writes go to the object's value storage.
     ///
-    /// The slot comes from the wrapper's own storage. Inlined, `object[keyPath: storageKeyPath]`
-    /// becomes a field load and the key paths are never made: a read costs a load, a flag check
-    /// and the value's conversion.
+    /// The slot comes from the same wrapper in the object's slot template. Inlined, the projection
+    /// through `storageKeyPath` becomes a field load and the key paths are never made: a read
+    /// costs two loads, two checks and the value's conversion.
     @inlinable
     public static subscript<EnclosingSelf: ManagedObject>(
         _enclosingInstance object: EnclosingSelf,
@@ -87,24 +87,14 @@ public struct Attribute<Value: PersistentValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Attribute<Value>>
     ) -> Value {
         @inline(__always) get {
-            let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if let probe = object._probe {
-                probe.record(slot)
-                return Value.placeholder
-            }
-            if slot < 0 {
-                object._allowUnplacedProperty()
-                return Value.placeholder
-            }
+            let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
+            if slot < 0 { return Value.placeholder }
             return Value(storedValue: object._storedValue(at: slot)) ?? object._attributeDefault(at: slot, as: Value.self)
                 ?? Value.placeholder
         }
         @inline(__always) set {
-            let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if slot < 0 {
-                object._allowUnplacedProperty()
-                return
-            }
+            let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
+            if slot < 0 { return }
             object._setStoredValue(newValue.storedValue, at: slot)
         }
     }

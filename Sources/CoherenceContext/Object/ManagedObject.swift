@@ -32,6 +32,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) package final var _objectID: ObjectID?
     /// Non-nil only on probe objects used to resolve key paths.
     @exclusivity(unchecked) @usableFromInline package final var _probe: KeyPathProbe.Recorder?
+    /// The slot template of the object's class and entity: an object of exactly this class whose
+    /// wrappers hold their properties' slots, which typed accessors read (see `SlotPlan`); nil on
+    /// probes and when the class has no template (accessors then take their exact path).
+    /// Unretained, so that reading it costs no reference counting.
+    // Invariant: set only by `init(entity:)` (to `entity.slotTemplate(for:)`) and
+    // `_becomeProbe(_:)` (to nil); the template is kept alive by the entity's slot plans, which
+    // the object keeps alive through `entity`.
+    @exclusivity(unchecked) @usableFromInline package final var _slotTemplate: UnretainedReference<AnyObject>?
     /// The context the object is registered in, through the context's shared handle (cleared
     /// when the context goes away): cheaper than a weak reference per object, and just as safe.
     /// A strong reference kept unmanaged (set through ``_contextHandle``, which retains it;
@@ -90,7 +98,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public required init(entity: EntityDescription) {
         self.entity = entity
         self._state = ObjectState(values: entity.initialValues)
-        entity._placeSlots(in: self)
+        self._slotTemplate = entity.slotTemplate(for: Self.self).map { UnretainedReference($0) }
     }
 
     deinit {

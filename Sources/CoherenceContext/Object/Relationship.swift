@@ -63,9 +63,9 @@ extension Array: RelationshipValue where Element: ManagedObject {
 /// ```
 @propertyWrapper
 public struct Relationship<Value: RelationshipValue> {
-    /// The property's slot in this object, written when the object is made (see
-    /// `SlottedPropertyWrapper`); -1 until then. The declaration's settings are read once, when
-    /// the class is reflected, and live in the model.
+    /// The property's slot in the slot template of its class and entity; -1 in other objects
+    /// (see `SlottedPropertyWrapper`). The declaration's settings are read once, when the class
+    /// is reflected, and live in the model.
     @usableFromInline var _slot: Int16 = -1
 
     /// Declares a relationship.
@@ -101,24 +101,14 @@ public struct Relationship<Value: RelationshipValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Relationship<Value>>
     ) -> Value {
         @inline(__always) get {
-            let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if let probe = object._probe {
-                probe.record(slot)
-                return Value(relatedObjects: [])
-            }
-            if slot < 0 {
-                object._allowUnplacedProperty()
-                return Value(relatedObjects: [])
-            }
+            let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
+            if slot < 0 { return Value(relatedObjects: []) }
             if !Value.isToMany { return Value(toOneDestination: object._toOneDestination(at: slot)) }
             return Value(relatedObjects: object._relatedObjects(at: slot))
         }
         @inline(__always) set {
-            let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if slot < 0 {
-                object._allowUnplacedProperty()
-                return
-            }
+            let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
+            if slot < 0 { return }
             object._setRelatedObjects(newValue.relatedObjects, at: slot)
         }
     }

@@ -98,8 +98,8 @@ extension ManagedObject {
 /// ```
 @propertyWrapper
 public struct Transformed<Value: Codable> {
-    /// The property's slot in this object, written when the object is made (see
-    /// `SlottedPropertyWrapper`); -1 until then. First, so its offset is known.
+    /// The property's slot in the slot template of its class and entity; -1 in other objects
+    /// (see `SlottedPropertyWrapper`).
     @usableFromInline var _slot: Int16 = -1
     @usableFromInline let defaultValue: Value?
     @usableFromInline let isTransient: Bool
@@ -126,32 +126,21 @@ public struct Transformed<Value: Codable> {
     ) -> Value {
         get {
             let fallback = object[keyPath: storageKeyPath].defaultValue
-            let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if let probe = object._probe {
-                probe.record(slot)
-                if let fallback { return fallback }
-            }
-            if slot < 0 {
-                object._allowUnplacedProperty()
-                if let fallback { return fallback }
-                object._unplacedProperty()
-            }
-            if case .blob(let data) = object._storedValue(at: slot), let v = try? JSONDecoder().decode(Value.self, from: data) {
+            let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
+            if slot >= 0, case .blob(let data) = object._storedValue(at: slot), let v = try? JSONDecoder().decode(Value.self, from: data) {
                 return v
             }
             if let fallback { return fallback }
             // Only optional Values reach here without a default: decode `null`.
             if let none = try? JSONDecoder().decode(Value.self, from: Data("null".utf8)) { return none }
+            if slot < 0 { object._unplacedProperty() }
             preconditionFailure(
                 "Property '\(object.entity.properties[slot].name)' of entity '\(object.entity.name)' holds no decodable value and has no default"
             )
         }
         set {
-            let slot = Int(object[keyPath: storageKeyPath]._slot)
-            if slot < 0 {
-                object._allowUnplacedProperty()
-                return
-            }
+            let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
+            if slot < 0 { return }
             let stored: StoredValue = (try? JSONEncoder().encode(newValue)).map { .blob($0) } ?? .null
             object._setStoredValue(stored, at: slot)
         }

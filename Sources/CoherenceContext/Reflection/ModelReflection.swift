@@ -67,8 +67,10 @@ extension EntityDescription {
 /// A wrapper keeps only its slot in each object. Its declaration (options, default value,
 /// validation rules, inverse, delete rule) is needed once, to build the model: while a probe of
 /// the class is made inside ``recording(_:)``, each wrapper's initializer hands its declaration
-/// here and keeps a token to it in its slot field. Everywhere else, a wrapper's initializer
-/// costs one relaxed atomic load.
+/// here and keeps a token to it in its slot field. The tokens number the wrappers in the order
+/// the class initializes them; making the class's slot template replays that order, handing each
+/// wrapper the slot of its place instead (``recording(replaying:_:)``, see `SlotPlan`).
+/// Everywhere else, a wrapper's initializer costs one relaxed atomic load.
 @usableFromInline
 package enum WrapperRecording {
     /// Reflections in progress in the process, on any thread.
@@ -80,6 +82,10 @@ package enum WrapperRecording {
     // inside `recording`) and read after that thread's probe is made.
     final class Session: @unchecked Sendable {
         var declarations: [any ReflectedProperty] = []
+        /// When set, what each wrapper keeps, by its place in the initialization order, instead of
+        /// a token.
+        let replayed: [Int16]?
+        init(replaying replayed: [Int16]? = nil) { self.replayed = replayed }
     }
 
     /// Whether some thread is reflecting a class (then ``record(_:)`` checks whether it is this one).
@@ -91,13 +97,16 @@ package enum WrapperRecording {
     @usableFromInline
     static func record(_ declaration: some ReflectedProperty) -> Int16 {
         guard let session else { return -1 }
+        let place = session.declarations.count
         session.declarations.append(declaration)
-        return Int16(exactly: -1 - session.declarations.count) ?? -1
+        if let replayed = session.replayed { return place < replayed.count ? replayed[place] : -1 }
+        return Int16(exactly: -2 - place) ?? -1
     }
 
-    /// Runs `body` (which makes a probe object) with this thread recording declarations.
-    static func recording<T>(_ body: () -> T) -> (T, [any ReflectedProperty]) {
-        let session = Session()
+    /// Runs `body` (which makes a probe object) with this thread recording declarations; with
+    /// `replayed`, the wrappers keep those values by place instead of tokens.
+    static func recording<T>(replaying replayed: [Int16]? = nil, _ body: () -> T) -> (T, [any ReflectedProperty]) {
+        let session = Session(replaying: replayed)
         active.add(1, ordering: .relaxed)
         defer { active.subtract(1, ordering: .relaxed) }
         let result = $session.withValue(session) { body() }
@@ -126,7 +135,7 @@ package enum KeyPathProbe {
     static func resolve(_ keyPath: AnyKeyPath, in entity: EntityDescription) -> PropertyDescription? {
         let probe = entity.managedObjectClass.init(entity: entity)
         let recorder = Recorder()
-        probe._probe = recorder
+        probe._becomeProbe(recorder)
         // Reading through a key path whose root the probe is not returns nil and records nothing.
         _ = probe[keyPath: keyPath]
         guard let slot = recorder.touchedSlot, slot >= 0, slot < probe.entity.properties.count else { return nil }

@@ -83,11 +83,16 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         return e
     }
     /// Whether the entity has been loaded into a model.
-    var isLoaded: Bool { entityNumber != 0 }
+    package var isLoaded: Bool { entityNumber != 0 }
 
     /// Data the class of the entity's objects keeps for it (see ``EntityObjectClass``), set
-    /// when the model loads.
+    /// when the model loads (for `ManagedObject` subclasses: their slot plan).
     package var objectClassData: AnyObject?
+    /// The object every new object of the entity's class refers to (for `ManagedObject`
+    /// subclasses: their slot template), set with ``objectClassData``; read once per new object.
+    @exclusivity(unchecked) package var objectTemplate: AnyObject?
+    /// The same data for other classes (subclasses outside the model), made on first use.
+    package let otherClassData = LockedValue<[ObjectIdentifier: AnyObject]>([:])
     package let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
 
     /// Creates an entity description whose objects are of `objectClass` (nil: `ManagedObject`).
