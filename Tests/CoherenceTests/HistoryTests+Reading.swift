@@ -35,7 +35,7 @@ struct HistoryReadingTests {
         #expect(t.map(\.transactionNumber) == [1, 2, 3, 4, 5])
         #expect(try c.execute(.fetchHistory(after: t[1].token)).transactions.map(\.transactionNumber) == [3, 4, 5])
         #expect(try c.execute(.fetchHistory(after: t[3])).transactions.map(\.transactionNumber) == [5])
-        #expect(try c.execute(.fetchHistory(after: nil as PersistentHistoryTransaction?)).count == 5)
+        #expect(try c.execute(.fetchHistory(after: t[0])).count == 4)
         #expect(try c.execute(.fetchHistory(after: t[4].token)).transactions.isEmpty)
         // Dates: strictly after; every transaction is after the distant past.
         #expect(try c.execute(.fetchHistory(after: Date.distantPast)).transactions.count == 5)
@@ -58,7 +58,7 @@ struct HistoryReadingTests {
         // Numbers go on where they were, history or not.
         let next = try saveNotes(c, authors: ["f"])
         #expect(next.map(\.transactionNumber) == [6])
-        #expect(try c.execute(.deleteHistory(before: nil as PersistentHistoryToken?)).count == 1)
+        #expect(try c.execute(.deleteHistory(before: nil)).count == 1)
         #expect(try c.currentPersistentHistoryToken()?.transactionNumber == 6)
     }
 
@@ -78,7 +78,7 @@ struct HistoryReadingTests {
             try shapes.save()
         }
         func numbers(_ configure: (inout PersistentHistoryChangeRequest) -> Void) throws -> [Int64] {
-            var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)
+            var request = PersistentHistoryChangeRequest.fetchHistory(after: nil)
             configure(&request)
             return try c.execute(request).transactions.map(\.transactionNumber)
         }
@@ -98,7 +98,7 @@ struct HistoryReadingTests {
                 $0.fetchLimit = 2; $0.authors = ["sync"]
             } == [2, 5])
         // By entity: only transactions with such changes, and only those changes.
-        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)
+        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil)
         request.entityNames = ["Shape"]
         var result = try c.execute(request)
         #expect(result.transactions.map(\.transactionNumber) == [5])
@@ -109,7 +109,7 @@ struct HistoryReadingTests {
         request.entityNames = ["HNote"]
         #expect(try c.execute(request).transactions.count == 5)
 
-        request = .fetchHistory(after: nil as PersistentHistoryToken?)
+        request = .fetchHistory(after: nil)
         request.resultType = .transactionsOnly
         result = try c.execute(request)
         #expect(result.transactions.count == 5 && result.transactions.allSatisfy { $0.changes == nil })
@@ -122,10 +122,10 @@ struct HistoryReadingTests {
         #expect(try c.execute(request).transactions.isEmpty)
 
         // Requests that make no sense.
-        request = .fetchHistory(after: nil as PersistentHistoryToken?)
+        request = .fetchHistory(after: nil)
         request.entityNames = ["Nope"]
         #expect(throws: CoherenceError.self) { try c.execute(request) }
-        request = .fetchHistory(after: nil as PersistentHistoryToken?)
+        request = .fetchHistory(after: nil)
         request.fetchLimit = -1
         #expect(throws: CoherenceError.self) { try c.execute(request) }
         var delete = PersistentHistoryChangeRequest.deleteHistory(before: Date())
@@ -229,7 +229,7 @@ struct HistoryReadingTests {
             #expect(history.map(\.author) == ["a", "b"])
             #expect(history.allSatisfy { $0.changes?.count == 1 && $0.changes?.first?.changeType == .insert })
             #expect(c.persistentStores.first?.engine.lastCommittedHistoryToken == nil)
-            try c.execute(.deleteHistory(before: nil as PersistentHistoryToken?))
+            try c.execute(.deleteHistory(before: nil))
         }
         let c = try makeHistoryCoordinator(.sqlite, in: dir)
         #expect(try allHistory(c).isEmpty)
@@ -344,7 +344,7 @@ struct HistoryReadingTests {
         for blob in ["x'02'", "x'01ff'", "x'0101054e6f706521'", "x'01010548" + "4e6f7465" + "0001'"] {
             try engine.writerConnectionForSave().execute("UPDATE Z_HISTORYTRANSACTION SET Z_CHANGES = \(blob)")
             do {
-                try c.execute(.fetchHistory(after: nil as PersistentHistoryToken?))
+                try c.execute(.fetchHistory(after: nil))
                 Issue.record("damaged history \(blob) was read")
             } catch {
                 #expect(error.code == .corruptRow)
@@ -352,7 +352,7 @@ struct HistoryReadingTests {
             }
         }
         // Without changes, the transaction itself is still readable.
-        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)
+        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil)
         request.resultType = .transactionsOnly
         #expect(try c.execute(request).transactions.first?.author == "a")
     }

@@ -50,7 +50,7 @@ func makeHistoryCoordinator(
 
 /// Every transaction of the coordinator's history, with changes.
 func allHistory(_ c: PersistentStoreCoordinator) throws -> [PersistentHistoryTransaction] {
-    try c.execute(.fetchHistory(after: nil as PersistentHistoryToken?)).transactions
+    try c.execute(.fetchHistory(after: nil)).transactions
 }
 
 extension PersistentHistoryTransaction {
@@ -287,7 +287,7 @@ struct HistoryRecordingTests {
             Circle(context: context).radius = 2
             #expect(throws: CoherenceError.self) { try context.save() }
         }
-        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)
+        var request = PersistentHistoryChangeRequest.fetchHistory(after: nil)
         request.affectedStores = [notes]
         #expect(try c.execute(request).transactions.count == 1)
         // The notes store has its first note only: its part was rolled back with its history.
@@ -305,7 +305,7 @@ struct HistoryRecordingTests {
         let tables = try engine.writerConnectionForSave().prepare(HistorySQL.tableExists).rows { $0.int64(0) }
         #expect(tables == [0])
         #expect(try c.currentPersistentHistoryToken() == nil)
-        #expect(throws: CoherenceError.self) { try c.execute(.fetchHistory(after: nil as PersistentHistoryToken?)) }
+        #expect(throws: CoherenceError.self) { try c.execute(.fetchHistory(after: nil)) }
 
         let options = StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: true)
         #expect(options.description.contains("persistentHistoryTracking: true"))

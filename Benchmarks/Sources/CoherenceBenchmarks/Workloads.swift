@@ -12,6 +12,53 @@ nonisolated(unsafe) var sink = 0
 }
 
 enum Workloads {
+    // MARK: Coherence's runs of W1, W4 and W6 (also run with history on)
+
+    /// W1: inserts `n` people into a fresh store and saves once.
+    static func coherenceInsertAll(_ n: Int, options: StoreOptions = StoreOptions()) throws -> Double {
+        try withTemporaryDirectory { dir in
+            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"), options: options)
+            let context = backgroundContext(c)
+            return try context.performAndWait {
+                try measure {
+                    for i in 0..<n {
+                        insertPerson(i, of: n, into: context)
+                    }
+                    try context.save()
+                }
+            }
+        }
+    }
+
+    /// W4: changes the score of the `k` first people of `c` (fetched and loaded first) and saves.
+    static func coherenceChangeScores(_ c: PersistentStoreCoordinator, k: Int, round: Double) throws -> Double {
+        let context = backgroundContext(c)
+        return try context.performAndWait {
+            let people = try context.fetch(FetchRequest<BPerson>(predicate: #Predicate { $0.id < k }))
+            for p in people { _ = p.score }  // registered and loaded, as the workload says
+            return try measure {
+                for p in people { p.score = round + Double(p.id) }
+                try context.save()
+            }
+        }
+    }
+
+    /// W6: `k` single-person inserts into a fresh store, each saved.
+    static func coherenceSingleSaves(_ k: Int, options: StoreOptions = StoreOptions()) throws -> Double {
+        try withTemporaryDirectory { dir in
+            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"), options: options)
+            let context = backgroundContext(c)
+            return try context.performAndWait {
+                try measure {
+                    for i in 0..<k {
+                        insertPerson(i, of: k, into: context)
+                        try context.save()
+                    }
+                }
+            }
+        }
+    }
+
     // MARK: W1 insert N and save once
 
     static func w1(_ o: Options) throws -> WorkloadResult {
@@ -19,23 +66,7 @@ enum Workloads {
         return try interleave(
             "W1", "insert \(n) objects, one save", reps: o.repetitions,
             [
-                (
-                    "coherence",
-                    {
-                        try withTemporaryDirectory { dir in
-                            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"))
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                try measure {
-                                    for i in 0..<n {
-                                        insertPerson(i, of: n, into: context)
-                                    }
-                                    try context.save()
-                                }
-                            }
-                        }
-                    }
-                ),
+                ("coherence", { try coherenceInsertAll(n) }),
                 (
                     "raw",
                     {
@@ -217,15 +248,7 @@ enum Workloads {
                         "coherence",
                         {
                             round += 1
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                let people = try context.fetch(FetchRequest<BPerson>(predicate: #Predicate { $0.id < k }))
-                                for p in people { _ = p.score }  // registered and loaded, as the workload says
-                                return try measure {
-                                    for p in people { p.score = round + Double(p.id) }
-                                    try context.save()
-                                }
-                            }
+                            return try coherenceChangeScores(c, k: k, round: round)
                         }
                     ),
                     (
@@ -332,23 +355,7 @@ enum Workloads {
         return try interleave(
             "W6", "\(k) single inserts, each saved", reps: o.repetitions,
             [
-                (
-                    "coherence",
-                    {
-                        try withTemporaryDirectory { dir in
-                            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"))
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                try measure {
-                                    for i in 0..<k {
-                                        insertPerson(i, of: k, into: context)
-                                        try context.save()
-                                    }
-                                }
-                            }
-                        }
-                    }
-                ),
+                ("coherence", { try coherenceSingleSaves(k) }),
                 (
                     "raw",
                     {

@@ -36,6 +36,9 @@ package enum HistoryCoding {
         var lastEntity: ObjectIdentifier?
         var lastIndex = 0
         var lastSlotNames: [Int] = []
+        var lastSlots: [Int] = []
+        var lastSlotsEntity: ObjectIdentifier?
+        var lastSlotsBytes: [UInt8] = []
 
         func nameIndex(_ slot: Int, _ entity: EntityDescription) -> Int {
             if slot < lastSlotNames.count, lastSlotNames[slot] >= 0 { return lastSlotNames[slot] }
@@ -74,8 +77,17 @@ package enum HistoryCoding {
             case .insert:
                 break
             case .update:
-                body.varint(UInt64(change.updatedSlots.count))
-                for slot in change.updatedSlots { body.varint(UInt64(nameIndex(slot, entity))) }
+                // Updates of one entity usually change the same properties: their encoded list is
+                // reused (a comparison of two short arrays instead of a lookup per property).
+                if change.updatedSlots != lastSlots || key != lastSlotsEntity {
+                    var list = ByteWriter()
+                    list.varint(UInt64(change.updatedSlots.count))
+                    for slot in change.updatedSlots { list.varint(UInt64(nameIndex(slot, entity))) }
+                    lastSlots = change.updatedSlots
+                    lastSlotsEntity = key
+                    lastSlotsBytes = list.bytes
+                }
+                body.bytes.append(contentsOf: lastSlotsBytes)
                 body.varint(UInt64(change.values.count))
                 for v in change.values {
                     body.varint(UInt64(nameIndex(v.slot, entity)))

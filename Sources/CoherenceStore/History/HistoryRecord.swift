@@ -120,12 +120,16 @@ package struct HistoryBuilder {
 
     package init() {}
 
+    /// The last layout asked for: consecutive objects are almost always of one entity.
+    private var last: (key: ObjectIdentifier, layout: HistoryEntityLayout)?
+
     /// The layout of an entity (worked out once per builder).
     package mutating func layout(of entity: EntityDescription) -> HistoryEntityLayout {
         let key = ObjectIdentifier(entity)
-        if let l = layouts[key] { return l }
-        let l = HistoryEntityLayout(entity)
+        if let last, last.key == key { return last.layout }
+        let l = layouts[key] ?? HistoryEntityLayout(entity)
         layouts[key] = l
+        last = (key, l)
         return l
     }
 

@@ -72,9 +72,9 @@ public struct PersistentHistoryChangeRequest: Sendable, CustomStringConvertible 
         PersistentHistoryChangeRequest(operation: .fetch, bound: .date(date))
     }
 
-    /// The transactions after `transaction` (nil: every transaction), oldest first.
-    public static func fetchHistory(after transaction: PersistentHistoryTransaction?) -> PersistentHistoryChangeRequest {
-        fetchHistory(after: transaction?.token)
+    /// The transactions after `transaction`, oldest first.
+    public static func fetchHistory(after transaction: PersistentHistoryTransaction) -> PersistentHistoryChangeRequest {
+        fetchHistory(after: transaction.token)
     }
 
     /// Deletes the transactions before `token`, not the token's own (nil: every transaction).
@@ -91,10 +91,9 @@ public struct PersistentHistoryChangeRequest: Sendable, CustomStringConvertible 
         PersistentHistoryChangeRequest(operation: .delete, bound: .date(date))
     }
 
-    /// Deletes the transactions before `transaction`, not the transaction itself (nil: every
-    /// transaction).
-    public static func deleteHistory(before transaction: PersistentHistoryTransaction?) -> PersistentHistoryChangeRequest {
-        deleteHistory(before: transaction?.token)
+    /// Deletes the transactions before `transaction`, not the transaction itself.
+    public static func deleteHistory(before transaction: PersistentHistoryTransaction) -> PersistentHistoryChangeRequest {
+        deleteHistory(before: transaction.token)
     }
 
     /// The request's token (nil for a date, or for every transaction).
