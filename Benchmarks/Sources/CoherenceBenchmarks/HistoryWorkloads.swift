@@ -12,8 +12,8 @@ extension Workloads {
         var result = try interleave(
             "H1", "W1 with history: insert \(n), one save", reps: o.repetitions,
             [
-                ("coherence", { try coherenceInsertAll(n, options: historyOn) }),
-                ("baseline", { try coherenceInsertAll(n) })
+                ("coherence", { try coherenceInserts(n, savingEach: false, options: historyOn) }),
+                ("baseline", { try coherenceInserts(n, savingEach: false) })
             ])
         result.note = historyNote
         return result
@@ -55,8 +55,8 @@ extension Workloads {
         var result = try interleave(
             "H6", "W6 with history: \(k) single saves", reps: o.repetitions,
             [
-                ("coherence", { try coherenceSingleSaves(k, options: historyOn) }),
-                ("baseline", { try coherenceSingleSaves(k) })
+                ("coherence", { try coherenceInserts(k, savingEach: true, options: historyOn) }),
+                ("baseline", { try coherenceInserts(k, savingEach: true) })
             ])
         result.note = historyNote
         return result

@@ -14,8 +14,9 @@ nonisolated(unsafe) var sink = 0
 enum Workloads {
     // MARK: Coherence's runs of W1, W4 and W6 (also run with history on)
 
-    /// W1: inserts `n` people into a fresh store and saves once.
-    static func coherenceInsertAll(_ n: Int, options: StoreOptions = StoreOptions()) throws -> Double {
+    /// W1 and W6: inserts `n` people into a fresh store, saving once at the end (W1) or after each
+    /// insert (W6).
+    static func coherenceInserts(_ n: Int, savingEach: Bool, options: StoreOptions = StoreOptions()) throws -> Double {
         try withTemporaryDirectory { dir in
             let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"), options: options)
             let context = backgroundContext(c)
@@ -23,8 +24,9 @@ enum Workloads {
                 try measure {
                     for i in 0..<n {
                         insertPerson(i, of: n, into: context)
+                        if savingEach { try context.save() }
                     }
-                    try context.save()
+                    if !savingEach { try context.save() }
                 }
             }
         }
@@ -43,22 +45,6 @@ enum Workloads {
         }
     }
 
-    /// W6: `k` single-person inserts into a fresh store, each saved.
-    static func coherenceSingleSaves(_ k: Int, options: StoreOptions = StoreOptions()) throws -> Double {
-        try withTemporaryDirectory { dir in
-            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"), options: options)
-            let context = backgroundContext(c)
-            return try context.performAndWait {
-                try measure {
-                    for i in 0..<k {
-                        insertPerson(i, of: k, into: context)
-                        try context.save()
-                    }
-                }
-            }
-        }
-    }
-
     // MARK: W1 insert N and save once
 
     static func w1(_ o: Options) throws -> WorkloadResult {
@@ -66,7 +52,7 @@ enum Workloads {
         return try interleave(
             "W1", "insert \(n) objects, one save", reps: o.repetitions,
             [
-                ("coherence", { try coherenceInsertAll(n) }),
+                ("coherence", { try coherenceInserts(n, savingEach: false) }),
                 (
                     "raw",
                     {
@@ -355,7 +341,7 @@ enum Workloads {
         return try interleave(
             "W6", "\(k) single inserts, each saved", reps: o.repetitions,
             [
-                ("coherence", { try coherenceSingleSaves(k) }),
+                ("coherence", { try coherenceInserts(k, savingEach: true) }),
                 (
                     "raw",
                     {
