@@ -294,6 +294,31 @@ struct HistoryRecordingTests {
         #expect(try c.count(for: FetchRequest<HNote>()) == 1)
     }
 
+    /// A batch request records its changes with one call inside its own write transaction: the
+    /// transaction is kept when it commits (and becomes the last committed token) and dropped
+    /// when it rolls back.
+    @Test func aWriteTransactionRecordsWithOneCall() throws {
+        let dir = try TemporaryDirectory()
+        let c = try makeHistoryCoordinator(.sqlite, in: dir)
+        let id = try #require(try saveNotes(c, authors: ["app"]).first?.changes?.first?.changedObjectID)
+        let engine = try #require(c.persistentStores.first?.engine as? SQLiteStore)
+        let record = HistoryTransactionRecord(
+            author: "batch", contextName: "batch update",
+            changes: [HistoryChangeRecord(objectID: id, type: .update, updatedPropertyNames: ["rank", "nope", "body"])])
+        try engine.writerConnectionForSave().execute("BEGIN IMMEDIATE")
+        try engine.recordHistory(record)
+        engine.rollbackSave()
+        #expect(try allHistory(c).count == 1)
+        #expect(engine.lastCommittedHistoryToken?.transactionNumber == 1)
+        try engine.writerConnectionForSave().execute("BEGIN IMMEDIATE")
+        try engine.recordHistory(record)
+        try engine.commitSave()
+        let last = try #require(try allHistory(c).last)
+        #expect(last.transactionNumber == 2 && last.author == "batch" && last.contextName == "batch update")
+        #expect(last.changes?.first?.updatedProperties == ["rank", "body"])
+        #expect(engine.lastCommittedHistoryToken == last.token)
+    }
+
     /// With the option off, a store has no history tables and records nothing; with it on, a
     /// store's options say so, and a container passes them on.
     @Test func theOptionTurnsHistoryOn() throws {

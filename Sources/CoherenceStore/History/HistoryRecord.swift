@@ -25,6 +25,19 @@ package struct HistoryChangeRecord: Sendable {
     }
 }
 
+extension HistoryChangeRecord {
+    /// A change whose updated properties are named (as a batch request knows them); names the
+    /// object's entity does not have are left out.
+    package init(
+        objectID: ObjectID, type: PersistentHistoryChangeType, updatedPropertyNames: [String], tombstone: [SlotValue] = []
+    ) {
+        let properties = objectID.entity.propertiesByName
+        self.init(
+            objectID: objectID, type: type, updatedSlots: updatedPropertyNames.compactMap { properties[$0]?.slot }.sorted(),
+            tombstone: tombstone)
+    }
+}
+
 /// An attribute's value before and after an update.
 package struct HistoryValueChange: Sendable {
     package var slot: Int
