@@ -60,9 +60,9 @@ let benchmarkModel: ManagedObjectModel = {
 }()
 
 /// A coordinator with one SQLite store at `url`.
-func coherenceStore(_ url: URL) throws -> PersistentStoreCoordinator {
+func coherenceStore(_ url: URL, options: StoreOptions = StoreOptions()) throws -> PersistentStoreCoordinator {
     let c = PersistentStoreCoordinator(managedObjectModel: benchmarkModel)
-    try c.addPersistentStore(type: .sqlite, at: url)
+    try c.addPersistentStore(type: .sqlite, at: url, options: options)
     return c
 }
 

@@ -12,6 +12,39 @@ nonisolated(unsafe) var sink = 0
 }
 
 enum Workloads {
+    // MARK: Coherence's runs of W1, W4 and W6 (also run with history on)
+
+    /// W1 and W6: inserts `n` people into a fresh store, saving once at the end (W1) or after each
+    /// insert (W6).
+    static func coherenceInserts(_ n: Int, savingEach: Bool, options: StoreOptions = StoreOptions()) throws -> Double {
+        try withTemporaryDirectory { dir in
+            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"), options: options)
+            let context = backgroundContext(c)
+            return try context.performAndWait {
+                try measure {
+                    for i in 0..<n {
+                        insertPerson(i, of: n, into: context)
+                        if savingEach { try context.save() }
+                    }
+                    if !savingEach { try context.save() }
+                }
+            }
+        }
+    }
+
+    /// W4: changes the score of the `k` first people of `c` (fetched and loaded first) and saves.
+    static func coherenceChangeScores(_ c: PersistentStoreCoordinator, k: Int, round: Double) throws -> Double {
+        let context = backgroundContext(c)
+        return try context.performAndWait {
+            let people = try context.fetch(FetchRequest<BPerson>(predicate: #Predicate { $0.id < k }))
+            for p in people { _ = p.score }  // registered and loaded, as the workload says
+            return try measure {
+                for p in people { p.score = round + Double(p.id) }
+                try context.save()
+            }
+        }
+    }
+
     // MARK: W1 insert N and save once
 
     static func w1(_ o: Options) throws -> WorkloadResult {
@@ -19,23 +52,7 @@ enum Workloads {
         return try interleave(
             "W1", "insert \(n) objects, one save", reps: o.repetitions,
             [
-                (
-                    "coherence",
-                    {
-                        try withTemporaryDirectory { dir in
-                            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"))
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                try measure {
-                                    for i in 0..<n {
-                                        insertPerson(i, of: n, into: context)
-                                    }
-                                    try context.save()
-                                }
-                            }
-                        }
-                    }
-                ),
+                ("coherence", { try coherenceInserts(n, savingEach: false) }),
                 (
                     "raw",
                     {
@@ -217,15 +234,7 @@ enum Workloads {
                         "coherence",
                         {
                             round += 1
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                let people = try context.fetch(FetchRequest<BPerson>(predicate: #Predicate { $0.id < k }))
-                                for p in people { _ = p.score }  // registered and loaded, as the workload says
-                                return try measure {
-                                    for p in people { p.score = round + Double(p.id) }
-                                    try context.save()
-                                }
-                            }
+                            return try coherenceChangeScores(c, k: k, round: round)
                         }
                     ),
                     (
@@ -332,23 +341,7 @@ enum Workloads {
         return try interleave(
             "W6", "\(k) single inserts, each saved", reps: o.repetitions,
             [
-                (
-                    "coherence",
-                    {
-                        try withTemporaryDirectory { dir in
-                            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"))
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                try measure {
-                                    for i in 0..<k {
-                                        insertPerson(i, of: k, into: context)
-                                        try context.save()
-                                    }
-                                }
-                            }
-                        }
-                    }
-                ),
+                ("coherence", { try coherenceInserts(k, savingEach: true) }),
                 (
                     "raw",
                     {

@@ -10,9 +10,17 @@ extension ManagedObjectContext {
     ///     viewContext.perform { viewContext.mergeChanges(fromContextDidSave: note) }
     /// }
     /// ```
+    ///
+    /// A notification made from persistent history
+    /// (``PersistentHistoryTransaction/objectIDNotification()``) may describe changes written by
+    /// another coordinator or process: the coordinator's cached rows of its updated and deleted
+    /// objects are dropped first, so that they are read again.
     public func mergeChanges(fromContextDidSave notification: Notification) {
         assertOnExecutor()
         if let event = notification.userInfo?[NotificationKey.event] as? ContextEvent {
+            if notification.userInfo?[NotificationKey.historyToken] != nil {
+                persistentStoreCoordinator.rowCache.remove(Array(event.updated.union(event.deleted)))
+            }
             merge(event)
             return
         }

@@ -260,6 +260,9 @@ extension ManagedObjectContext {
     func buildChangeSet() -> (changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>]) {
         var changes = StoreChangeSet()
         changes.assignedStores = assignedStores
+        // (Recorded in the history of stores that track it.)
+        changes.transactionAuthor = transactionAuthor
+        changes.contextName = name
         // Unretained: the updated candidates keep these objects alive until the save has applied
         // its result (no code outside the save runs in between).
         var updatedObjects: [Unmanaged<ManagedObject>] = []

@@ -213,13 +213,17 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     // MARK: Settings
 
-    /// A name for diagnostics (and history, later).
+    /// A name for diagnostics, recorded in persistent history as the
+    /// ``PersistentHistoryTransaction/contextName`` of the context's saves.
     public var name: String? {
         get { settings.withLock { $0.name } }
         set { settings.withLock { $0.name = newValue } }
     }
 
-    /// The author recorded with this context's saves.
+    /// The author recorded with this context's saves: in their did-save events, and in
+    /// persistent history as each transaction's ``PersistentHistoryTransaction/author`` (kept
+    /// until changed, as in Core Data). A child context's saves are recorded when its root context
+    /// saves them, with the root's author.
     public var transactionAuthor: String? {
         get { settings.withLock { $0.transactionAuthor } }
         set { settings.withLock { $0.transactionAuthor = newValue } }

@@ -12,6 +12,12 @@ public struct AttributeOptions: OptionSet, Hashable, Sendable {
     public static let unique = AttributeOptions(rawValue: 1 << 1)
     /// Indexed in the store.
     public static let indexed = AttributeOptions(rawValue: 1 << 2)
+    /// Kept in persistent history when an object is deleted, in the delete's tombstone
+    /// (``AttributeDescription/preservesValueInHistoryOnDeletion``).
+    public static let preservesValueInHistoryOnDeletion = AttributeOptions(rawValue: 1 << 3)
+    /// Old and new values kept in persistent history when an update changes the attribute
+    /// (``AttributeDescription/recordsValuesInHistory``).
+    public static let recordsValuesInHistory = AttributeOptions(rawValue: 1 << 4)
 }
 
 /// Declares an attribute on a typed ``ManagedObject`` subclass.
@@ -118,7 +124,9 @@ struct AttributeDeclaration<Value: PersistentValue>: ReflectedProperty {
         AttributeDescription(
             name: name, type: Value.attributeType, isOptional: Value.isOptionalType,
             storedDefault: defaultValue.map { $0.storedValue }.flatMap { $0.isNull ? nil : $0 },
-            isTransient: options.contains(.transient), validation: validation ?? .none)
+            isTransient: options.contains(.transient), validation: validation ?? .none,
+            preservesValueInHistoryOnDeletion: options.contains(.preservesValueInHistoryOnDeletion),
+            recordsValuesInHistory: options.contains(.recordsValuesInHistory))
     }
     @usableFromInline var isUnique: Bool { options.contains(.unique) }
     @usableFromInline var isIndexed: Bool { options.contains(.indexed) }

@@ -135,6 +135,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     open class var indexes: [[String]] { [] }
     /// The `userInfo` of the reflected entity.
     open class var entityUserInfo: [String: any Sendable] { [:] }
+    /// Whether persistent history keeps the old and new values of every attribute an update
+    /// changes, for the reflected entity (``EntityDescription/recordsValuesInHistory``).
+    open class var recordsValuesInHistory: Bool { false }
 
     // MARK: Lifecycle hooks
 

@@ -2,7 +2,8 @@ extension EntityDescription {
     /// The class instantiated for objects of this entity.
     public var managedObjectClass: ManagedObject.Type { (objectClass as? ManagedObject.Type) ?? ManagedObject.self }
 
-    /// Creates an entity description.
+    /// Creates an entity description (`recordsValuesInHistory`: see
+    /// ``EntityDescription/recordsValuesInHistory``).
     ///
     /// ```swift
     /// let person = EntityDescription(
@@ -12,12 +13,12 @@ extension EntityDescription {
     public convenience init(
         name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, isAbstract: Bool = false,
         superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
-        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:]
+        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:], recordsValuesInHistory: Bool = false
     ) {
         self.init(
             name: name, objectClass: managedObjectClass == ManagedObject.self ? nil : managedObjectClass, isAbstract: isAbstract,
             superentity: superentity, properties: properties, uniquenessConstraints: uniquenessConstraints, indexes: indexes,
-            userInfo: userInfo)
+            userInfo: userInfo, recordsValuesInHistory: recordsValuesInHistory)
     }
 
     /// The property a key path of the typed class leads to (`\Person.name` → `name`), found by

@@ -58,7 +58,7 @@ extension EntityDescription {
             name: type.entityName, managedObjectClass: type, isAbstract: type.isAbstractEntity,
             superentity: sup?.entityName, properties: properties,
             uniquenessConstraints: ownConstraints + constraints, indexes: ownIndexes + indexes,
-            userInfo: type.entityUserInfo)
+            userInfo: type.entityUserInfo, recordsValuesInHistory: type.recordsValuesInHistory)
     }
 }
 

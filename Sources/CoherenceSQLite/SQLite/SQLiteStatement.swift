@@ -100,6 +100,15 @@ package final class SQLiteStatement {
         }
     }
 
+    /// Binds bytes as a blob (SQLite copies them).
+    package func bind(bytes: UnsafeRawBufferPointer, at index: Int32) {
+        if let base = bytes.baseAddress {
+            _ = sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(bytes.count), coherence_sqlite3_transient())
+        } else {
+            _ = sqlite3_bind_zeroblob(handle, index, 0)
+        }
+    }
+
     @inline(__always) package func bind(_ value: StoredValue, at index: Int32) {
         switch value {
         case .null: sqlite3_bind_null(handle, index)
@@ -159,6 +168,14 @@ package final class SQLiteStatement {
         let n = Int(sqlite3_column_bytes(handle, column))
         guard n > 0, let p = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: p, count: n)
+    }
+
+    /// Hands a blob column's bytes to `body` in place, without copying them (empty for NULL).
+    /// The bytes are valid only during `body`: SQLite's pointer lasts until the next step.
+    package func withBlob<T, E: Error>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T {
+        let p = sqlite3_column_blob(handle, column)
+        let n = Int(sqlite3_column_bytes(handle, column))
+        return try body(UnsafeRawBufferPointer(start: n > 0 ? p : nil, count: n > 0 && p != nil ? n : 0))
     }
 
     /// Reads a column of the current row as a ``StoredValue`` with its storage class.

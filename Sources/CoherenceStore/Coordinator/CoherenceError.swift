@@ -18,6 +18,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case noStoreForEntity
             case objectNotFound, conflict, invalidURI, corruptRow, invalidRequest, invalidLocation
             case deleteDenied, contextMismatch, alreadyAttached, crossStoreRelationship
+            case historyTokenExpired, invalidHistoryToken, historyTrackingRequired
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -80,6 +81,24 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// source object, its ``store`` and the destination's ``destinationStore``; nothing is
         /// written.
         public static let crossStoreRelationship = Code(kind: .crossStoreRelationship)
+        /// A history fetch after a token (or transaction) whose following transactions were
+        /// deleted (``PersistentHistoryChangeRequest/deleteHistory(before:)-(PersistentHistoryToken?)``),
+        /// so the history since then is incomplete; or a token newer than the store's history (a
+        /// store replaced by an older copy). Core Data's `NSPersistentHistoryTokenExpiredError`.
+        /// Recover by reading your objects again (refetch, or `reset()` the contexts), then
+        /// fetch from the oldest remaining transaction (`fetchHistory(after: nil)`) or from
+        /// ``PersistentStoreCoordinator/currentPersistentHistoryToken(fromStores:)``, and store
+        /// that token instead of the old one.
+        public static let historyTokenExpired = Code(kind: .historyTokenExpired)
+        /// A history token of a store that is not attached to the coordinator, or not the store
+        /// a request is limited to (``PersistentHistoryChangeRequest/affectedStores``). The error
+        /// names the token's store.
+        public static let invalidHistoryToken = Code(kind: .invalidHistoryToken)
+        /// A SQLite store that recorded persistent history was opened without
+        /// ``StoreOptions/persistentHistoryTracking``. The store is not attached and its file is
+        /// left as it was (history included); open it with the option on. (Core Data opens such a
+        /// store read-only instead.)
+        public static let historyTrackingRequired = Code(kind: .historyTrackingRequired)
         /// The code's name, for example `storeIncompatible`.
         public var description: String { kind.rawValue }
     }

@@ -23,8 +23,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Who hears of the saves made through this coordinator (see ``subscribe(_:)``).
     private let observers = CoordinatorObservers()
     private let stores = LockedValue<[PersistentStore]>([])
-    /// Serializes saves (and key allocation) across contexts.
-    private let saveLock = LockedValue<Void>()
+    /// Serializes saves (and key allocation, and history deletes) across contexts.
+    let saveLock = LockedValue<Void>()
 
     /// Subscribes `observer` to the saves made through this coordinator (held weakly, once).
     package func subscribe(_ observer: any CoordinatorObserver) {
@@ -55,8 +55,11 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - type: `.sqlite` (needs `url`) or `.inMemory`.
     ///   - configuration: the model configuration the store holds (nil: every entity).
     ///   - url: the SQLite file; its directory must exist.
-    ///   - options: how the store is opened and saved (``StoreOptions``).
-    /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`.
+    ///   - options: how the store is opened and saved (``StoreOptions``), persistent history
+    ///     included.
+    /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`,
+    ///   `.historyTrackingRequired` (a SQLite store with history opened without
+    ///   ``StoreOptions/persistentHistoryTracking``).
     @discardableResult
     public func addPersistentStore(
         type: StoreType, configuration: String? = nil, at url: URL? = nil,
@@ -80,9 +83,10 @@ public final class PersistentStoreCoordinator: Sendable {
             }
             engine = try SQLiteStore(
                 url: standardized, model: managedObjectModel, configuration: configuration,
-                synchronous: options.synchronous)
+                synchronous: options.synchronous, historyTracking: options.persistentHistoryTracking)
         default:
-            engine = try InMemoryStore(model: managedObjectModel, configuration: configuration)
+            engine = try InMemoryStore(
+                model: managedObjectModel, configuration: configuration, historyTracking: options.persistentHistoryTracking)
         }
         let store = PersistentStore(
             type: type, url: type == .sqlite ? url?.standardizedFileURL : nil, options: options,
@@ -497,7 +501,10 @@ public final class PersistentStoreCoordinator: Sendable {
         var insertedStore: [ObjectID: PersistentStore] = [:]
         func part(_ store: PersistentStore) -> UUID {
             if parts[store.identifier] == nil {
-                parts[store.identifier] = SavePart(store: store)
+                var part = SavePart(store: store)
+                part.changes.transactionAuthor = changes.transactionAuthor
+                part.changes.contextName = changes.contextName
+                parts[store.identifier] = part
                 order.append(store.identifier)
             }
             return store.identifier

@@ -36,6 +36,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public let userInfo: [String: any Sendable]
     /// The properties this entity declares itself (not inherited ones).
     public let ownProperties: [PropertyDescription]
+    /// Whether persistent history keeps the old and new values of every stored attribute an
+    /// update changes, for objects of this entity and its sub-entities (as
+    /// ``AttributeDescription/recordsValuesInHistory`` on each attribute).
+    public let recordsValuesInHistory: Bool
 
     // The `internal(set)` fields below are written only while the model loads, before it is
     // shared; `@exclusivity(unchecked)` drops run-time exclusivity checks on every later read.
@@ -100,9 +104,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     package init(
         name: String, objectClass: (any EntityObjectClass.Type)?, isAbstract: Bool = false,
         superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
-        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:]
+        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:], recordsValuesInHistory: Bool = false
     ) {
         self.name = name
+        self.recordsValuesInHistory = recordsValuesInHistory
         self.objectClass = objectClass
         self.isAbstract = isAbstract
         self.superentityName = superentity

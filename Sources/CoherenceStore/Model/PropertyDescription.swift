@@ -103,6 +103,15 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     public let validation: AttributeValidation
     /// The name of a registered value transformer (transformable attributes).
     public let valueTransformerName: String?
+    /// Whether persistent history keeps this attribute's value when an object is deleted, in the
+    /// delete's ``PersistentHistoryChange/tombstone`` (Core Data's
+    /// `preservesValueInHistoryOnDeletion`). Attributes of uniqueness constraints are kept too.
+    public let preservesValueInHistoryOnDeletion: Bool
+    /// Whether persistent history keeps this attribute's old and new values when an update
+    /// changes it (``PersistentHistoryChange/oldValues`` and ``PersistentHistoryChange/newValues``;
+    /// Core Data records only the names of updated properties). See also
+    /// ``EntityDescription/recordsValuesInHistory``.
+    public let recordsValuesInHistory: Bool
     /// Compiled regular expression (when `validation.regularExpression` is set).
     // Invariant: set only while the model loads; afterwards only read (matching with one
     // NSRegularExpression from several threads is safe).
@@ -118,15 +127,20 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     ///   - validation: rules the value must satisfy at save.
     ///   - valueTransformerName: the registered transformer of a transformable attribute.
     ///   - userInfo: arbitrary information.
+    ///   - preservesValueInHistoryOnDeletion: keep the value in the history of a delete (its tombstone).
+    ///   - recordsValuesInHistory: keep the old and new values in the history of an update.
     public init(
         name: String, type: AttributeType, isOptional: Bool = false, defaultValue: (any PersistentValue)? = nil,
         isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
-        userInfo: [String: any Sendable] = [:]
+        userInfo: [String: any Sendable] = [:], preservesValueInHistoryOnDeletion: Bool = false,
+        recordsValuesInHistory: Bool = false
     ) {
         self.type = type
         self.defaultValue = defaultValue.map { $0.storedValue }
         self.validation = validation
         self.valueTransformerName = valueTransformerName
+        self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
+        self.recordsValuesInHistory = recordsValuesInHistory
         super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
     }
 
@@ -134,12 +148,15 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     public init(
         name: String, type: AttributeType, isOptional: Bool, storedDefault: StoredValue?,
         isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
-        userInfo: [String: any Sendable] = [:]
+        userInfo: [String: any Sendable] = [:], preservesValueInHistoryOnDeletion: Bool = false,
+        recordsValuesInHistory: Bool = false
     ) {
         self.type = type
         self.defaultValue = storedDefault
         self.validation = validation
         self.valueTransformerName = valueTransformerName
+        self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
+        self.recordsValuesInHistory = recordsValuesInHistory
         super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
     }
 

@@ -252,7 +252,7 @@ package final class XcodeModelParser: NSObject, XMLParserDelegate {
         return AttributeDescription(
             name: name, type: type, isOptional: a["optional"] == "YES", storedDefault: defaultValue,
             isTransient: transient, validation: validation, valueTransformerName: a["valueTransformerName"],
-            userInfo: userInfo)
+            userInfo: userInfo, preservesValueInHistoryOnDeletion: a["preserveAfterDeletion"] == "YES")
     }
 
     static func storedDefault(_ text: String, type: AttributeType, entity: String, property: String, file: String) throws -> StoredValue {

@@ -8,7 +8,9 @@ package final class InMemoryStore: StoreEngine {
     package let configurationName: String?
     package let metadata: [String: String]
     package let entities: [EntityDescription]
-    private let state: LockedValue<State>
+    /// Whether the store records persistent history (``StoreOptions/persistentHistoryTracking``).
+    package let tracksHistory: Bool
+    let state: LockedValue<State>
 
     package var locationDescription: String { "in-memory \(identifier.uuidString)" }
 
@@ -29,6 +31,19 @@ package final class InMemoryStore: StoreEngine {
         /// The committed state while a save is in progress (restored on rollback).
         var saved: Snapshot?
         var isClosed = false
+        /// Persistent history, oldest first (when the store tracks it).
+        var history = HistoryState()
+    }
+
+    /// The in-memory store's persistent history: what a SQLite store keeps in its history tables.
+    struct HistoryState: Sendable {
+        var transactions: [StoredHistoryTransaction] = []
+        /// The highest transaction number ever deleted.
+        var deletedThrough: Int64 = 0
+        /// The last number handed out.
+        var lastNumber: Int64 = 0
+        /// The transaction of the save in progress (appended when it commits).
+        var pending: StoredHistoryTransaction?
     }
 
     struct Snapshot: Sendable {
@@ -37,7 +52,9 @@ package final class InMemoryStore: StoreEngine {
         var unique: [String: [[StoredValue]: Int64]]
     }
 
-    package init(model: ManagedObjectModel, configuration: String?) throws(CoherenceError) {
+    /// A new, empty store for the entities of `configuration` (`historyTracking`: record
+    /// persistent history).
+    package init(model: ManagedObjectModel, configuration: String?, historyTracking: Bool = false) throws(CoherenceError) {
         guard let entities = model.entities(forConfiguration: configuration) else {
             throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configuration ?? "")'.")
         }
@@ -51,6 +68,7 @@ package final class InMemoryStore: StoreEngine {
             "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
             "storeType": "InMemory"
         ]
+        self.tracksHistory = historyTracking
         self.state = LockedValue(State())
     }
 
@@ -179,11 +197,27 @@ package final class InMemoryStore: StoreEngine {
             s.saved = Snapshot(tables: s.tables, joins: s.joins, unique: s.unique)
             var writer = MemoryWriter(store: self)
             do throws(CoherenceError) {
+                // With history, the tombstones of deleted objects are read before their rows go.
+                var history: HistoryBuilder?
+                var storedRows: [ObjectID: [StoredValue]] = [:]
+                if tracksHistory {
+                    var builder = HistoryBuilder()
+                    for id in builder.objectsNeedingTombstones(changes) {
+                        if let row = s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey] { storedRows[id] = row.values }
+                    }
+                    history = builder
+                }
                 let result = try writer.write(changes, into: &s)
                 if !writer.conflicts.isEmpty {
                     var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: locationDescription)
                     error.conflicts = writer.conflicts
                     throw error
+                }
+                if var builder = history {
+                    let records = builder.changes(for: changes, insertedIDs: result.insertedIDs, storedRows: storedRows)
+                    Self.recordHistory(
+                        HistoryTransactionRecord(author: changes.transactionAuthor, contextName: changes.contextName, changes: records),
+                        in: &s)
                 }
                 return result
             } catch {
@@ -194,6 +228,7 @@ package final class InMemoryStore: StoreEngine {
     }
 
     private static func restore(_ s: inout State) {
+        s.history.pending = nil
         guard let saved = s.saved else { return }
         s.tables = saved.tables
         s.joins = saved.joins
@@ -202,7 +237,14 @@ package final class InMemoryStore: StoreEngine {
     }
 
     package func commitSave() throws(CoherenceError) {
-        state.withLock { $0.saved = nil }
+        state.withLock { s in
+            s.saved = nil
+            if let t = s.history.pending {
+                s.history.transactions.append(t)
+                s.history.lastNumber = t.number
+                s.history.pending = nil
+            }
+        }
     }
 
     package func rollbackSave() {

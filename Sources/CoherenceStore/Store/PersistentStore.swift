@@ -22,20 +22,41 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// How much a SQLite store waits for the disk when it saves (default ``Synchronous/normal``:
     /// a save survives a crashed process; ``Synchronous/full``: a power loss too).
     public var synchronous: Synchronous
+    /// Record persistent history: every save appends a ``PersistentHistoryTransaction`` to the
+    /// store, in the same SQL transaction as its data (Core Data's
+    /// `NSPersistentHistoryTrackingKey`; default off). Read it with
+    /// ``PersistentHistoryChangeRequest``.
+    ///
+    /// Tracking sticks to a SQLite file: once a store has recorded history, opening it without
+    /// this option fails with ``CoherenceError/Code/historyTrackingRequired`` and leaves the file
+    /// (history included) as it was, so that no save can go unrecorded.
+    public var persistentHistoryTracking: Bool
+    /// Post remote-change notifications when the store changes (Core Data's
+    /// `NSPersistentStoreRemoteChangeNotificationPostOptionKey`; default off). The option is
+    /// recorded with the store; the notifications are described in the history guide.
+    public var remoteChangeNotificationPost: Bool
 
-    /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``.
+    /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``, no history and no
+    /// remote-change notifications.
+    ///
+    /// ```swift
+    /// try coordinator.addPersistentStore(type: .sqlite, at: url, options: StoreOptions(persistentHistoryTracking: true))
+    /// ```
     public init(
         migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true,
-        synchronous: Synchronous = .normal
+        synchronous: Synchronous = .normal, persistentHistoryTracking: Bool = false,
+        remoteChangeNotificationPost: Bool = false
     ) {
         self.migratesAutomatically = migratesAutomatically
         self.infersMappingModelAutomatically = infersMappingModelAutomatically
         self.synchronous = synchronous
+        self.persistentHistoryTracking = persistentHistoryTracking
+        self.remoteChangeNotificationPost = remoteChangeNotificationPost
     }
 
     /// The options' values on one line.
     public var description: String {
-        "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically), synchronous: \(synchronous)"
+        "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically), synchronous: \(synchronous), persistentHistoryTracking: \(persistentHistoryTracking), remoteChangeNotificationPost: \(remoteChangeNotificationPost)"
     }
 }
 

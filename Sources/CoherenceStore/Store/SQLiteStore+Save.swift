@@ -16,12 +16,26 @@ extension SQLiteStore {
         }
         do {
             var writer = SaveWriter(store: self, connection: c)
+            // With history, the tombstones of deleted objects are read before their rows go.
+            var history: HistoryBuilder?
+            var storedRows: [ObjectID: [StoredValue]] = [:]
+            if tracksHistory {
+                var builder = HistoryBuilder()
+                let tombstoned = builder.objectsNeedingTombstones(changes)
+                if !tombstoned.isEmpty { storedRows = try storedValues(of: tombstoned, on: c) }
+                history = builder
+            }
             let result = try writer.write(changes)
             if !writer.conflicts.isEmpty {
                 rollbackSave()
                 var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: url.path)
                 error.conflicts = writer.conflicts
                 throw error
+            }
+            if var builder = history {
+                let records = builder.changes(for: changes, insertedIDs: result.insertedIDs, storedRows: storedRows)
+                try recordHistory(
+                    HistoryTransactionRecord(author: changes.transactionAuthor, contextName: changes.contextName, changes: records))
             }
             return result
         } catch let error as CoherenceError {
@@ -41,11 +55,13 @@ extension SQLiteStore {
             rollbackSave()
             throw storeError(.storeWriteFailed, error, "Committing the save failed")
         }
+        if tracksHistory { historyCommitted() }
     }
 
     package func rollbackSave() {
-        // Keys reserved in this transaction are given back with it.
+        // Keys reserved in this transaction are given back with it, and so is its history.
         forgetReservedKeys()
+        if tracksHistory { historyRolledBack() }
         guard let c = try? writerConnection(), c.isInTransaction else { return }
         try? c.cachedStatement("ROLLBACK").execute()
     }

@@ -52,6 +52,11 @@ package final class SQLiteStore: StoreEngine {
         writeSQL.withLock { $0[shape] = s }
         return s
     }
+    /// Whether the store records persistent history (``StoreOptions/persistentHistoryTracking``).
+    package let tracksHistory: Bool
+    /// The number of the history transaction the open save wrote (`pending`) and of the last one
+    /// this store object committed (`last`).
+    let historyCommits = LockedValue<(pending: Int64?, last: Int64?)>((nil, nil))
     /// Test hook: a trace installed on reader connections as they are used.
     private let readerTrace = LockedValue<(@Sendable (String) -> Void)?>(nil)
 
@@ -68,11 +73,14 @@ package final class SQLiteStore: StoreEngine {
     /// model (or empty, to become one); only then is it switched to WAL and, when new, given its
     /// schema. A file that is refused is left byte for byte as it was, journal mode included,
     /// and so is a write-ahead log it had (closing does not checkpoint it).
+    /// With `historyTracking`, the store records persistent history (its tables are created
+    /// when missing); without it, a store that has history is refused.
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
-    ///   `.storeIncompatible` (made for another model, or not a Coherence store).
+    ///   `.storeIncompatible` (made for another model, or not a Coherence store),
+    ///   `.historyTrackingRequired` (the store has history and `historyTracking` is off).
     package init(
         url: URL, model: ManagedObjectModel, configuration: String?,
-        synchronous: StoreOptions.Synchronous = .normal
+        synchronous: StoreOptions.Synchronous = .normal, historyTracking: Bool = false
     ) throws(CoherenceError) {
         let path = url.path
         guard let entities = model.entities(forConfiguration: configuration) else {
@@ -114,7 +122,18 @@ package final class SQLiteStore: StoreEngine {
                 guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
                     throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
                 }
+                // History is sticky: a store that records it is never written without recording.
+                let hasHistory = try Self.hasHistoryTables(connection)
+                if hasHistory && !historyTracking {
+                    throw CoherenceError(
+                        .historyTrackingRequired,
+                        "The store records persistent history; open it with StoreOptions.persistentHistoryTracking on (it was left as it was).",
+                        store: path)
+                }
                 try connection.switchToWAL()
+                if historyTracking && !hasHistory {
+                    try connection.writeTransaction { try Self.createHistoryTables(connection) }
+                }
             } else {
                 let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
                 guard tables == 0 else {
@@ -132,6 +151,7 @@ package final class SQLiteStore: StoreEngine {
                 try connection.writeTransaction {
                     for sql in generator.createMetadataTables() { try connection.execute(sql) }
                     for sql in generator.createSchema(for: entities) { try connection.execute(sql) }
+                    if historyTracking { try Self.createHistoryTables(connection) }
                     let insert = try connection.prepare(generator.writeMetadata)
                     for (k, v) in meta.sorted(by: { $0.key < $1.key }) {
                         insert.bind(k, at: 1)
@@ -162,6 +182,7 @@ package final class SQLiteStore: StoreEngine {
         self.url = url
         self.entities = entities
         self.synchronous = synchronous
+        self.tracksHistory = historyTracking
         self.writer = ConnectionBox(connection)
     }
 
@@ -201,7 +222,7 @@ package final class SQLiteStore: StoreEngine {
     // MARK: Connections
 
     /// Runs `body` with a reader connection from the pool.
-    private func withReader<T>(_ body: (SQLiteConnection) throws -> T) throws(CoherenceError) -> T {
+    func withReader<T>(_ body: (SQLiteConnection) throws -> T) throws(CoherenceError) -> T {
         let box: ConnectionBox
         let taken = readers.withLock { pool -> (ConnectionBox?, Bool) in
             if pool.isClosed { return (nil, true) }
@@ -424,19 +445,22 @@ package final class SQLiteStore: StoreEngine {
 
     package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
         guard !keys.isEmpty else { return [] }
+        return try withReader { c in try readRows(of: entity, keys: keys, on: c) }
+    }
+
+    /// Rows of `entity` (and its sub-entities) by primary key, read on connection `c`.
+    func readRows(of entity: EntityDescription, keys: [Int64], on c: SQLiteConnection) throws -> [StoreRow] {
         let plan = self.plan(for: entity.rootEntity)
         let sql = generator.selectByKeys(entity, plan: plan)
         let list = "[" + keys.map(String.init).joined(separator: ",") + "]"
-        return try withReader { c in
-            let st = try c.cachedStatement(sql)
-            defer { st.reset() }
-            st.bind(list, at: 1)
-            var rows: [StoreRow] = []
-            rows.reserveCapacity(keys.count)
-            var layout = RowLayout()
-            while try st.step() { rows.append(try readRow(st, plan: plan, layout: &layout)) }
-            return rows
-        }
+        let st = try c.cachedStatement(sql)
+        defer { st.reset() }
+        st.bind(list, at: 1)
+        var rows: [StoreRow] = []
+        rows.reserveCapacity(keys.count)
+        var layout = RowLayout()
+        while try st.step() { rows.append(try readRow(st, plan: plan, layout: &layout)) }
+        return rows
     }
 
     package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {

@@ -10,6 +10,9 @@ package struct StoreChangeSet: Sendable {
     /// The stores inserted objects were assigned to (store identifier by temporary ID); other
     /// new objects go to the first attached store that holds their entity.
     package var assignedStores: [ObjectID: UUID] = [:]
+    /// The saving context's author and name, recorded in the history of stores that track it.
+    package var transactionAuthor: String?
+    package var contextName: String?
 
     package init() {}
 

@@ -41,6 +41,22 @@ package protocol StoreEngine: AnyObject, Sendable {
 
     /// Closes the store's files. Later calls fail with `.storeNotAttached`.
     func close()
+
+    // MARK: History
+
+    /// Whether the store records persistent history (``StoreOptions/persistentHistoryTracking``).
+    var tracksHistory: Bool { get }
+    /// The token of the last transaction this store object committed (nil before its first, or
+    /// without history): read after a save, without touching the file.
+    var lastCommittedHistoryToken: PersistentHistoryToken? { get }
+    /// The token of the store's latest transaction, as the file has it now (number 0 when it has
+    /// none); nil when the store does not track history.
+    func currentHistoryToken() throws(CoherenceError) -> PersistentHistoryToken?
+    /// The transactions a query selects, oldest first, and how many there are.
+    func fetchHistory(_ query: HistoryQuery) throws(CoherenceError) -> (transactions: [PersistentHistoryTransaction], count: Int)
+    /// Deletes the transactions a query selects; returns how many. Called under the
+    /// coordinator's save lock.
+    func deleteHistory(_ query: HistoryQuery) throws(CoherenceError) -> Int
 }
 
 extension StoreEngine {

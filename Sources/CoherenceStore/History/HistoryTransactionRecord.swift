@@ -1,0 +1,27 @@
+import Foundation
+
+/// What one save (or batch request) records in one store's history: who wrote it and the
+/// changes. A store that tracks history appends it with the data, in the same SQL transaction
+/// (``SQLiteStore/recordHistory(_:)``; the in-memory store records it with its save).
+package struct HistoryTransactionRecord: Sendable {
+    package var author: String?
+    package var contextName: String?
+    package var changes: [HistoryChangeRecord]
+
+    package init(author: String?, contextName: String?, changes: [HistoryChangeRecord]) {
+        self.author = author
+        self.contextName = contextName
+        self.changes = changes
+    }
+
+    /// The identifier recorded as every transaction's process (this process's ID).
+    package static let processID = String(ProcessInfo.processInfo.processIdentifier)
+
+    /// The transaction as stored, numbered `number` and stamped now.
+    package func encoded(number: Int64) -> StoredHistoryTransaction {
+        let (entities, bytes) = HistoryCoding.encode(changes)
+        return StoredHistoryTransaction(
+            number: number, timestamp: Date(), author: author, contextName: contextName, processID: Self.processID,
+            entities: entities, changeCount: changes.count, changes: bytes)
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+
+extension SQLiteStore {
+    /// Whether the store's file has history tables.
+    static func hasHistoryTables(_ c: SQLiteConnection) throws -> Bool {
+        (try c.prepare(HistorySQL.tableExists).rows { $0.int64(0) }.first ?? 0) > 0
+    }
+
+    /// Creates the history tables (inside the caller's write transaction).
+    static func createHistoryTables(_ c: SQLiteConnection) throws {
+        for sql in HistorySQL.createTables { try c.execute(sql) }
+    }
+
+    /// The values, as stored now, of the rows of `ids` (for the tombstones of objects a save is
+    /// about to delete), read on the writer connection inside the save's transaction.
+    func storedValues(of ids: [ObjectID], on c: SQLiteConnection) throws -> [ObjectID: [StoredValue]] {
+        var byEntity: [ObjectIdentifier: (EntityDescription, [Int64])] = [:]
+        for id in ids { byEntity[ObjectIdentifier(id.entity), default: (id.entity, [])].1.append(id.primaryKey) }
+        var result: [ObjectID: [StoredValue]] = [:]
+        for (_, (entity, keys)) in byEntity {
+            for row in try readRows(of: entity, keys: keys, on: c) {
+                result[ObjectID(entity: row.entity, storeIdentifier: identifier, primaryKey: row.primaryKey)] = row.values
+            }
+        }
+        return result
+    }
+
+    /// Appends one transaction to the store's history, inside the write transaction the caller
+    /// opened on the writer connection (a save's ``beginSave(_:)``, or a batch request's): it
+    /// commits or rolls back with that transaction, through ``commitSave()`` or
+    /// ``rollbackSave()``. Does nothing when the store does not track history or the record has
+    /// no changes.
+    package func recordHistory(_ record: HistoryTransactionRecord) throws(CoherenceError) {
+        guard tracksHistory, !record.changes.isEmpty else { return }
+        let c = try writerConnectionForSave()
+        let stored = record.encoded(number: 0)
+        do {
+            let st = try c.cachedStatement(HistorySQL.insert)
+            st.bind(stored.timestamp.timeIntervalSinceReferenceDate, at: 1)
+            if let a = stored.author { st.bind(a, at: 2) } else { st.bindNull(2) }
+            if let n = stored.contextName { st.bind(n, at: 3) } else { st.bindNull(3) }
+            st.bind(stored.processID, at: 4)
+            st.bind(stored.entitiesColumn, at: 5)
+            st.bind(Int64(stored.changeCount), at: 6)
+            stored.changes.withUnsafeBytes { st.bind(bytes: $0, at: 7) }
+            try st.execute()
+        } catch {
+            throw storeError(.storeWriteFailed, error, "Recording persistent history failed")
+        }
+        let number = c.lastInsertRowID
+        historyCommits.withLock { $0.pending = number }
+    }
+
+    /// The save's history transaction is committed: its number becomes the last committed one.
+    func historyCommitted() {
+        historyCommits.withLock { state in
+            if let p = state.pending { state.last = p }
+            state.pending = nil
+        }
+    }
+
+    /// The save's history transaction is rolled back.
+    func historyRolledBack() {
+        historyCommits.withLock { $0.pending = nil }
+    }
+
+    package var lastCommittedHistoryToken: PersistentHistoryToken? {
+        historyCommits.withLock { $0.last }.map { PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: $0) }
+    }
+
+    private func historyNotTracked() -> CoherenceError {
+        CoherenceError(.invalidRequest, "The store does not track persistent history.", store: url.path)
+    }
+
+    package func currentHistoryToken() throws(CoherenceError) -> PersistentHistoryToken? {
+        guard tracksHistory else { return nil }
+        let last = try withReader { c in try c.prepare("SELECT \(HistorySQL.lastNumber)").rows { $0.int64(0) }.first ?? 0 }
+        return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: last)
+    }
+
+    package func fetchHistory(_ q: HistoryQuery) throws(CoherenceError) -> (transactions: [PersistentHistoryTransaction], count: Int) {
+        guard tracksHistory else { throw historyNotTracked() }
+        let (filter, bindings) = HistorySQL.filter(q)
+        let entities = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let path = url.path
+        let identifier = self.identifier
+        return try withReader { c in
+            try c.readTransaction { () throws -> (transactions: [PersistentHistoryTransaction], count: Int) in
+                let state = try c.cachedStatement(HistorySQL.state)
+                defer { state.reset() }
+                guard try state.step() else { return ([], 0) }
+                try q.checkNotExpired(deletedThrough: state.int64(0), last: state.int64(1), store: path)
+                state.reset()
+                let limit = q.limit > 0 ? " LIMIT \(q.limit)" : ""
+                if q.countsOnly {
+                    let st = try c.prepare("SELECT count(*) FROM (SELECT 1 FROM \(HistorySQL.transactionTable)\(filter)\(limit))")
+                    st.bind(bindings)
+                    return ([], try st.step() ? Int(st.int64(0)) : 0)
+                }
+                let columns = "Z_PK, Z_TIMESTAMP, Z_AUTHOR, Z_CONTEXTNAME, Z_PROCESSID" + (q.includesChanges ? ", Z_CHANGES" : "")
+                let st = try c.prepare("SELECT \(columns) FROM \(HistorySQL.transactionTable)\(filter) ORDER BY Z_PK\(limit)")
+                st.bind(bindings)
+                var transactions: [PersistentHistoryTransaction] = []
+                while try st.step() {
+                    let number = st.int64(0)
+                    let timestamp = Date(timeIntervalSinceReferenceDate: st.double(1))
+                    let author = st.isNull(2) ? nil : st.string(2)
+                    let contextName = st.isNull(3) ? nil : st.string(3)
+                    let processID = st.string(4)
+                    func make(_ bytes: UnsafeRawBufferPointer) throws(CoherenceError) -> PersistentHistoryTransaction {
+                        try q.transaction(
+                            number: number, timestamp: timestamp, author: author, contextName: contextName, processID: processID,
+                            changes: bytes, storeIdentifier: identifier, entities: entities, store: path)
+                    }
+                    let t = q.includesChanges ? try st.withBlob(5, make) : try make(UnsafeRawBufferPointer(start: nil, count: 0))
+                    transactions.append(t)
+                }
+                return (transactions, transactions.count)
+            }
+        }
+    }
+
+    package func deleteHistory(_ q: HistoryQuery) throws(CoherenceError) -> Int {
+        guard tracksHistory else { throw historyNotTracked() }
+        let c = try writerConnectionForSave()
+        let (filter, bindings) = HistorySQL.filter(q)
+        do {
+            return try c.writeTransaction { () throws -> Int in
+                let range = try c.prepare("SELECT count(*), coalesce(max(Z_PK), 0) FROM \(HistorySQL.transactionTable)\(filter)")
+                range.bind(bindings)
+                guard try range.step() else { return 0 }
+                let count = Int(range.int64(0)), highest = range.int64(1)
+                range.reset()
+                guard count > 0 else { return 0 }
+                let delete = try c.prepare("DELETE FROM \(HistorySQL.transactionTable)\(filter)")
+                delete.bind(bindings)
+                try delete.execute()
+                let note = try c.prepare(HistorySQL.noteDeleted)
+                note.bind(highest, at: 1)
+                try note.execute()
+                return count
+            }
+        } catch {
+            throw storeError(.storeWriteFailed, error, "Deleting persistent history failed")
+        }
+    }
+}
