@@ -23,8 +23,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Who hears of the saves made through this coordinator (see ``subscribe(_:)``).
     private let observers = CoordinatorObservers()
     private let stores = LockedValue<[PersistentStore]>([])
-    /// Serializes saves (and key allocation) across contexts.
-    private let saveLock = LockedValue<Void>()
+    /// Serializes saves (and key allocation, and batch requests) across contexts.
+    let saveLock = LockedValue<Void>()
 
     /// Subscribes `observer` to the saves made through this coordinator (held weakly, once).
     package func subscribe(_ observer: any CoordinatorObserver) {
@@ -213,7 +213,7 @@ public final class PersistentStoreCoordinator: Sendable {
         return stores
     }
 
-    private static func noStoreError(_ entity: EntityDescription) -> CoherenceError {
+    static func noStoreError(_ entity: EntityDescription) -> CoherenceError {
         CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
     }
 
