@@ -239,6 +239,21 @@ func sqliteFileContents(_ url: URL) throws -> [String] {
     return lines
 }
 
+/// The number of join-table rows of a coordinator's one store.
+func joinRowCount(_ c: PersistentStoreCoordinator) throws -> Int {
+    let store = try #require(c.persistentStores.first)
+    if let memory = store.engine as? InMemoryStore {
+        return memory.state.withLock { $0.joins.values.reduce(0) { $0 + $1.count } }
+    }
+    let url = try #require(store.url)
+    let joinTables = Set(
+        c.managedObjectModel.entities.flatMap(\.relationships).compactMap { r -> String? in
+            if case .joinTable(let name, _) = r.storage { return name }
+            return nil
+        })
+    return try sqliteFileContents(url).filter { line in joinTables.contains { line.hasPrefix("\($0): ") } }.count
+}
+
 // MARK: Uniqueness
 
 @Suite("Batch requests: uniqueness")
@@ -603,6 +618,7 @@ struct BatchDeleteTests {
             try context.save()
             return (d.objectID, w1.objectID, w2.objectID, crew.objectID, g.objectID)
         }
+        #expect(try joinRowCount(c) == 3)
         let members = try #require(crew.entity.relationshipsByName["members"])
         let mascots = try #require(crew.entity.relationshipsByName["mascots"])
         // The workers hold the department's key: it is cleared and their versions move on.
@@ -620,12 +636,14 @@ struct BatchDeleteTests {
         deleteWorker.resultType = .objectIDs
         #expect(try c.execute(deleteWorker).updatedObjectIDs == [crew])
         #expect(try c.related(members, of: [crew])[crew] == [w2])
+        #expect(try joinRowCount(c) == 2)
         // A gadget leaves the crew's mascots (a to-many without inverse).
         var deleteGadget = BatchDeleteRequest(objectIDs: [gadget])
         deleteGadget.resultType = .objectIDs
         let gone = try c.execute(deleteGadget)
         #expect(gone.deletedObjectIDs == [gadget] && gone.updatedObjectIDs == [crew])
         #expect(try c.related(mascots, of: [crew])[crew] ?? [] == [])
+        #expect(try joinRowCount(c) == 1)
         #expect(try c.rows(for: [crew])[crew]?.version == 1)
     }
 
@@ -753,8 +771,12 @@ struct BatchMergeTests {
             let people = try view.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]))
             #expect(people.map(\.age) == [30, 30, 30])
             people[0].name = "Ada L."  // an unsaved edit
-            view.refresh(people[2], mergeChanges: false)  // Cy is a fault again (its row cached)
+            // Cy is a fault again, its row in the coordinator's cache.
+            view.refresh(people[2], mergeChanges: false)
+            #expect(people[2].age == 30)
+            view.refresh(people[2], mergeChanges: false)
         }
+        #expect(c.rowCache.entry(for: cy) != nil)
         var update = BatchUpdateRequest<Person>(propertiesToUpdate: ["age": 31])
         update.resultType = .objectIDs
         let updated = try runner.execute(update)
