@@ -475,7 +475,7 @@ struct BatchUpdateTests {
         #expect(named(row)["name"] == .text("Ada L.") && named(row)["age"] == .integer(99) && row.version == 3)
         // A row a batch delete removed is a conflict too (its new version is 0).
         context.mergePolicy = .error
-        try context.performAndWait { ada.age = 1 }
+        context.performAndWait { ada.age = 1 }
         _ = try c.execute(BatchDeleteRequest(objectIDs: [ada.objectID]))
         let gone = try #require(batchError { try context.performAndWait { try context.save() } })
         #expect(gone.code == .conflict && gone.conflicts.first?.newVersion == 0)
@@ -592,7 +592,8 @@ struct BatchDeleteTests {
         var towns = BatchDeleteRequest(objectIDs: [town])
         towns.resultType = .objectIDs
         let cascaded = try c.execute(towns)
-        #expect(cascaded.deletedObjectIDs == [town, person] && cascaded.updatedObjectIDs == [club])
+        // (The club only loses a member: its row does not change, and it is not listed.)
+        #expect(cascaded.deletedObjectIDs == [town, person] && cascaded.updatedObjectIDs.isEmpty)
         #expect(try c.related(club.entity.relationshipsByName["members"]!, of: [club])[club] ?? [] == [])
     }
 
@@ -631,20 +632,37 @@ struct BatchDeleteTests {
             let row = try #require(workers[id])
             #expect(named(row)["dept"] == .null && row.version == 2)
         }
-        // A worker leaves its crew (a join table): the crew is updated, its row unchanged.
+        // A worker leaves its crew (a join table): the join row goes; the crew's row does not
+        // change, so the crew is not listed.
         var deleteWorker = BatchDeleteRequest(objectIDs: [w1])
         deleteWorker.resultType = .objectIDs
-        #expect(try c.execute(deleteWorker).updatedObjectIDs == [crew])
+        let left = try c.execute(deleteWorker)
+        #expect(left.deletedObjectIDs == [w1] && left.updatedObjectIDs.isEmpty)
         #expect(try c.related(members, of: [crew])[crew] == [w2])
         #expect(try joinRowCount(c) == 2)
         // A gadget leaves the crew's mascots (a to-many without inverse).
         var deleteGadget = BatchDeleteRequest(objectIDs: [gadget])
         deleteGadget.resultType = .objectIDs
         let gone = try c.execute(deleteGadget)
-        #expect(gone.deletedObjectIDs == [gadget] && gone.updatedObjectIDs == [crew])
+        #expect(gone.deletedObjectIDs == [gadget] && gone.updatedObjectIDs.isEmpty)
         #expect(try c.related(mascots, of: [crew])[crew] ?? [] == [])
         #expect(try joinRowCount(c) == 1)
         #expect(try c.rows(for: [crew])[crew]?.version == 1)
+        // A worker that keeps its department's key: deleting it leaves the department's row as it was.
+        let (d2, w3) = try context.performAndWait {
+            let d = BatchDept(context: context)
+            d.code = "D2"
+            let w = BatchWorker(context: context)
+            w.dept = d
+            try context.save()
+            return (d.objectID, w.objectID)
+        }
+        var deleteW3 = BatchDeleteRequest(fetchRequest: FetchRequest<BatchWorker>(predicate: #Predicate { $0.dept != nil }))
+        deleteW3.resultType = .objectIDs
+        let w3Gone = try c.execute(deleteW3)
+        #expect(w3Gone.deletedObjectIDs == [w3] && w3Gone.updatedObjectIDs.isEmpty)
+        #expect(try c.rows(for: [d2])[d2]?.version == 1)
+        #expect(try c.related(dept.entity.relationshipsByName["staff"]!, of: [d2])[d2] ?? [] == [])
     }
 
     @Test(arguments: [StoreType.sqlite, .inMemory])

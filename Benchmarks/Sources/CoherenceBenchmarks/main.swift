@@ -31,4 +31,6 @@ if options.wants("W8") {
 }
 try run("W9") { try Workloads.w9(options) }
 try run("W10") { try Workloads.w10(options) }
+try run("B1") { try Workloads.b1(options) }
+try run("B2") { try Workloads.b2(options) }
 report(results, options: options)

@@ -84,6 +84,13 @@ public struct BatchInsertRequest<Entity: ManagedObject> {
     /// The request as stores run it.
     /// - Throws: `.unknownEntity`, `.invalidRequest` (an abstract entity, or no rows given).
     package func storeRequest(in model: ManagedObjectModel, mergePolicy: MergePolicy) throws(CoherenceError) -> StoreBatchRequest {
+        var insert = try storeInsert(in: model, mergePolicy: mergePolicy)
+        insert.listsRows = resultType == .objectIDs
+        return .insert(insert)
+    }
+
+    /// The insert as stores run it (listing its rows).
+    private func storeInsert(in model: ManagedObjectModel, mergePolicy: MergePolicy) throws(CoherenceError) -> StoreBatchRequest.Insert {
         let entity = try FetchRequest<Entity>(entityName: entityName).entity(in: model)
         guard !entity.isAbstract else {
             throw CoherenceError(
@@ -130,8 +137,6 @@ public struct BatchInsertRequest<Entity: ManagedObject> {
         case .objectTrump, .overwrite: resolution = .updateExisting
         case .storeTrump, .rollback: resolution = .keepExisting
         }
-        return .insert(
-            StoreBatchRequest.Insert(
-                entity: entity, uniquenessConflicts: resolution, rowCount: objectsToInsert?.count, nextRow: next))
+        return StoreBatchRequest.Insert(entity: entity, uniquenessConflicts: resolution, rowCount: objectsToInsert?.count, nextRow: next)
     }
 }

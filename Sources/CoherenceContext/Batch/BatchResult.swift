@@ -42,7 +42,7 @@ public struct BatchResult: Sendable, CustomStringConvertible {
 
     package init(_ result: StoreBatchResult, type: BatchRequestResultType) {
         resultType = type
-        count = type == .statusOnly ? nil : result.objectIDs.count
+        count = type == .statusOnly ? nil : result.count
         guard type == .objectIDs else {
             objectIDs = nil
             insertedObjectIDs = []

@@ -109,7 +109,8 @@ package struct BatchExecutor<Writer: BatchWriter> {
         let root = entity.rootEntity
         let initial = entity.initialValues
         var result = StoreBatchResult()
-        if let n = request.rowCount {
+        let lists = request.listsRows || writer.recordsChanges
+        if let n = request.rowCount, lists {
             result.objectIDs.reserveCapacity(n)
             result.changes.reserveCapacity(n)
         }
@@ -141,15 +142,18 @@ package struct BatchExecutor<Writer: BatchWriter> {
             nextKey += 1
             keysLeft -= 1
             if try writer.insertRow(entity, key: key, values: values) {
-                let id = objectID(entity, key)
-                result.objectIDs.append(id)
-                result.changes.append(BatchChange(objectID: id, kind: .insert))
+                if lists {
+                    let id = objectID(entity, key)
+                    result.objectIDs.append(id)
+                    result.changes.append(BatchChange(objectID: id, kind: .insert))
+                }
             } else {
-                try resolveUniqueness(of: values, entity: entity, row: row, request.uniquenessConflicts, into: &result)
+                try resolveUniqueness(of: values, entity: entity, row: row, request.uniquenessConflicts, lists: lists, into: &result)
                 metStoredRows = true
             }
             row += 1
         }
+        result.count = row
         // A row that updated a stored row may have updated one this request inserted or
         // updated before: history lists each object once.
         if metStoredRows { result.changes = Self.coalesced(result.changes) }
@@ -157,10 +161,10 @@ package struct BatchExecutor<Writer: BatchWriter> {
     }
 
     /// A row a uniqueness constraint refused: fails, or updates or keeps the one stored row it
-    /// collides with.
+    /// collides with. (An update is always listed: the coordinator drops the row from its cache.)
     private mutating func resolveUniqueness(
         of values: [StoredValue], entity: EntityDescription, row: Int,
-        _ resolution: StoreBatchRequest.UniquenessResolution, into result: inout StoreBatchResult
+        _ resolution: StoreBatchRequest.UniquenessResolution, lists: Bool, into result: inout StoreBatchResult
     ) throws(CoherenceError) {
         let matches = try writer.uniquenessMatches(entity, values: values)
         var stored: [ObjectID] = []
@@ -184,7 +188,7 @@ package struct BatchExecutor<Writer: BatchWriter> {
                     result.changes.append(BatchChange(objectID: existing, kind: .update, updatedProperties: changed.map(\.name)))
                 }
             }
-            result.objectIDs.append(existing)
+            if lists { result.objectIDs.append(existing) }
             return
         }
         throw uniquenessError(entity, values, row: row, matches)
@@ -233,7 +237,7 @@ package struct BatchExecutor<Writer: BatchWriter> {
                     entity: entity.name, property: a.name, store: writer.storeLocation)
             }
         }
-        let keys = try writer.keys(matching: request.fetch)
+        let keys = try writer.keys(matching: request.fetch, foreignKeys: []).keys
         var result = StoreBatchResult()
         guard !keys.isEmpty, !request.attributes.isEmpty else { return result }
         let written = try writer.updateRows(
@@ -241,6 +245,7 @@ package struct BatchExecutor<Writer: BatchWriter> {
         guard written else { throw updateUniquenessError(request, rows: keys.count) }
         let names = request.attributes.map(\.name)
         let root = entity.rootEntity
+        result.count = keys.count
         result.objectIDs.reserveCapacity(keys.count)
         result.changes.reserveCapacity(keys.count)
         for (key, number) in keys {
@@ -271,26 +276,67 @@ package struct BatchExecutor<Writer: BatchWriter> {
 
     // MARK: Delete
 
-    /// The rows a delete removes, by root table, and the order they were found in.
+    /// The rows a delete removes, in the order they were found, and (built when first asked)
+    /// their keys by root table.
     private struct Deletion {
-        var keys: [ObjectIdentifier: (root: EntityDescription, keys: Set<Int64>)] = [:]
-        var ids: [ObjectID] = []
+        private(set) var ids: [ObjectID] = []
+        private var keys: [ObjectIdentifier: Set<Int64>] = [:]
+        /// The number of `ids` in `keys`.
+        private var indexed = 0
+
+        /// Puts the rows added by ``add(new:)`` in the key sets.
+        mutating func index() {
+            while indexed < ids.count {
+                let id = ids[indexed]
+                keys[ObjectIdentifier(id.entity.rootEntity), default: []].insert(id.primaryKey)
+                indexed += 1
+            }
+        }
 
         /// Adds a row; false when it was already there.
         mutating func add(_ id: ObjectID) -> Bool {
-            let root = id.entity.rootEntity
-            let inserted = keys[ObjectIdentifier(root), default: (root, [])].keys.insert(id.primaryKey).inserted
-            if inserted { ids.append(id) }
-            return inserted
+            index()
+            guard keys[ObjectIdentifier(id.entity.rootEntity), default: []].insert(id.primaryKey).inserted else { return false }
+            ids.append(id)
+            indexed += 1
+            return true
         }
 
+        /// Adds rows known not to be there yet (the rows a fetch matched).
+        mutating func add(new rows: [ObjectID]) {
+            ids += rows
+        }
+
+        /// Whether a row is deleted (call ``index()`` after ``add(new:)`` first).
         func contains(_ id: ObjectID) -> Bool {
-            keys[ObjectIdentifier(id.entity.rootEntity)]?.keys.contains(id.primaryKey) ?? false
+            keys[ObjectIdentifier(id.entity.rootEntity)]?.contains(id.primaryKey) ?? false
+        }
+    }
+
+    /// What delete rules found, applied once every deleted row is known.
+    private struct RuleEffects {
+        var denied: [(relationship: RelationshipDescription, source: ObjectID, destination: ObjectID)] = []
+        /// Destinations whose rows hold a foreign key to a deleted row.
+        var nullified: [(relationship: RelationshipDescription, destination: ObjectID)] = []
+    }
+
+    /// Whether a relationship's delete rule needs the destinations: cascade, deny, and nullify
+    /// where the destination's row holds the foreign key (to clear). A nullified destination that
+    /// only loses the deleted object from a to-many relationship, or from a to-one kept on the
+    /// deleted side, has nothing stored to change.
+    private static func followsDestinations(_ r: RelationshipDescription) -> Bool {
+        guard !r.isTransient else { return false }
+        switch r.deleteRule.kind {
+        case .cascade, .deny: return true
+        case .nullify: return r.inverseRelationship?.hasForeignKey ?? false
+        case .noAction: return false
         }
     }
 
     /// IDs grouped by concrete entity, in the order each entity first appears.
     private static func byEntity(_ ids: [ObjectID]) -> [(entity: EntityDescription, keys: [Int64])] {
+        // Usually one entity (no table to hash into).
+        if let first = ids.first?.entity, ids.allSatisfy({ $0.entity === first }) { return [(first, ids.map(\.primaryKey))] }
         var index: [ObjectIdentifier: Int] = [:]
         var groups: [(entity: EntityDescription, keys: [Int64])] = []
         for id in ids {
@@ -305,56 +351,95 @@ package struct BatchExecutor<Writer: BatchWriter> {
         return groups
     }
 
+    /// The to-one relationships kept in `root`'s table whose delete rules need their
+    /// destinations.
+    private static func foreignKeysToFollow(in root: EntityDescription) -> [RelationshipDescription] {
+        var result: [RelationshipDescription] = []
+        for e in SQLGenerator.hierarchy(of: root) {
+            for r in e.relationships where r.hasForeignKey && followsDestinations(r) {
+                if !result.contains(where: { $0 === r }) { result.append(r) }
+            }
+        }
+        return result
+    }
+
+    /// Whether a join-table relationship of `root`'s hierarchy has a delete rule that reads the
+    /// destinations (they must be read before the rows go: SQLite removes join rows with them).
+    private static func followsJoinRows(_ root: EntityDescription) -> Bool {
+        SQLGenerator.hierarchy(of: root).contains { e in
+            e.relationships.contains { r in
+                guard case .joinTable = r.storage else { return false }
+                return followsDestinations(r)
+            }
+        }
+    }
+
     private mutating func delete(_ request: StoreBatchRequest.Delete) throws(CoherenceError) -> StoreBatchResult {
-        // The rows the request names.
         var deletion = Deletion()
+        var effects = RuleEffects()
+        // The rows the request names, and rows found and not deleted yet.
+        var targets: [ObjectID] = []
+        var pending: [ObjectID] = []
         if let fetch = request.fetch {
             let root = fetch.entity.rootEntity
-            for (key, number) in try writer.keys(matching: fetch) { _ = deletion.add(try objectID(root, number, key)) }
+            if Self.followsJoinRows(root) {
+                for (key, number) in try writer.keys(matching: fetch, foreignKeys: []).keys {
+                    let id = try objectID(root, number, key)
+                    if deletion.add(id) { pending.append(id) }
+                }
+            } else {
+                // The keys (and foreign keys whose rules need them) are read, then the rows
+                // deleted by the fetch's own predicate, before anything else changes.
+                let foreignKeys = Self.foreignKeysToFollow(in: root)
+                let found = try writer.keys(matching: fetch, foreignKeys: foreignKeys)
+                try writer.deleteRows(matching: fetch)
+                targets.reserveCapacity(found.keys.count)
+                for (key, number) in found.keys { targets.append(try objectID(root, number, key)) }
+                deletion.add(new: targets)
+                try removeJoinRows(of: targets, in: root)
+                try applyRules(afterDeleting: targets, foreignKeys, found.foreignKeys, &deletion, &effects, &pending)
+            }
         } else {
             for (entity, keys) in Self.byEntity(request.objectIDs) {
                 let root = entity.rootEntity
-                for (key, number) in try writer.existingKeys(of: entity, among: keys) { _ = deletion.add(try objectID(root, number, key)) }
-            }
-        }
-        var result = StoreBatchResult()
-        result.objectIDs = deletion.ids
-        guard !deletion.ids.isEmpty else { return result }
-
-        // Delete rules, breadth first over the rows cascade rules reach.
-        var denied: [(relationship: RelationshipDescription, source: ObjectID, destination: ObjectID)] = []
-        var nullified: [(relationship: RelationshipDescription, destination: ObjectID)] = []
-        var pending = deletion.ids
-        while !pending.isEmpty {
-            let round = pending
-            pending = []
-            for (entity, keys) in Self.byEntity(round) {
-                for r in entity.relationships where !r.isTransient {
-                    guard let destination = r.destinationEntity else { continue }
-                    switch r.deleteRule.kind {
-                    case .noAction: continue
-                    case .nullify: if r.inverseRelationship == nil { continue }
-                    case .cascade, .deny: break
-                    }
-                    let related = try writer.related(r, sources: keys)
-                    let destinationRoot = destination.rootEntity
-                    for (source, targets) in related {
-                        for (key, number) in targets {
-                            let target = try objectID(destinationRoot, number, key)
-                            switch r.deleteRule.kind {
-                            case .cascade: if deletion.add(target) { pending.append(target) }
-                            case .deny: denied.append((r, objectID(entity, source), target))
-                            default: nullified.append((r, target))
-                            }
-                        }
-                    }
+                for (key, number) in try writer.existingKeys(of: entity, among: keys) {
+                    let id = try objectID(root, number, key)
+                    if deletion.add(id) { pending.append(id) }
                 }
             }
         }
+        if targets.isEmpty { targets = pending }
+        var result = StoreBatchResult()
+        result.objectIDs = targets
+        result.count = targets.count
+        guard !deletion.ids.isEmpty else { return result }
+
+        // Delete rules, breadth first over the rows cascade rules reach: each round deletes the
+        // rows found by the one before.
+        while !pending.isEmpty {
+            let round = pending
+            pending = []
+            var byRoot: [ObjectIdentifier: (root: EntityDescription, ids: [ObjectID])] = [:]
+            var order: [ObjectIdentifier] = []
+            for id in round {
+                let root = id.entity.rootEntity
+                let key = ObjectIdentifier(root)
+                if byRoot[key] == nil { order.append(key) }
+                byRoot[key, default: (root, [])].ids.append(id)
+            }
+            for key in order {
+                guard let (root, ids) = byRoot[key] else { continue }
+                try deleteRound(ids, of: root, &deletion, &effects, &pending)
+            }
+        }
+
         // Deny: a destination that is not deleted too keeps its source.
-        if let refusal = denied.first(where: { !deletion.contains($0.destination) }) {
+        if !effects.denied.isEmpty || !effects.nullified.isEmpty { deletion.index() }
+        if let refusal = effects.denied.first(where: { !deletion.contains($0.destination) }) {
             let r = refusal.relationship
-            let remaining = denied.filter { $0.source == refusal.source && $0.relationship === r && !deletion.contains($0.destination) }
+            let remaining = effects.denied.filter {
+                $0.source == refusal.source && $0.relationship === r && !deletion.contains($0.destination)
+            }
             let owner = refusal.source.entity.name
             throw CoherenceError(
                 .deleteDenied,
@@ -362,16 +447,14 @@ package struct BatchExecutor<Writer: BatchWriter> {
                 entity: owner, property: r.name, objectID: refusal.source, store: writer.storeLocation)
         }
 
-        // Nullify: destinations that stay lose the deleted rows from the inverse relationship;
-        // where the destination's row holds the foreign key, the key is cleared and the row's
-        // version moves on.
+        // Nullify: destinations that stay and hold a deleted row's key have it cleared; their
+        // versions move on.
         var updates: [BatchChange] = []
         var clearing: [ObjectIdentifier: (inverse: RelationshipDescription, rows: [ObjectID])] = [:]
         var clearingOrder: [ObjectIdentifier] = []
-        for (r, destination) in nullified where !deletion.contains(destination) {
+        for (r, destination) in effects.nullified where !deletion.contains(destination) {
             guard let inverse = r.inverseRelationship else { continue }
             updates.append(BatchChange(objectID: destination, kind: .update, updatedProperties: [inverse.name]))
-            guard inverse.hasForeignKey else { continue }
             let key = ObjectIdentifier(inverse)
             if clearing[key] == nil { clearingOrder.append(key) }
             clearing[key, default: (inverse, [])].rows.append(destination)
@@ -386,43 +469,96 @@ package struct BatchExecutor<Writer: BatchWriter> {
             }
         }
 
-        // Join-table rows of the deleted rows go: those of their own relationships, and those of
-        // relationships without an inverse that other entities keep to them (whose sources are
-        // updated).
-        let deletedByEntity = Self.byEntity(deletion.ids)
-        for (entity, keys) in deletedByEntity {
+        result.changes.reserveCapacity(deletion.ids.count + updates.count)
+        for id in deletion.ids { result.changes.append(BatchChange(objectID: id, kind: .delete)) }
+        result.changes += Self.coalesced(updates)
+        return result
+    }
+
+    /// Deletes rows of one table (found by the request or a cascade rule) and applies their
+    /// delete rules: the destinations the rules need through foreign keys and join tables are
+    /// read first, then the rows and their join-table rows are deleted.
+    private mutating func deleteRound(
+        _ ids: [ObjectID], of root: EntityDescription, _ deletion: inout Deletion, _ effects: inout RuleEffects,
+        _ pending: inout [ObjectID]
+    ) throws(CoherenceError) {
+        for (entity, keys) in Self.byEntity(ids) {
+            for r in entity.relationships where Self.followsDestinations(r) {
+                if case .inverseForeignKey = r.storage { continue }  // read after (applyRules)
+                try follow(r, from: entity, keys, try writer.related(r, sources: keys), &deletion, &effects, &pending)
+            }
+        }
+        try writer.deleteRows(root, keys: ids.map(\.primaryKey))
+        try removeJoinRows(of: ids, in: root)
+        try applyRules(afterDeleting: ids, [], [], &deletion, &effects, &pending)
+    }
+
+    /// Removes the join-table rows of deleted rows: those of their own relationships, and those
+    /// of relationships without an inverse that entities keep to them.
+    private mutating func removeJoinRows(of ids: [ObjectID], in root: EntityDescription) throws(CoherenceError) {
+        for (entity, keys) in Self.byEntity(ids) {
             for r in entity.relationships where !r.isTransient {
                 guard case .joinTable = r.storage else { continue }
                 try writer.deleteJoinRows(r, keys: keys, destinations: false)
             }
         }
-        if let model = deletion.ids.first?.entity.managedObjectModel {
-            for (_, (root, keySet)) in deletion.keys {
-                let keys = keySet.sorted()
-                for e in model.entities {
-                    for case let r as RelationshipDescription in e.ownProperties where !r.isTransient && r.inverseRelationship == nil {
-                        guard case .joinTable = r.storage, r.destinationEntity?.rootEntity === root else { continue }
-                        for (_, sources) in try writer.joinSources(r, destinations: keys) {
-                            for (key, number) in sources {
-                                let source = try objectID(e.rootEntity, number, key)
-                                if !deletion.contains(source) {
-                                    updates.append(BatchChange(objectID: source, kind: .update, updatedProperties: [r.name]))
-                                }
-                            }
-                        }
-                        try writer.deleteJoinRows(r, keys: keys, destinations: true)
-                    }
+        guard let model = root.managedObjectModel else { return }
+        var keys: [Int64]?
+        for e in model.entities {
+            for case let r as RelationshipDescription in e.ownProperties where !r.isTransient && r.inverseRelationship == nil {
+                guard case .joinTable = r.storage, r.destinationEntity?.rootEntity === root else { continue }
+                if keys == nil { keys = ids.map(\.primaryKey) }
+                try writer.deleteJoinRows(r, keys: keys ?? [], destinations: true)
+            }
+        }
+    }
+
+    /// Applies the delete rules of deleted rows that need no join table: through their foreign
+    /// keys (`values`, read before they were deleted) and through the foreign keys other rows
+    /// hold to them.
+    private mutating func applyRules(
+        afterDeleting ids: [ObjectID], _ foreignKeys: [RelationshipDescription], _ values: [[Int64: Int64]],
+        _ deletion: inout Deletion, _ effects: inout RuleEffects, _ pending: inout [ObjectID]
+    ) throws(CoherenceError) {
+        let groups = Self.byEntity(ids)
+        for (r, targets) in zip(foreignKeys, values) where !targets.isEmpty {
+            guard let destination = r.destinationEntity, let owner = r.entity else { continue }
+            // The destinations that exist, with their entities.
+            var existing: RelatedKeys = [:]
+            for (key, number) in try writer.existingKeys(of: destination, among: Array(Set(targets.values)).sorted()) {
+                existing[key] = [(key, number)]
+            }
+            var related: RelatedKeys = [:]
+            for (source, target) in targets { if let found = existing[target] { related[source] = found } }
+            for (entity, keys) in groups where entity.isKindOf(owner) {
+                try follow(r, from: entity, keys, related, &deletion, &effects, &pending)
+            }
+        }
+        for (entity, keys) in groups {
+            for r in entity.relationships where Self.followsDestinations(r) {
+                guard case .inverseForeignKey = r.storage else { continue }
+                try follow(r, from: entity, keys, try writer.related(r, sources: keys), &deletion, &effects, &pending)
+            }
+        }
+    }
+
+    /// Applies a relationship's delete rule to the destinations of deleted rows of `entity`.
+    private mutating func follow(
+        _ r: RelationshipDescription, from entity: EntityDescription, _ keys: [Int64], _ related: RelatedKeys,
+        _ deletion: inout Deletion, _ effects: inout RuleEffects, _ pending: inout [ObjectID]
+    ) throws(CoherenceError) {
+        guard !related.isEmpty, let destinationRoot = r.destinationEntity?.rootEntity else { return }
+        for source in keys {
+            guard let targets = related[source] else { continue }
+            for (key, number) in targets {
+                let target = try objectID(destinationRoot, number, key)
+                switch r.deleteRule.kind {
+                case .cascade: if deletion.add(target) { pending.append(target) }
+                case .deny: effects.denied.append((r, objectID(entity, source), target))
+                default: effects.nullified.append((r, target))
                 }
             }
         }
-
-        // The rows themselves.
-        for (_, (root, keys)) in deletion.keys { try writer.deleteRows(root, keys: keys.sorted()) }
-
-        result.changes.reserveCapacity(deletion.ids.count + updates.count)
-        for id in deletion.ids { result.changes.append(BatchChange(objectID: id, kind: .delete)) }
-        result.changes += Self.coalesced(updates)
-        return result
     }
 
     // MARK: Changes

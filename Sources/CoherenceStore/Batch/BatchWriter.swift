@@ -30,26 +30,35 @@ package protocol BatchWriter {
         _ entity: EntityDescription, keys: [Int64], properties: [PropertyDescription],
         values: [StoredValue]
     ) throws(CoherenceError) -> Bool
-    /// The keys and entity numbers of the rows a fetch matches (in the fetch's order).
-    mutating func keys(matching fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
+    /// The keys and entity numbers of the rows a fetch matches (in the fetch's order), and for
+    /// each of `foreignKeys` (to-one relationships kept in the fetched table) the rows' values,
+    /// by row key (rows without one, or of an entity without the relationship, left out).
+    mutating func keys(matching fetch: StoreFetch, foreignKeys: [RelationshipDescription]) throws(CoherenceError) -> (
+        keys: [(primaryKey: Int64, entityNumber: Int)], foreignKeys: [[Int64: Int64]]
+    )
     /// Those of `keys` that are rows of `entity` or its sub-entities, with their entity numbers.
     mutating func existingKeys(of entity: EntityDescription, among keys: [Int64]) throws(CoherenceError) -> [(
         primaryKey: Int64, entityNumber: Int
     )]
     /// The destinations of a relationship, by source key.
     mutating func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys
-    /// For a relationship kept in a join table: its sources, by destination key.
-    mutating func joinSources(_ relationship: RelationshipDescription, destinations: [Int64]) throws(CoherenceError) -> RelatedKeys
     /// Removes the join-table rows of a relationship whose source (or, when `destinations`,
     /// destination) is one of `keys`.
     mutating func deleteJoinRows(_ relationship: RelationshipDescription, keys: [Int64], destinations: Bool) throws(CoherenceError)
     /// Removes the rows `keys` of `root`'s table.
     mutating func deleteRows(_ root: EntityDescription, keys: [Int64]) throws(CoherenceError)
+    /// Removes the rows a fetch matches: those ``keys(matching:foreignKeys:)`` just returned
+    /// (call it before anything else changes).
+    mutating func deleteRows(matching fetch: StoreFetch) throws(CoherenceError)
+    /// Whether ``record(_:)`` records anything (persistent history is on): every row is then
+    /// listed, even for a request that asks only for a count. The default is false.
+    var recordsChanges: Bool { get }
     /// Records the request's changes in the same transaction (persistent history). The default
     /// records nothing.
     mutating func record(_ changes: [BatchChange]) throws(CoherenceError)
 }
 
 extension BatchWriter {
+    package var recordsChanges: Bool { false }
     package mutating func record(_ changes: [BatchChange]) throws(CoherenceError) {}
 }

@@ -19,6 +19,9 @@ package enum StoreBatchRequest {
         package var uniquenessConflicts: UniquenessResolution
         /// The number of rows when known before the first (keys are then reserved at once).
         package var rowCount: Int?
+        /// Whether the result lists the rows (their IDs and changes); when false and the store
+        /// records no history, only their number is reported, which spares an ID per row.
+        package var listsRows = true
         /// Fills `values` — the entity's initial values by slot on entry — with the next row;
         /// returns false (leaving `values` unused) when no rows remain. Called under the store's
         /// write lock: it must not use the coordinator.

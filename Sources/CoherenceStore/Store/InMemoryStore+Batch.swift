@@ -120,8 +120,20 @@ struct MemoryBatchWriter: BatchWriter {
         return true
     }
 
-    mutating func keys(matching fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
-        store.matchingRows(fetch, in: state).map { ($0.primaryKey, $0.entity.entityNumber) }
+    mutating func keys(matching fetch: StoreFetch, foreignKeys: [RelationshipDescription]) throws(CoherenceError) -> (
+        keys: [(primaryKey: Int64, entityNumber: Int)], foreignKeys: [[Int64: Int64]]
+    ) {
+        let rows = store.matchingRows(fetch, in: state)
+        let values = foreignKeys.map { r -> [Int64: Int64] in
+            var found: [Int64: Int64] = [:]
+            guard let owner = r.entity else { return found }
+            // (A sibling entity's row may hold another property at the relationship's slot.)
+            for row in rows where row.entity.isKindOf(owner) {
+                if case .integer(let target) = row.values[r.slot] { found[row.primaryKey] = target }
+            }
+            return found
+        }
+        return (rows.map { ($0.primaryKey, $0.entity.entityNumber) }, values)
     }
 
     mutating func existingKeys(of entity: EntityDescription, among keys: [Int64]) throws(CoherenceError) -> [(
@@ -139,19 +151,6 @@ struct MemoryBatchWriter: BatchWriter {
         store.related(relationship, sources: sources, in: state)
     }
 
-    mutating func joinSources(_ relationship: RelationshipDescription, destinations: [Int64]) throws(CoherenceError) -> RelatedKeys {
-        guard case .joinTable(let name, let sourceIsFirst) = relationship.storage, let source = relationship.entity else { return [:] }
-        let wanted = Set(destinations)
-        let table = state.tables[ObjectIdentifier(source.rootEntity)] ?? [:]
-        var result: RelatedKeys = [:]
-        for pair in (state.joins[name] ?? []).sorted(by: { ($0.first, $0.second) < ($1.first, $1.second) }) {
-            let (src, dst) = sourceIsFirst ? (pair.first, pair.second) : (pair.second, pair.first)
-            guard wanted.contains(dst), let row = table[src] else { continue }
-            result[dst, default: []].append((src, row.entity.entityNumber))
-        }
-        return result
-    }
-
     mutating func deleteJoinRows(_ relationship: RelationshipDescription, keys: [Int64], destinations: Bool) throws(CoherenceError) {
         guard case .joinTable(let name, let sourceIsFirst) = relationship.storage, let pairs = state.joins[name] else { return }
         let gone = Set(keys)
@@ -167,5 +166,9 @@ struct MemoryBatchWriter: BatchWriter {
             indexes.removeUnique(row, from: &state)
             state.tables[table]?[key] = nil
         }
+    }
+
+    mutating func deleteRows(matching fetch: StoreFetch) throws(CoherenceError) {
+        try deleteRows(fetch.entity.rootEntity, keys: store.matchingRows(fetch, in: state).map(\.primaryKey))
     }
 }

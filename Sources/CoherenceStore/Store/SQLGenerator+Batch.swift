@@ -17,6 +17,35 @@ extension SQLGenerator {
         return text
     }
 
+    /// The keys and entity numbers of the rows a fetch matches, each followed by its values of
+    /// `foreignKeys` (columns of the fetched table). The entity number of a hierarchy of one
+    /// entity is a constant, so that an index the predicate uses can answer without reading
+    /// the rows when no foreign key is asked for.
+    package func selectKeys(
+        _ fetch: StoreFetch, foreignKeys: [RelationshipDescription], storeIdentifier: UUID
+    ) throws(CoherenceError) -> (sql: String, bindings: [StoredValue]) {
+        let root = fetch.entity.rootEntity
+        let number = root.subentities.isEmpty ? "\(root.entityNumber)" : "t0.Z_ENT"
+        let columns = (["t0.Z_PK", number] + foreignKeys.map { "t0." + column($0) }).joined(separator: ", ")
+        return try select(fetch, plan: nil, storeIdentifier: storeIdentifier, keyColumns: columns)
+    }
+
+    /// DELETE of the rows a fetch matches (the predicate evaluated again: run it before
+    /// anything else changes, after ``selectKeys(_:foreignKeys:storeIdentifier:)`` read them).
+    /// The predicate filters the DELETE itself when it needs no join and the fetch no order or
+    /// limit; else the DELETE takes the keys of a SELECT.
+    package func deleteRows(_ fetch: StoreFetch, storeIdentifier: UUID) throws(CoherenceError) -> (sql: String, bindings: [StoredValue]) {
+        if fetch.sortKeys.isEmpty && fetch.limit == nil && fetch.offset == 0 {
+            let builder = QueryBuilder(generator: self, rootEntity: fetch.entity, storeIdentifier: storeIdentifier)
+            let whereSQL = try whereClause(fetch, builder)
+            if builder.joins(forScope: 0).isEmpty {
+                return ("DELETE FROM \(table(fetch.entity)) AS t0\(whereSQL)", builder.bindings)
+            }
+        }
+        let (keys, bindings) = try select(fetch, plan: nil, storeIdentifier: storeIdentifier, keyColumns: "t0.Z_PK")
+        return ("DELETE FROM \(table(fetch.entity)) WHERE Z_PK IN (\(keys))", bindings)
+    }
+
     /// UPDATE of some columns of the rows whose keys are bound as one list; parameters: the
     /// values in `properties` order, then the key list. Every row's version moves on by one.
     package func updateRows(_ entity: EntityDescription, properties: [PropertyDescription]) -> String {
@@ -41,15 +70,5 @@ extension SQLGenerator {
     package func deleteJoinRows(_ r: RelationshipDescription, destinations: Bool) -> String? {
         guard let (jt, src, dst) = joinTable(r) else { return nil }
         return "DELETE FROM \(jt) WHERE \(destinations ? dst : src) IN (\(dialect.listParameter()))"
-    }
-
-    /// The sources of a join-table relationship for a list of destination keys. Result
-    /// columns: destination key, source key, source entity number.
-    package func selectJoinSources(_ r: RelationshipDescription) -> String? {
-        guard let (jt, src, dst) = joinTable(r), let source = r.entity else { return nil }
-        return """
-            SELECT j.\(dst), s.Z_PK, s.Z_ENT FROM \(jt) AS j JOIN \(table(source)) AS s ON s.Z_PK = j.\(src) \
-            WHERE j.\(dst) IN (\(dialect.listParameter()))
-            """
     }
 }

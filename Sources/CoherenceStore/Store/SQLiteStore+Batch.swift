@@ -49,13 +49,13 @@ struct SQLiteBatchWriter: BatchWriter {
 
     /// Runs a statement with a key list bound last, as `what` for errors; false when a
     /// uniqueness constraint refused it.
-    private func execute(_ st: SQLiteStatement, _ what: String) throws(CoherenceError) -> Bool {
+    private func execute(_ st: SQLiteStatement, _ what: @autoclosure () -> String) throws(CoherenceError) -> Bool {
         do {
             try st.execute()
             return true
         } catch {
             if error.isUniqueConstraintViolation { return false }
-            throw store.storeError(.storeWriteFailed, error, what)
+            throw store.storeError(.storeWriteFailed, error, what())
         }
     }
 
@@ -162,13 +162,20 @@ struct SQLiteBatchWriter: BatchWriter {
         return try execute(st, "Updating rows of '\(entity.name)' failed")
     }
 
-    mutating func keys(matching fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
-        let (sql, bindings) = try generator.select(fetch, plan: nil, storeIdentifier: storeIdentifier)
+    mutating func keys(matching fetch: StoreFetch, foreignKeys: [RelationshipDescription]) throws(CoherenceError) -> (
+        keys: [(primaryKey: Int64, entityNumber: Int)], foreignKeys: [[Int64: Int64]]
+    ) {
+        let (sql, bindings) = try generator.selectKeys(fetch, foreignKeys: foreignKeys, storeIdentifier: storeIdentifier)
         let st = try statement(sql)
         st.bind(bindings)
         var keys: [(primaryKey: Int64, entityNumber: Int)] = []
-        try query(st) { st in keys.append((st.int64(0), Int(st.int64(1)))) }
-        return keys
+        var values = [[Int64: Int64]](repeating: [:], count: foreignKeys.count)
+        try query(st) { st in
+            let key = st.int64(0)
+            keys.append((key, Int(st.int64(1))))
+            for n in values.indices where !st.isNull(Int32(2 + n)) { values[n][key] = st.int64(Int32(2 + n)) }
+        }
+        return (keys, values)
     }
 
     mutating func existingKeys(of entity: EntityDescription, among keys: [Int64]) throws(CoherenceError) -> [(
@@ -186,10 +193,6 @@ struct SQLiteBatchWriter: BatchWriter {
         try relatedKeys(generator.selectRelated(relationship), sources, relationship.name)
     }
 
-    mutating func joinSources(_ relationship: RelationshipDescription, destinations: [Int64]) throws(CoherenceError) -> RelatedKeys {
-        try relatedKeys(generator.selectJoinSources(relationship), destinations, relationship.name)
-    }
-
     mutating func deleteJoinRows(_ relationship: RelationshipDescription, keys: [Int64], destinations: Bool) throws(CoherenceError) {
         guard !keys.isEmpty, let sql = generator.deleteJoinRows(relationship, destinations: destinations) else { return }
         let st = try statement(sql)
@@ -202,5 +205,12 @@ struct SQLiteBatchWriter: BatchWriter {
         let st = try statement(generator.deleteRows(root))
         st.bind(generator.keyList(keys), at: 1)
         _ = try execute(st, "Deleting rows of '\(root.name)' failed")
+    }
+
+    mutating func deleteRows(matching fetch: StoreFetch) throws(CoherenceError) {
+        let (sql, bindings) = try generator.deleteRows(fetch, storeIdentifier: storeIdentifier)
+        let st = try statement(sql)
+        st.bind(bindings)
+        _ = try execute(st, "Deleting rows of '\(fetch.entity.name)' failed")
     }
 }
