@@ -37,15 +37,26 @@ extension Workloads {
         let n = o.n(100_000)
         let prepared = (0..<n).map { PreparedPerson($0, of: n) }
         let rows = prepared.map(\.dictionary)
-        return try interleave(
-            "B1", "batch insert \(n) rows", reps: o.repetitions,
+        return try batchInsert(
+            "B1", "batch insert \(n) rows (dictionaries)", o, prepared,
+            coherence: { c in try c.execute(BatchInsertRequest<BPerson>(objects: rows)) })
+    }
+
+    /// A batch insert of prepared people: Coherence through `coherence`, raw SQLite and GRDB
+    /// from the prepared structs.
+    private static func batchInsert(
+        _ name: String, _ title: String, _ o: Options, _ prepared: [PreparedPerson],
+        coherence: @escaping (PersistentStoreCoordinator) throws -> Void
+    ) throws -> WorkloadResult {
+        try interleave(
+            name, title, reps: o.repetitions,
             [
                 (
                     "coherence",
                     {
                         try withTemporaryDirectory { dir in
                             let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"))
-                            return try measure { try c.execute(BatchInsertRequest<BPerson>(objects: rows)) }
+                            return try measure { try coherence(c) }
                         }
                     }
                 ),
