@@ -820,3 +820,51 @@ struct BatchMergeTests {
         #expect(try c.count(for: FetchRequest<Person>()) == 2)
     }
 }
+
+@Suite("Batch requests: several stores")
+struct BatchStoresTests {
+    /// An update or a delete by fetch runs in every store holding the entity; an insert goes to
+    /// the first (or to the request's affected store); a delete by IDs runs in each ID's store.
+    @Test func requestsRunInTheStoresTheyConcern() throws {
+        let dir = try TemporaryDirectory()
+        let c = PersistentStoreCoordinator(managedObjectModel: try makeBatchModel())
+        let first = try c.addPersistentStore(type: .sqlite, at: dir.file("first.sqlite"))
+        let second = try c.addPersistentStore(type: .inMemory)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        let (a, b) = try context.performAndWait {
+            let a = Person(context: context)
+            a.name = "A"
+            let b = Person(context: context)
+            b.name = "B"
+            try context.assign(b, to: second)
+            try context.save()
+            return (a.objectID, b.objectID)
+        }
+        #expect(a.storeIdentifier == first.identifier && b.storeIdentifier == second.identifier)
+        var update = BatchUpdateRequest<Person>(propertiesToUpdate: ["age": 7])
+        update.resultType = .objectIDs
+        #expect(Set(try #require(try c.execute(update).objectIDs)) == [a, b])
+        var insert = BatchInsertRequest<Person>(objects: [["name": "C"]])
+        insert.resultType = .objectIDs
+        #expect(try c.execute(insert).objectIDs?.first?.storeIdentifier == first.identifier)
+        insert.affectedStores = [second]
+        let c2 = try #require(try c.execute(insert).objectIDs?.first)
+        #expect(c2.storeIdentifier == second.identifier)
+        var onlySecond = BatchUpdateRequest<Person>(propertiesToUpdate: ["age": 8])
+        onlySecond.affectedStores = [second]
+        onlySecond.resultType = .count
+        #expect(try c.execute(onlySecond).count == 2)
+        var byID = BatchDeleteRequest(objectIDs: [a, c2])
+        byID.resultType = .objectIDs
+        #expect(try c.execute(byID).deletedObjectIDs == [a, c2])
+        var rest = BatchDeleteRequest(fetchRequest: FetchRequest<Person>())
+        rest.resultType = .count
+        #expect(try c.execute(rest).count == 2)
+        #expect(try c.count(for: FetchRequest<Person>()) == 0)
+        // A store that is not attached is refused.
+        let other = PersistentStoreCoordinator(managedObjectModel: c.managedObjectModel)
+        let foreign = try other.addPersistentStore(type: .inMemory)
+        insert.affectedStores = [foreign]
+        #expect(batchError { _ = try c.execute(insert) }?.code == .storeNotAttached)
+    }
+}

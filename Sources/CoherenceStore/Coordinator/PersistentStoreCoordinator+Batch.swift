@@ -26,14 +26,7 @@ extension PersistentStoreCoordinator {
                     throw error
                 }
             }
-            for (i, s) in begun.enumerated() {
-                do throws(CoherenceError) {
-                    try s.engine.commitSave()
-                } catch {
-                    for later in begun[(i + 1)...] { later.engine.rollbackSave() }
-                    throw error
-                }
-            }
+            try Self.commit(begun)
             if !rowCache.isEmpty {
                 rowCache.remove(result.changes.compactMap { $0.kind == .insert ? nil : $0.objectID })
             }

@@ -413,16 +413,22 @@ public final class PersistentStoreCoordinator: Sendable {
                 error.conflicts = conflicts
                 throw error
             }
-            for (i, s) in begun.enumerated() {
-                do throws(CoherenceError) {
-                    try s.engine.commitSave()
-                } catch {
-                    for later in begun[(i + 1)...] { later.engine.rollbackSave() }
-                    throw error
-                }
-            }
+            try Self.commit(begun)
             updateRowCache(changes, result)
             return result
+        }
+    }
+
+    /// Commits the stores whose part of a save or batch request was written, in order; when one
+    /// fails, the ones after it roll back and the error is thrown (the ones before it committed).
+    static func commit(_ begun: [PersistentStore]) throws(CoherenceError) {
+        for (i, s) in begun.enumerated() {
+            do throws(CoherenceError) {
+                try s.engine.commitSave()
+            } catch {
+                for later in begun[(i + 1)...] { later.engine.rollbackSave() }
+                throw error
+            }
         }
     }
 
