@@ -46,6 +46,15 @@ extension SQLGenerator {
         return ("DELETE FROM \(table(fetch.entity)) WHERE Z_PK IN (\(keys))", bindings)
     }
 
+    /// INSERT of a row of `entity` for a batch insert: the key, then the stored attributes (in
+    /// `attributes` order); the entity number and version 1 are written in the statement, and
+    /// foreign keys are left NULL.
+    package func batchInsert(_ entity: EntityDescription, attributes: [AttributeDescription]) -> String {
+        let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + attributes.map(column)
+        let values = ["?", "\(entity.entityNumber)", "1"] + attributes.map { _ in "?" }
+        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
+    }
+
     /// UPDATE of some columns of the rows whose keys are bound as one list; parameters: the
     /// values in `properties` order, then the key list. Every row's version moves on by one.
     package func updateRows(_ entity: EntityDescription, properties: [PropertyDescription]) -> String {

@@ -26,8 +26,9 @@ extension SQLiteStore {
 struct SQLiteBatchWriter: BatchWriter {
     let store: SQLiteStore
     let connection: SQLiteConnection
-    /// The INSERT of the last entity inserted (consecutive rows share it).
-    private var lastInsert: (entity: EntityDescription, statement: SQLiteStatement, layout: InsertLayout)?
+    /// The INSERT of the last entity inserted (consecutive rows share it), with the slot of each
+    /// attribute it binds after the key.
+    private var lastInsert: (entity: EntityDescription, statement: SQLiteStatement, slots: [Int])?
 
     init(store: SQLiteStore, connection: SQLiteConnection) {
         self.store = store
@@ -88,20 +89,22 @@ struct SQLiteBatchWriter: BatchWriter {
 
     mutating func insertRow(_ entity: EntityDescription, key: Int64, values: [StoredValue]) throws(CoherenceError) -> Bool {
         let st: SQLiteStatement
-        let layout: InsertLayout
+        let slots: [Int]
         if let last = lastInsert, last.entity === entity {
             st = last.statement
-            layout = last.layout
+            slots = last.slots
         } else {
-            layout = store.insertLayout(for: entity)
-            st = try statement(layout.sql)
-            lastInsert = (entity, st, layout)
+            let attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
+            st = try statement(generator.batchInsert(entity, attributes: attributes))
+            slots = attributes.map(\.slot)
+            lastInsert = (entity, st, slots)
         }
         st.bind(key, at: 1)
-        st.bind(Int64(entity.entityNumber), at: 2)
-        st.bind(Int64(1), at: 3)
-        for a in layout.attributes { st.bind(values[a.slot], at: a.index) }
-        for fk in layout.foreignKeys { st.bindNull(fk.index) }
+        var index: Int32 = 2
+        for slot in slots {
+            st.bind(values[slot], at: index)
+            index += 1
+        }
         return try execute(st, "Inserting a row of '\(entity.name)' failed")
     }
 
