@@ -48,11 +48,12 @@ public struct BatchInsertRequest<Entity: ManagedObject> {
     public var objectsToInsert: [[String: any Sendable]]?
     /// Fills one row per call (the dictionary is empty on entry) and returns false, or returns
     /// true when there are no more rows (that call's dictionary is not inserted). Called while
-    /// the request runs, under the store's write lock: it must not use the coordinator.
+    /// the request runs, holding the coordinator's save lock: it may read, but must not save,
+    /// obtain permanent IDs or run another batch request through the same coordinator.
     public var dictionaryHandler: ((inout [String: any Sendable]) -> Bool)?
     /// Sets the attributes of a new object of the entity (one not in any context) per call and
     /// returns false, or returns true when there are no more rows. Its attribute values are
-    /// inserted; its relationships are ignored.
+    /// inserted; its relationships are ignored. Called as ``dictionaryHandler`` is.
     public var managedObjectHandler: ((Entity) -> Bool)?
     /// What the result holds (default ``BatchRequestResultType/statusOnly``).
     public var resultType: BatchRequestResultType = .statusOnly

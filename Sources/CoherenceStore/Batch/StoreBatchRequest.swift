@@ -23,8 +23,9 @@ package enum StoreBatchRequest {
         /// records no history, only their number is reported, which spares an ID per row.
         package var listsRows = true
         /// Fills `values` — the entity's initial values by slot on entry — with the next row;
-        /// returns false (leaving `values` unused) when no rows remain. Called under the store's
-        /// write lock: it must not use the coordinator.
+        /// returns false (leaving `values` unused) when no rows remain. Called under the
+        /// coordinator's save lock (the in-memory store calls it for every row before it locks
+        /// its state): it must not save through the coordinator.
         package var nextRow: (inout [StoredValue]) throws(CoherenceError) -> Bool
 
         package init(
