@@ -35,7 +35,8 @@ public struct BatchResult: Sendable, CustomStringConvertible {
     /// Every object inserted (``BatchRequestResultType/objectIDs`` only; else empty).
     public let insertedObjectIDs: Set<ObjectID>
     /// Every object updated: by the request, by an insert that updated a stored row, or by a
-    /// delete rule that changed a relationship (``BatchRequestResultType/objectIDs`` only).
+    /// nullify rule that cleared its foreign key to a deleted object
+    /// (``BatchRequestResultType/objectIDs`` only).
     public let updatedObjectIDs: Set<ObjectID>
     /// Every object deleted, delete rules included (``BatchRequestResultType/objectIDs`` only).
     public let deletedObjectIDs: Set<ObjectID>

@@ -16,8 +16,8 @@ package struct BatchChange: Sendable, CustomStringConvertible {
     /// The row's object (of its concrete entity).
     package var objectID: ObjectID
     package var kind: Kind
-    /// For updates: the names of the properties that changed (attributes set, or a
-    /// relationship a delete rule changed); empty for inserts and deletes.
+    /// For updates: the names of the properties that changed (attributes set, or the to-one
+    /// relationship a nullify rule cleared); empty for inserts and deletes.
     package var updatedProperties: [String]
 
     package init(objectID: ObjectID, kind: Kind, updatedProperties: [String] = []) {
