@@ -36,4 +36,7 @@ try run("H1") { try Workloads.h1(options) }
 try run("H4") { try Workloads.h4(options) }
 try run("H6") { try Workloads.h6(options) }
 try run("H7") { try Workloads.h7(options) }
+// Batch requests against hand-written SQLite.
+try run("B1") { try Workloads.b1(options) }
+try run("B2") { try Workloads.b2(options) }
 report(results, options: options)

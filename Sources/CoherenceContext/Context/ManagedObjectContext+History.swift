@@ -15,7 +15,7 @@ extension ManagedObjectContext {
     /// }
     /// ```
     ///
-    /// - Throws: as ``PersistentStoreCoordinator/execute(_:)``; for example
+    /// - Throws: as `PersistentStoreCoordinator.execute(_:)`; for example
     ///   `.historyTokenExpired` when the history after the token was deleted.
     @discardableResult
     public func execute(_ request: PersistentHistoryChangeRequest) throws(CoherenceError) -> PersistentHistoryResult {

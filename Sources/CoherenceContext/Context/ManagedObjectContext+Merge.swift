@@ -31,13 +31,24 @@ extension ManagedObjectContext {
         merge(event)
     }
 
-    /// Merges changes described by object IDs (for example from another process or a history
-    /// reader) into each context, on each context's executor.
+    /// Merges changes described by object IDs (from a batch request's result, another process or
+    /// a history reader) into each context, on each context's executor, as Core Data's static
+    /// method: registered objects that were updated are reloaded (keeping each context's own
+    /// unsaved edits), deleted ones leave the context, and ObjectsDidChange is posted. The
+    /// coordinators' row caches first forget the updated and deleted rows, so that faults read
+    /// the new values.
+    ///
+    /// ```swift
+    /// var request = BatchDeleteRequest(fetchRequest: FetchRequest<Person>(predicate: #Predicate { $0.age > 99 }))
+    /// request.resultType = .objectIDs
+    /// let result = try coordinator.execute(request)
+    /// ManagedObjectContext.mergeChanges(fromRemoteContextSave: result.changes, into: [viewContext])
+    /// ```
     ///
     /// - Parameter changes: `NotificationKey.insertedObjectIDs` / `.updatedObjectIDs` /
     ///   `.deletedObjectIDs` (or "inserted" / "updated" / "deleted") → `[ObjectID]` or `Set<ObjectID>`.
     /// - Parameter contexts: the contexts to update.
-    public static func mergeChanges(fromRemoteContextSave changes: [String: Any], into contexts: [ManagedObjectContext]) {
+    public static func mergeChanges(fromRemoteContextSave changes: [AnyHashable: Any], into contexts: [ManagedObjectContext]) {
         var event = ContextEvent(kind: .didSave, contextName: nil)
         event.inserted = ids(changes[NotificationKey.insertedObjectIDs] ?? changes[NotificationKey.insertedObjects])
         event.updated = ids(changes[NotificationKey.updatedObjectIDs] ?? changes[NotificationKey.updatedObjects])

@@ -199,38 +199,7 @@ extension ManagedObjectContext {
         for a in entity.ruledAttributes {
             let v = values[a.slot]
             if v.isNull { continue }
-            let rules = a.validation
-            if rules.minimum != nil || rules.maximum != nil {
-                let number: Double?
-                switch v {
-                case .integer(let i): number = Double(i)
-                case .real(let d): number = d
-                case .blob where a.type.isFloatingPoint: number = v.doubleValue  // NaN passes, as NaN < min is false
-                case .text(let t) where a.type == .decimal: number = DecimalText.parse(t).map { NSDecimalNumber(decimal: $0).doubleValue }
-                default: number = nil
-                }
-                if let n = number {
-                    if let min = rules.minimum, n < min { fail(a, "is \(n), below the minimum \(min)") }
-                    if let max = rules.maximum, n > max { fail(a, "is \(n), above the maximum \(max)") }
-                }
-            }
-            if rules.minLength != nil || rules.maxLength != nil {
-                let length: Int?
-                switch v {
-                case .text(let t): length = t.count
-                case .blob(let d): length = d.count
-                default: length = nil
-                }
-                if let n = length {
-                    if let min = rules.minLength, n < min { fail(a, "has length \(n), shorter than \(min)") }
-                    if let max = rules.maxLength, n > max { fail(a, "has length \(n), longer than \(max)") }
-                }
-            }
-            if let regex = a.compiledRegex, case .text(let t) = v {
-                let range = NSRange(t.startIndex..<t.endIndex, in: t)
-                let match = regex.firstMatch(in: t, options: [.anchored], range: range)
-                if match?.range != range { fail(a, "does not match the pattern \(rules.regularExpression ?? "")") }
-            }
+            for message in a.ruleViolations(v) { fail(a, message) }
         }
         for r in entity.constrainedRelationships {
             if !o.isInserted {

@@ -23,7 +23,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Who hears of the saves made through this coordinator (see ``subscribe(_:)``).
     private let observers = CoordinatorObservers()
     private let stores = LockedValue<[PersistentStore]>([])
-    /// Serializes saves (and key allocation, and history deletes) across contexts.
+    /// Serializes saves (and key allocation, history deletes and batch requests) across contexts.
     let saveLock = LockedValue<Void>()
 
     /// Subscribes `observer` to the saves made through this coordinator (held weakly, once).
@@ -217,7 +217,7 @@ public final class PersistentStoreCoordinator: Sendable {
         return stores
     }
 
-    private static func noStoreError(_ entity: EntityDescription) -> CoherenceError {
+    static func noStoreError(_ entity: EntityDescription) -> CoherenceError {
         CoherenceError(.noStoreForEntity, "No attached store holds entity '\(entity.name)'.", entity: entity.name)
     }
 
@@ -417,16 +417,22 @@ public final class PersistentStoreCoordinator: Sendable {
                 error.conflicts = conflicts
                 throw error
             }
-            for (i, s) in begun.enumerated() {
-                do throws(CoherenceError) {
-                    try s.engine.commitSave()
-                } catch {
-                    for later in begun[(i + 1)...] { later.engine.rollbackSave() }
-                    throw error
-                }
-            }
+            try Self.commit(begun)
             updateRowCache(changes, result)
             return result
+        }
+    }
+
+    /// Commits the stores whose part of a save or batch request was written, in order; when one
+    /// fails, the ones after it roll back and the error is thrown (the ones before it committed).
+    static func commit(_ begun: [PersistentStore]) throws(CoherenceError) {
+        for (i, s) in begun.enumerated() {
+            do throws(CoherenceError) {
+                try s.engine.commitSave()
+            } catch {
+                for later in begun[(i + 1)...] { later.engine.rollbackSave() }
+                throw error
+            }
         }
     }
 

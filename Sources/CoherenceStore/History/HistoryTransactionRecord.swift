@@ -25,3 +25,21 @@ package struct HistoryTransactionRecord: Sendable {
             entities: entities, changeCount: changes.count, changes: bytes)
     }
 }
+
+extension HistoryTransactionRecord {
+    /// The history transaction of a batch request: one change per row it inserted, updated or
+    /// deleted (a batch delete keeps no tombstone: its rows are not read before they go).
+    package init(batch changes: [BatchChange]) {
+        self.init(
+            author: nil, contextName: nil,
+            changes: changes.map { c in
+                let type: PersistentHistoryChangeType
+                switch c.kind {
+                case .insert: type = .insert
+                case .update: type = .update
+                case .delete: type = .delete
+                }
+                return HistoryChangeRecord(objectID: c.objectID, type: type, updatedPropertyNames: c.updatedProperties)
+            })
+    }
+}

@@ -5,7 +5,7 @@ import Foundation
 /// Make one with a factory — `fetchHistory(after:)` with a token, a date or a transaction, or
 /// `deleteHistory(before:)` with the same — narrow a fetch with the filters below (applied in the
 /// store's query), and execute it with `context.execute(_:)` or the coordinator's
-/// ``PersistentStoreCoordinator/execute(_:)``:
+/// `PersistentStoreCoordinator.execute(_:)`:
 ///
 /// ```swift
 /// var request = PersistentHistoryChangeRequest.fetchHistory(after: lastToken)

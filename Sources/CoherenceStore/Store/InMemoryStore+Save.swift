@@ -156,29 +156,37 @@ struct MemoryWriter {
         _ row: StoreRow, id: ObjectID, cached: [StoredValue]?, old: Int64,
         in s: InMemoryStore.State
     ) -> SaveConflict? {
-        for (declaring, constraint) in Self.constraints(of: row.entity) {
-            guard let values = Self.uniqueValues(row, declaring, constraint),
+        guard let (constraint, otherRow) = Self.collisions(of: row, in: s).first else { return nil }
+        var otherID = ObjectID(entity: otherRow.entity, storeIdentifier: store.identifier, primaryKey: otherRow.primaryKey)
+        otherID = permanent.first(where: { $0.value == otherID })?.key ?? otherID
+        return SaveConflict(
+            kind: .uniqueness, objectID: id, objectValues: row.values, cachedValues: cached,
+            persistedValues: otherRow.values, oldVersion: old, newVersion: otherRow.version,
+            constraint: constraint, conflictingObjectIDs: [otherID])
+    }
+
+    /// The other rows holding a row's values for one of its uniqueness constraints: one per
+    /// constraint that collides, in the order of ``constraints(of:)``.
+    static func collisions(of row: StoreRow, in s: InMemoryStore.State) -> [(constraint: [String], other: StoreRow)] {
+        var result: [(constraint: [String], other: StoreRow)] = []
+        for (declaring, constraint) in constraints(of: row.entity) {
+            guard let values = uniqueValues(row, declaring, constraint),
                 let other = s.unique[InMemoryStore.uniqueKey(declaring, constraint)]?[values], other != row.primaryKey,
                 let otherRow = s.tables[ObjectIdentifier(row.entity.rootEntity)]?[other]
             else { continue }
-            var otherID = ObjectID(entity: otherRow.entity, storeIdentifier: store.identifier, primaryKey: other)
-            otherID = permanent.first(where: { $0.value == otherID })?.key ?? otherID
-            return SaveConflict(
-                kind: .uniqueness, objectID: id, objectValues: row.values, cachedValues: cached,
-                persistedValues: otherRow.values, oldVersion: old, newVersion: otherRow.version,
-                constraint: constraint, conflictingObjectIDs: [otherID])
+            result.append((constraint, otherRow))
         }
-        return nil
+        return result
     }
 
-    private func addUnique(_ row: StoreRow, to s: inout InMemoryStore.State) {
+    func addUnique(_ row: StoreRow, to s: inout InMemoryStore.State) {
         for (declaring, constraint) in Self.constraints(of: row.entity) {
             guard let values = Self.uniqueValues(row, declaring, constraint) else { continue }
             s.unique[InMemoryStore.uniqueKey(declaring, constraint), default: [:]][values] = row.primaryKey
         }
     }
 
-    private func removeUnique(_ row: StoreRow, from s: inout InMemoryStore.State) {
+    func removeUnique(_ row: StoreRow, from s: inout InMemoryStore.State) {
         for (declaring, constraint) in Self.constraints(of: row.entity) {
             guard let values = Self.uniqueValues(row, declaring, constraint) else { continue }
             let key = InMemoryStore.uniqueKey(declaring, constraint)

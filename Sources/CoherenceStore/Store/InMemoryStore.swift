@@ -95,7 +95,7 @@ package final class InMemoryStore: StoreEngine {
 
     // MARK: Reads
 
-    private func matchingRows(_ fetch: StoreFetch, in s: borrowing State) -> [StoreRow] {
+    func matchingRows(_ fetch: StoreFetch, in s: borrowing State) -> [StoreRow] {
         let root = fetch.entity.rootEntity
         guard let table = s.tables[ObjectIdentifier(root)] else { return [] }
         let allowed: Set<Int> = fetch.includesSubentities ? Set(fetch.entity.descendantNumbers) : [fetch.entity.entityNumber]
@@ -145,38 +145,42 @@ package final class InMemoryStore: StoreEngine {
     }
 
     package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {
-        try read { s in
-            let context = RowContext(state: copy s, store: self)
-            var result: RelatedKeys = [:]
-            let wanted = Set(sources)
-            switch relationship.storage {
-            case .foreignKey:
-                guard let source = relationship.entity, let table = s.tables[ObjectIdentifier(source.rootEntity)] else { return [:] }
-                for pk in sources {
-                    guard let row = table[pk], case .integer(let fk) = row.values[relationship.slot],
-                        let dest = context.row(of: relationship.destinationEntity, key: fk)
-                    else { continue }
-                    result[pk] = [(fk, dest.entity.entityNumber)]
-                }
-            case .inverseForeignKey:
-                guard let inverse = relationship.inverseRelationship, let dest = relationship.destinationEntity,
-                    let table = s.tables[ObjectIdentifier(dest.rootEntity)]
-                else { return [:] }
-                let allowed = Set(dest.descendantNumbers)
-                for row in table.values.sorted(by: { $0.primaryKey < $1.primaryKey }) where allowed.contains(row.entity.entityNumber) {
-                    if case .integer(let fk) = row.values[inverse.slot], wanted.contains(fk) {
-                        result[fk, default: []].append((row.primaryKey, row.entity.entityNumber))
-                    }
-                }
-            case .joinTable(let name, let sourceIsFirst):
-                for pair in (s.joins[name] ?? []).sorted(by: { ($0.first, $0.second) < ($1.first, $1.second) }) {
-                    let (src, dst) = sourceIsFirst ? (pair.first, pair.second) : (pair.second, pair.first)
-                    guard wanted.contains(src), let dest = context.row(of: relationship.destinationEntity, key: dst) else { continue }
-                    result[src, default: []].append((dst, dest.entity.entityNumber))
+        try read { s in related(relationship, sources: sources, in: copy s) }
+    }
+
+    /// Destinations of a relationship for several source keys, in a state (committed, or a
+    /// batch request's state in progress).
+    func related(_ relationship: RelationshipDescription, sources: [Int64], in s: State) -> RelatedKeys {
+        let context = RowContext(state: s, store: self)
+        var result: RelatedKeys = [:]
+        let wanted = Set(sources)
+        switch relationship.storage {
+        case .foreignKey:
+            guard let source = relationship.entity, let table = s.tables[ObjectIdentifier(source.rootEntity)] else { return [:] }
+            for pk in sources {
+                guard let row = table[pk], case .integer(let fk) = row.values[relationship.slot],
+                    let dest = context.row(of: relationship.destinationEntity, key: fk)
+                else { continue }
+                result[pk] = [(fk, dest.entity.entityNumber)]
+            }
+        case .inverseForeignKey:
+            guard let inverse = relationship.inverseRelationship, let dest = relationship.destinationEntity,
+                let table = s.tables[ObjectIdentifier(dest.rootEntity)]
+            else { return [:] }
+            let allowed = Set(dest.descendantNumbers)
+            for row in table.values.sorted(by: { $0.primaryKey < $1.primaryKey }) where allowed.contains(row.entity.entityNumber) {
+                if case .integer(let fk) = row.values[inverse.slot], wanted.contains(fk) {
+                    result[fk, default: []].append((row.primaryKey, row.entity.entityNumber))
                 }
             }
-            return result
+        case .joinTable(let name, let sourceIsFirst):
+            for pair in (s.joins[name] ?? []).sorted(by: { ($0.first, $0.second) < ($1.first, $1.second) }) {
+                let (src, dst) = sourceIsFirst ? (pair.first, pair.second) : (pair.second, pair.first)
+                guard wanted.contains(src), let dest = context.row(of: relationship.destinationEntity, key: dst) else { continue }
+                result[src, default: []].append((dst, dest.entity.entityNumber))
+            }
         }
+        return result
     }
 
     package func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64 {
@@ -227,7 +231,7 @@ package final class InMemoryStore: StoreEngine {
         }
     }
 
-    private static func restore(_ s: inout State) {
+    static func restore(_ s: inout State) {
         s.history.pending = nil
         guard let saved = s.saved else { return }
         s.tables = saved.tables

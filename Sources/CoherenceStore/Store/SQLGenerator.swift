@@ -184,18 +184,14 @@ package struct SQLGenerator: Sendable {
             singleEntityNumber: hierarchy.count == 1 ? entity.entityNumber : nil)
     }
 
-    /// A SELECT for a fetch: rows, object IDs (`idsOnly`) or a count.
-    package func select(_ fetch: StoreFetch, plan: SelectPlan?, storeIdentifier: UUID, count: Bool = false)
-        throws(CoherenceError) -> (sql: String, bindings: [StoredValue])
-    {
+    /// A SELECT for a fetch: rows (`plan`), keys and entity numbers (no plan; `keyColumns`
+    /// replaces `t0.Z_PK, t0.Z_ENT`) or a count.
+    package func select(
+        _ fetch: StoreFetch, plan: SelectPlan?, storeIdentifier: UUID, count: Bool = false,
+        keyColumns: String? = nil
+    ) throws(CoherenceError) -> (sql: String, bindings: [StoredValue]) {
         let builder = QueryBuilder(generator: self, rootEntity: fetch.entity, storeIdentifier: storeIdentifier)
-        var conditions: [String] = []
-        if let restriction = entityRestriction(fetch.entity, includesSubentities: fetch.includesSubentities, alias: "t0") {
-            conditions.append(restriction)
-        }
-        if let predicate = fetch.predicate {
-            conditions.append(try builder.sql(predicate))
-        }
+        let whereSQL = try whereClause(fetch, builder)
         var orderBy: [String] = []
         for key in fetch.sortKeys {
             var expr = try builder.sql(.path(key.path))
@@ -208,12 +204,11 @@ package struct SQLGenerator: Sendable {
             }
             orderBy.append(expr + (key.ascending ? " ASC" : " DESC"))
         }
-        let whereSQL = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
         let from = "\(table(fetch.entity)) AS t0\(builder.joins(forScope: 0))"
         if count {
             return ("SELECT count(*) FROM \(from)\(whereSQL)", builder.bindings)
         }
-        let columns = plan?.columnsSQL ?? "t0.Z_PK, t0.Z_ENT"
+        let columns = plan?.columnsSQL ?? keyColumns ?? "t0.Z_PK, t0.Z_ENT"
         var sql = "SELECT \(columns) FROM \(from)\(whereSQL)"
         if !orderBy.isEmpty || fetch.limit != nil || fetch.offset > 0 {
             orderBy.append("t0.Z_PK ASC")  // deterministic ties, the same as in-memory evaluation
@@ -226,6 +221,19 @@ package struct SQLGenerator: Sendable {
             bindings.append(.integer(Int64(fetch.offset)))
         }
         return (sql, bindings)
+    }
+
+    /// The WHERE clause of a fetch over `t0` (the entity restriction and the predicate), or
+    /// nothing; the predicate's joins and bindings go to `builder`.
+    func whereClause(_ fetch: StoreFetch, _ builder: QueryBuilder) throws(CoherenceError) -> String {
+        var conditions: [String] = []
+        if let restriction = entityRestriction(fetch.entity, includesSubentities: fetch.includesSubentities, alias: "t0") {
+            conditions.append(restriction)
+        }
+        if let predicate = fetch.predicate {
+            conditions.append(try builder.sql(predicate))
+        }
+        return conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
     }
 
     /// Restricts a hierarchy table to an entity (and its descendants); nil when every row qualifies.

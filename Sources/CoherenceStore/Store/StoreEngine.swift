@@ -38,6 +38,10 @@ package protocol StoreEngine: AnyObject, Sendable {
     func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult
     func commitSave() throws(CoherenceError)
     func rollbackSave()
+    /// Runs a batch request (rows inserted, updated or deleted without objects) inside an open
+    /// transaction and reports the rows it changed; ``commitSave()`` or ``rollbackSave()`` ends
+    /// it, as for a save. On an error nothing is written and the transaction is already ended.
+    func beginBatch(_ request: StoreBatchRequest) throws(CoherenceError) -> StoreBatchResult
 
     /// Closes the store's files. Later calls fail with `.storeNotAttached`.
     func close()

@@ -1,0 +1,64 @@
+import Foundation
+
+/// The row operations a store offers a batch request, inside the store's open write
+/// transaction. ``BatchExecutor`` builds every batch request out of these, so the rules
+/// (validation, uniqueness, row versions, delete rules) are written once for every store.
+///
+/// Keys are primary keys within one entity hierarchy's table.
+package protocol BatchWriter {
+    /// The store's UUID (the store of every ``ObjectID`` made).
+    var storeIdentifier: UUID { get }
+    /// The store as errors name it.
+    var storeLocation: String { get }
+
+    /// Reserves `count` primary keys in `root`'s table; returns the first.
+    mutating func allocateKeys(for root: EntityDescription, count: Int) throws(CoherenceError) -> Int64
+    /// Inserts a row of `entity` at version 1 (values by slot; no foreign keys). Returns false,
+    /// having written nothing, when a uniqueness constraint refuses it.
+    mutating func insertRow(_ entity: EntityDescription, key: Int64, values: [StoredValue]) throws(CoherenceError) -> Bool
+    /// For each uniqueness constraint of `entity` (and its ancestors) whose values in `values`
+    /// are all non-nil: the stored rows holding the same values.
+    mutating func uniquenessMatches(_ entity: EntityDescription, values: [StoredValue]) throws(CoherenceError) -> [(
+        constraint: [String], rows: [ObjectID]
+    )]
+    /// The stored row of an object, or nil.
+    mutating func row(_ id: ObjectID) throws(CoherenceError) -> StoreRow?
+    /// Sets `properties` (attributes or foreign keys) to `values` on the rows `keys` of
+    /// `entity`'s table and moves each row's version on by one. Returns false, having written
+    /// nothing, when a uniqueness constraint refuses it.
+    mutating func updateRows(
+        _ entity: EntityDescription, keys: [Int64], properties: [PropertyDescription],
+        values: [StoredValue]
+    ) throws(CoherenceError) -> Bool
+    /// The keys and entity numbers of the rows a fetch matches (in the fetch's order), and for
+    /// each of `foreignKeys` (to-one relationships kept in the fetched table) the rows' values,
+    /// by row key (rows without one, or of an entity without the relationship, left out).
+    mutating func keys(matching fetch: StoreFetch, foreignKeys: [RelationshipDescription]) throws(CoherenceError) -> (
+        keys: [(primaryKey: Int64, entityNumber: Int)], foreignKeys: [[Int64: Int64]]
+    )
+    /// Those of `keys` that are rows of `entity` or its sub-entities, with their entity numbers.
+    mutating func existingKeys(of entity: EntityDescription, among keys: [Int64]) throws(CoherenceError) -> [(
+        primaryKey: Int64, entityNumber: Int
+    )]
+    /// The destinations of a relationship, by source key.
+    mutating func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys
+    /// Removes the join-table rows of a relationship whose source (or, when `destinations`,
+    /// destination) is one of `keys`.
+    mutating func deleteJoinRows(_ relationship: RelationshipDescription, keys: [Int64], destinations: Bool) throws(CoherenceError)
+    /// Removes the rows `keys` of `root`'s table.
+    mutating func deleteRows(_ root: EntityDescription, keys: [Int64]) throws(CoherenceError)
+    /// Removes the rows a fetch matches: those ``keys(matching:foreignKeys:)`` just returned
+    /// (call it before anything else changes).
+    mutating func deleteRows(matching fetch: StoreFetch) throws(CoherenceError)
+    /// Whether ``record(_:)`` records anything (persistent history is on): every row is then
+    /// listed, even for a request that asks only for a count. The default is false.
+    var recordsChanges: Bool { get }
+    /// Records the request's changes in the same transaction (persistent history). The default
+    /// records nothing.
+    mutating func record(_ changes: [BatchChange]) throws(CoherenceError)
+}
+
+extension BatchWriter {
+    package var recordsChanges: Bool { false }
+    package mutating func record(_ changes: [BatchChange]) throws(CoherenceError) {}
+}
