@@ -73,7 +73,7 @@ extension EntityDescription {
             type.init(entity: ModelReflection.placeholderEntity)
         }
         let checked = replayed.count == slotsByPlace.count && template.misplacedWrapper(for: self) == nil
-        return SlotPlan(recordedObject: recorded, slotsByPlace: slotsByPlace, template: checked ? template : nil)
+        return SlotPlan(objectClass: type, recordedObject: recorded, slotsByPlace: slotsByPlace, template: checked ? template : nil)
     }
 
     /// The slot of the property a wrapper whose storage is named `label` (`_name`) is for: that

@@ -1,6 +1,12 @@
 extension EntityDescription {
     /// The class instantiated for objects of this entity.
-    public var managedObjectClass: ManagedObject.Type { (objectClass as? ManagedObject.Type) ?? ManagedObject.self }
+    public var managedObjectClass: ManagedObject.Type {
+        guard let objectClass else { return ManagedObject.self }
+        // The entity's slot plan knows its class (a class cast instead of a metatype cast, on
+        // the path that makes every fetched object).
+        if let plan = objectClassData as? SlotPlan { return plan.objectClass }
+        return (objectClass as? ManagedObject.Type) ?? ManagedObject.self
+    }
 
     /// Creates an entity description (`recordsValuesInHistory`: see
     /// ``EntityDescription/recordsValuesInHistory``).

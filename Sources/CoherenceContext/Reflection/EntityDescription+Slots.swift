@@ -22,8 +22,14 @@ package final class SlotPlan: @unchecked Sendable {
     /// The slot of each place in the initialization order (-1: no property of the entity).
     package let slotsByPlace: [Int16]
 
-    /// Makes a plan from its recorded object, the slot of each place, and its checked template.
-    init(recordedObject: AnyObject, slotsByPlace: [Int16], template: AnyObject?) {
+    /// The class the plan is for (what ``EntityDescription/managedObjectClass`` reads, without a
+    /// dynamic cast, for the entity's own plan).
+    let objectClass: ManagedObject.Type
+
+    /// Makes a plan from its class, recorded object, the slot of each place, and its checked
+    /// template.
+    init(objectClass: ManagedObject.Type, recordedObject: AnyObject, slotsByPlace: [Int16], template: AnyObject?) {
+        self.objectClass = objectClass
         self.recordedObject = recordedObject
         self.slotsByPlace = slotsByPlace
         self.template = template
