@@ -24,7 +24,15 @@ public final class PersistentStoreCoordinator: Sendable {
     private let observers = CoordinatorObservers()
     private let stores = LockedValue<[PersistentStore]>([])
     /// Serializes saves (and key allocation) across contexts.
-    private let saveLock = LockedValue<Void>()
+    let saveLock = LockedValue<Void>()
+    /// The stores whose other writers this coordinator listens to, by identifier (see
+    /// ``remoteChanges``).
+    let remoteWatches = LockedValue<[UUID: RemoteWatch]>([:])
+    /// The streams of ``remoteChanges``.
+    let remoteChangeBroadcaster = Broadcaster<PersistentStoreRemoteChange>()
+    /// Test hook: called after each look at a store whose watcher woke up, with the store's
+    /// identifier and whether another writer had committed (a change was posted).
+    package let remoteCheckHook = LockedValue<(@Sendable (UUID, Bool) -> Void)?>(nil)
 
     /// Subscribes `observer` to the saves made through this coordinator (held weakly, once).
     package func subscribe(_ observer: any CoordinatorObserver) {
@@ -42,6 +50,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     deinit {
+        stopWatchingRemoteChanges()
+        remoteChangeBroadcaster.finish()
         for s in stores.withLock({ $0 }) { s.engine.close() }
     }
 
@@ -98,6 +108,15 @@ public final class PersistentStoreCoordinator: Sendable {
                 .alreadyAttached, "A store with the same UUID is already attached (a copy of the same file?).",
                 store: url?.path)
         }
+        if options.remoteChangeNotificationPost && type == .sqlite {
+            do {
+                try startWatchingRemoteChanges(store)
+            } catch {
+                stores.withLock { $0.removeAll { $0 === store } }
+                engine.close()
+                throw error
+            }
+        }
         return store
     }
 
@@ -114,6 +133,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 .storeNotAttached, "The store is not attached to this coordinator.",
                 store: Self.location(of: store))
         }
+        stopWatchingRemoteChanges(store)
         saveLock.withLock { () -> Void in store.engine.close() }
         rowCache.removeAll(inStore: store.identifier)
     }
@@ -314,6 +334,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 missing[sid, default: [:]][ObjectIdentifier(entity), default: (entity, [])].1.append(id.primaryKey)
             }
         }
+        // Rows read before another process's commit dropped the store's rows are not cached.
+        let generation = missing.isEmpty ? 0 : rowCache.generation
         for (sid, groups) in missing {
             guard let store = persistentStore(withIdentifier: sid) else {
                 throw Self.detachedStoreError(sid, entity: groups.values.first?.0)
@@ -322,7 +344,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 for row in try store.engine.rows(of: entity, keys: keys) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
                     result[id] = row
-                    rowCache.store(.init(values: row.values, version: row.version), for: id)
+                    rowCache.store(.init(values: row.values, version: row.version), for: id, readAt: generation)
                 }
             }
         }
@@ -418,10 +440,13 @@ public final class PersistentStoreCoordinator: Sendable {
                     try s.engine.commitSave()
                 } catch {
                     for later in begun[(i + 1)...] { later.engine.rollbackSave() }
+                    // The stores before it did commit: their other writers hear of it.
+                    announceCommit(to: Array(begun[..<i]))
                     throw error
                 }
             }
             updateRowCache(changes, result)
+            announceCommit(to: begun)
             return result
         }
     }

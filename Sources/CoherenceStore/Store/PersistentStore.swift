@@ -22,20 +22,36 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// How much a SQLite store waits for the disk when it saves (default ``Synchronous/normal``:
     /// a save survives a crashed process; ``Synchronous/full``: a power loss too).
     public var synchronous: Synchronous
+    /// Whether the coordinator posts `Notification.Name.persistentStoreRemoteChange`
+    /// when another coordinator — in this process or another process on the same machine —
+    /// commits to this SQLite store, and announces its own commits to them (Core Data's
+    /// `NSPersistentStoreRemoteChangeNotificationPostOptionKey`). Default `false`.
+    ///
+    /// Every coordinator that should be heard opens the store with the option: commits are
+    /// announced through a companion file next to the store (`<store>-changes`). An in-memory
+    /// store belongs to one coordinator and ignores the option. See
+    /// ``PersistentStoreCoordinator/remoteChanges``.
+    ///
+    /// ```swift
+    /// try coordinator.addPersistentStore(type: .sqlite, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
+    /// ```
+    public var remoteChangeNotificationPost: Bool
 
-    /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``.
+    /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``, no remote-change
+    /// notifications.
     public init(
         migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true,
-        synchronous: Synchronous = .normal
+        synchronous: Synchronous = .normal, remoteChangeNotificationPost: Bool = false
     ) {
         self.migratesAutomatically = migratesAutomatically
         self.infersMappingModelAutomatically = infersMappingModelAutomatically
         self.synchronous = synchronous
+        self.remoteChangeNotificationPost = remoteChangeNotificationPost
     }
 
     /// The options' values on one line.
     public var description: String {
-        "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically), synchronous: \(synchronous)"
+        "migratesAutomatically: \(migratesAutomatically), infersMappingModelAutomatically: \(infersMappingModelAutomatically), synchronous: \(synchronous), remoteChangeNotificationPost: \(remoteChangeNotificationPost)"
     }
 }
 
