@@ -43,7 +43,8 @@ import Testing
     }
 
     /// A coordinator's own commit wakes its watcher (it wrote the companion file), and so does
-    /// a write to the companion file without any commit: neither posts anything.
+    /// a write to the companion file that does not move its commit counter: neither posts
+    /// anything.
     @Test func ownCommitsAndSpuriousWakeUpsPostNothing() async throws {
         let dir = try TemporaryDirectory()
         let url = dir.file("notes.sqlite")
@@ -52,7 +53,13 @@ import Testing
 
         try insertNote(a, author: "a")
         #expect(await heard.nextCheck() == false)
-        RemoteChangeWatcher.announceCommit(companionPath: RemoteChangeWatcher.companionPath(forStoreAt: url))
+        // The companion file written without a commit: its counter rewritten as it is.
+        let companion = CommitCounterFile.path(forStoreAt: url)
+        let counter = try Data(contentsOf: URL(fileURLWithPath: companion))
+        #expect(counter.count == 16)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: companion))
+        try handle.write(contentsOf: counter)
+        try handle.close()
         #expect(await heard.nextCheck() == false)
         #expect(heard.notifications.withLock { $0.isEmpty })
         #expect(heard.streamed.withLock { $0.isEmpty })
@@ -61,7 +68,66 @@ import Testing
         let b = try remoteCoordinator(url)
         try insertNote(b, author: "b")
         #expect(try await heard.wait { !heard.notifications.withLock { $0.isEmpty } })
-        #expect(heard.checks.withLock { $0.contains(true) })
+    }
+
+    /// The companion file deleted while coordinators listen: the watchers watch the file made
+    /// again, and later commits are still heard.
+    @Test func aDeletedCompanionFileIsWatchedAgain() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        let a = try remoteCoordinator(url), b = try remoteCoordinator(url)
+        let heardByA = RemoteChangeRecorder(a)
+        try insertNote(b, author: "b", sequence: 1)
+        #expect(try await heardByA.wait { heardByA.notifications.withLock { $0.count } == 1 })
+
+        try FileManager.default.removeItem(atPath: CommitCounterFile.path(forStoreAt: url))
+        try insertNote(b, author: "b", sequence: 2)
+        #expect(try await heardByA.wait { try noteCount(a, author: "b") == 2 && heardByA.notifications.withLock { $0.count } >= 2 })
+        let posted = heardByA.notifications.withLock { $0.count }
+        try insertNote(b, author: "b", sequence: 3)
+        #expect(try await heardByA.wait { heardByA.notifications.withLock { $0.count } > posted })
+        #expect(try noteCount(a, author: "b") == 3)
+        #expect(FileManager.default.fileExists(atPath: CommitCounterFile.path(forStoreAt: url)))
+    }
+
+    /// The commit counter: each increment returns the next count of the same file; a file made
+    /// again gets another name, so a watcher tells it from the old one at any count.
+    @Test func theCommitCounterNamesItsFile() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("store.sqlite-changes").path
+        #expect(CommitCounterFile.reading(at: path) == nil)  // no file
+        let first = try #require(CommitCounterFile.increment(at: path))
+        let second = try #require(CommitCounterFile.increment(at: path))
+        #expect(first.count == 1 && second.count == 2 && first.file == second.file && first.file != 0)
+        #expect(CommitCounterFile.reading(at: path) == second)
+        try FileManager.default.removeItem(atPath: path)
+        let again = try #require(CommitCounterFile.increment(at: path))
+        #expect(again.count == 1 && again.file != first.file)
+    }
+
+    /// How a watch counts commits: its own are left out, other coordinators' are news, and a
+    /// file made again (even at the count it had seen) counts from 0.
+    @Test func aWatchCountsOnlyTheOthersCommits() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        let coordinator = try remoteCoordinator(url)
+        let store = try #require(coordinator.persistentStores.first)
+        let watcher = try #require(coordinator.remoteChangeWatcher(for: store))
+        typealias R = CommitCounterFile.Reading
+        var watch = RemoteWatch(store: store, watcher: watcher, seen: R(file: 7, count: 1))
+        watch.own = [R(file: 7, count: 2), R(file: 7, count: 4)]
+        let own = watch.othersCommits(upTo: R(file: 7, count: 2))
+        #expect(!own)
+        let another = watch.othersCommits(upTo: R(file: 7, count: 4))  // 3 is another's, 4 its own
+        #expect(another)
+        #expect(watch.own.isEmpty)
+        let spurious = watch.othersCommits(upTo: R(file: 7, count: 4))  // a wake-up without a commit
+        #expect(!spurious)
+        let madeAgain = watch.othersCommits(upTo: R(file: 9, count: 4))  // another file, same count
+        #expect(madeAgain)
+        watch.own = [R(file: 9, count: 5)]
+        let ownInTheNewFile = watch.othersCommits(upTo: R(file: 9, count: 5))
+        #expect(!ownInTheNewFile)
     }
 
     /// A remote change drops the coordinator's cached rows of the store: an object refreshed
@@ -133,7 +199,7 @@ import Testing
         #expect(!StoreOptions().remoteChangeNotificationPost)
         #expect(coordinator.remoteChangeWatcher(for: store) == nil)
         try insertNote(coordinator, author: "a")
-        #expect(!FileManager.default.fileExists(atPath: RemoteChangeWatcher.companionPath(forStoreAt: url)))
+        #expect(!FileManager.default.fileExists(atPath: CommitCounterFile.path(forStoreAt: url)))
     }
 
     // MARK: Watcher lifecycle

@@ -20,13 +20,18 @@ extension PersistentStoreCoordinator {
     public var remoteChanges: AsyncStream<PersistentStoreRemoteChange> { remoteChangeBroadcaster.stream() }
 
     /// Tells the other coordinators that have these stores open that this one committed to
-    /// them: writes the companion file of each SQLite store opened with
-    /// ``StoreOptions/remoteChangeNotificationPost`` (the others are left alone). Every path
-    /// that commits to a store calls it after the commit.
+    /// them: adds one to the commit counter of each SQLite store opened with
+    /// ``StoreOptions/remoteChangeNotificationPost`` (the others are left alone), and notes the
+    /// value as this coordinator's own. Every path that commits to a store calls it after the
+    /// commit.
     package func announceCommit(to stores: [PersistentStore]) {
         for store in stores where store.options.remoteChangeNotificationPost {
             guard let url = store.url else { continue }
-            RemoteChangeWatcher.announceCommit(companionPath: RemoteChangeWatcher.companionPath(forStoreAt: url))
+            // Under the watches' lock: a look at the counter sees the value and knows it as ours.
+            remoteWatches.withLock { watches in
+                guard let reading = CommitCounterFile.increment(at: CommitCounterFile.path(forStoreAt: url)) else { return }
+                if watches[store.identifier]?.store === store { watches[store.identifier]?.own.insert(reading) }
+            }
         }
     }
 
@@ -36,22 +41,22 @@ extension PersistentStoreCoordinator {
     }
 
     /// Starts listening to the other writers of a SQLite store just attached.
-    /// - Throws: `.storeOpenFailed` when its companion file cannot be made or watched.
+    /// - Throws: `.storeOpenFailed` when its companion file cannot be made, read or watched.
     func startWatchingRemoteChanges(_ store: PersistentStore) throws(CoherenceError) {
         guard let url = store.url else { return }
-        let watcher = RemoteChangeWatcher(companionPath: RemoteChangeWatcher.companionPath(forStoreAt: url)) {
-            [weak self, store] in
-            self?.storeWoke(store)
-        }
+        let path = CommitCounterFile.path(forStoreAt: url)
+        let watcher = RemoteChangeWatcher(companionPath: path) { [weak self, store] in self?.storeWoke(store) }
+        try watcher.start()
         // Commits from here on are the others' news; the ones before are what the store is.
-        let version = try saveLock.withLock { () throws(CoherenceError) -> Int64? in try store.engine.externalCommitVersion() }
-        guard let version else { return }
-        remoteWatches.withLock { $0[store.identifier] = RemoteWatch(store: store, watcher: watcher, lastVersion: version) }
-        do {
-            try watcher.start()
-        } catch {
-            remoteWatches.withLock { $0[store.identifier] = nil }
-            throw error
+        // (Under the watches' lock, as a commit's announcement.)
+        let started = remoteWatches.withLock { watches -> Bool in
+            guard let reading = CommitCounterFile.reading(at: path) else { return false }
+            watches[store.identifier] = RemoteWatch(store: store, watcher: watcher, seen: reading)
+            return true
+        }
+        guard started else {
+            watcher.stop()
+            throw CoherenceError(.storeOpenFailed, "Cannot read the commit counter \(path).", store: url.path)
         }
     }
 
@@ -70,27 +75,23 @@ extension PersistentStoreCoordinator {
         for watch in stopped { watch.watcher.stop() }
     }
 
-    /// The watcher of `store` woke up (on its queue): when another connection committed since
-    /// the last look, drops the store's cached rows and posts the change.
+    /// The watcher of `store` woke up (on its queue): when the commit counter moved by more than
+    /// this coordinator's own commits, drops the store's cached rows and posts the change.
     private func storeWoke(_ store: PersistentStore) {
-        // Under the save lock: the version is read on the writer connection, and a store being
-        // removed is closed under this lock after it left `remoteWatches`.
-        let changed = saveLock.withLock { () -> Bool in
-            guard let last = remoteWatches.withLock({ $0[store.identifier] }).flatMap({ $0.store === store ? $0.lastVersion : nil })
-            else { return false }
-            let version: Int64?
-            do throws(CoherenceError) {
-                version = try store.engine.externalCommitVersion()
-            } catch {
-                CoherenceLogging.log(.warning, "store", "Cannot tell whether another process changed the store: \(error)")
+        guard let url = store.url else { return }
+        let path = CommitCounterFile.path(forStoreAt: url)
+        let changed = remoteWatches.withLock { watches -> Bool in
+            guard var watch = watches[store.identifier], watch.store === store else { return false }
+            guard let reading = CommitCounterFile.reading(at: path) else {
+                CoherenceLogging.log(.warning, "store", "Cannot read the commit counter \(path); a remote change may go unseen.")
                 return false
             }
-            guard let version, version != last else { return false }
-            remoteWatches.withLock { $0[store.identifier]?.lastVersion = version }
-            return true
+            let others = watch.othersCommits(upTo: reading)
+            watches[store.identifier] = watch
+            return others
         }
         defer { remoteCheckHook.withLock { $0 }?(store.identifier, changed) }
-        guard changed, let url = store.url else { return }
+        guard changed else { return }
         rowCache.removeAll(inStore: store.identifier)
         var token: (any Sendable)?
         do throws(CoherenceError) {
@@ -108,6 +109,20 @@ extension PersistentStoreCoordinator {
 struct RemoteWatch {
     let store: PersistentStore
     let watcher: RemoteChangeWatcher
-    /// The store's ``StoreEngine/externalCommitVersion()`` when last looked at.
-    var lastVersion: Int64
+    /// The store's commit counter when last looked at.
+    var seen: CommitCounterFile.Reading
+    /// The counter values of this coordinator's commits not looked at yet.
+    var own: Set<CommitCounterFile.Reading> = []
+
+    /// Whether the commits counted up to `reading` include another coordinator's (then forgets
+    /// the own ones it counts). A counter of another file (the companion file was deleted and
+    /// made again) is counted from 0.
+    mutating func othersCommits(upTo reading: CommitCounterFile.Reading) -> Bool {
+        let before = reading.file == seen.file ? seen.count : 0
+        let mine = own.filter { $0.file == reading.file && $0.count <= reading.count }.count
+        own = own.filter { $0.file == reading.file && $0.count > reading.count }
+        seen = reading
+        guard reading.count >= before else { return true }  // counted again from less: say so
+        return reading.count - before > UInt64(mine)
+    }
 }

@@ -24,7 +24,7 @@ public final class PersistentStoreCoordinator: Sendable {
     private let observers = CoordinatorObservers()
     private let stores = LockedValue<[PersistentStore]>([])
     /// Serializes saves (and key allocation) across contexts.
-    let saveLock = LockedValue<Void>()
+    private let saveLock = LockedValue<Void>()
     /// The stores whose other writers this coordinator listens to, by identifier (see
     /// ``remoteChanges``).
     let remoteWatches = LockedValue<[UUID: RemoteWatch]>([:])

@@ -12,11 +12,11 @@ import Darwin
 /// Wakes when a store's companion file (`<store>-changes`) is written, without polling.
 ///
 /// Every coordinator that commits to a store with ``StoreOptions/remoteChangeNotificationPost``
-/// writes the companion file after the commit (``announceCommit(companionPath:)``). A watcher
+/// writes the companion file after the commit (``CommitCounterFile/increment(at:)``). A watcher
 /// sleeps in the kernel until that happens: on Linux an inotify instance whose descriptor a
 /// dispatch read source watches, on Apple platforms a dispatch file-system-object source on the
 /// file. It then calls `onWake` on its private serial queue; the coordinator confirms with the
-/// store (a wake-up is only a hint: its own commits wake it too).
+/// file's commit counter (a wake-up is only a hint: its own commits wake it too).
 ///
 /// The watcher's life is ``Phase``: ``Phase/idle`` until ``start()``, ``Phase/watching`` while
 /// registered, ``Phase/stopping`` from ``stop()`` until the dispatch source's cancel handler
@@ -77,10 +77,6 @@ package final class RemoteChangeWatcher: Sendable {
 
     deinit { stop() }
 
-    /// The companion file of the SQLite store at `storeURL`: `<store>-changes`, next to the
-    /// store's `-wal` and `-shm` files.
-    package static func companionPath(forStoreAt storeURL: URL) -> String { storeURL.path + "-changes" }
-
     /// Where the watcher is in its life.
     package var phase: Phase { state.withLock { $0.phase } }
 
@@ -126,35 +122,6 @@ package final class RemoteChangeWatcher: Sendable {
     package func waitUntilStopped(timeout: DispatchTime) -> Bool {
         registrations.wait(timeout: timeout) == .success
     }
-
-    /// Tells every watcher of the store that a commit happened: writes the companion file
-    /// (creating it if it is missing). Its content means nothing; the write is the signal. A
-    /// failure is logged, never thrown: the commit it announces is done.
-    package static func announceCommit(companionPath path: String) {
-        var fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0 && errno == ENOENT {
-            do throws(CoherenceError) {
-                try OwnerOnlyFiles.createFile(atPath: path)
-            } catch {
-                CoherenceLogging.log(.warning, "store", "Cannot announce a commit to other processes: \(error)")
-                return
-            }
-            fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-        }
-        guard fd >= 0 else {
-            CoherenceLogging.log(
-                .warning, "store", "Cannot announce a commit to other processes: cannot open \(path): \(lastError).")
-            return
-        }
-        defer { close(fd) }
-        var stamp = DispatchTime.now().uptimeNanoseconds
-        if pwrite(fd, &stamp, MemoryLayout<UInt64>.size, 0) < 0 {
-            CoherenceLogging.log(
-                .warning, "store", "Cannot announce a commit to other processes: cannot write \(path): \(lastError).")
-        }
-    }
-
-    private static var lastError: String { String(cString: strerror(errno)) }
 
     /// The error of a watcher that could not be registered.
     private func failure(_ what: String) -> CoherenceError {

@@ -42,12 +42,6 @@ package protocol StoreEngine: AnyObject, Sendable {
     /// Closes the store's files. Later calls fail with `.storeNotAttached`.
     func close()
 
-    /// A number that changes when another connection — another coordinator, in this process or
-    /// in another — committed to the store since it was last read; this store's own saves leave
-    /// it as it is. Nil for a store nobody else can write (in-memory). Called under the
-    /// coordinator's save lock (see ``PersistentStoreCoordinator/remoteChanges``).
-    func externalCommitVersion() throws(CoherenceError) -> Int64?
-
     /// HOOK(history): the store's current persistent-history token, which remote-change
     /// notifications carry (``PersistentStoreRemoteChange/historyToken``). Nil while the store
     /// keeps no persistent history (the default, until history is implemented).
@@ -55,9 +49,6 @@ package protocol StoreEngine: AnyObject, Sendable {
 }
 
 extension StoreEngine {
-    /// No other writer: nil.
-    package func externalCommitVersion() throws(CoherenceError) -> Int64? { nil }
-
     /// HOOK(history): no persistent history yet, so no token.
     package func currentHistoryToken() throws(CoherenceError) -> (any Sendable)? { nil }
 
