@@ -235,6 +235,38 @@ import Testing
         #expect(heardByA.checks.withLock { $0.isEmpty })
     }
 
+    /// Commits in quick succession put the watcher in a quiet period (its source suspended);
+    /// a commit by another coordinator made then is still posted, and removing the store in a
+    /// quiet period still closes the descriptor.
+    @Test func aQuietPeriodDelaysButLosesNothing() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        let a = try remoteCoordinator(url), b = try remoteCoordinator(url)
+        let heardByA = RemoteChangeRecorder(a)
+        let store = try #require(a.persistentStores.first)
+        let watcher = try #require(a.remoteChangeWatcher(for: store))
+        // Own commits wake the watcher; two close together start a quiet period.
+        var commits = 0
+        while !watcher.isQuiet && commits < 10_000 {
+            commits += 1
+            try insertNote(a, author: "a", sequence: commits)
+        }
+        #expect(watcher.isQuiet)
+        try insertNote(b, author: "b")
+        #expect(try await heardByA.wait { try noteCount(a, author: "b") == 1 && !heardByA.notifications.withLock { $0.isEmpty } })
+        #expect(heardByA.notifications.withLock { $0.count } == 1)
+
+        while !watcher.isQuiet && commits < 20_000 {
+            commits += 1
+            try insertNote(a, author: "a", sequence: commits)
+        }
+        #expect(watcher.isQuiet)
+        try a.remove(store)
+        let released = await onOwnThread { watcher.waitUntilStopped(timeout: .now() + 60) }
+        #expect(released)
+        #expect(watcher.phase == .stopped)
+    }
+
     /// A coordinator released while watching stops its watcher: the descriptor is closed, the
     /// watcher is freed and the coordinator's `remoteChanges` streams end.
     @Test func releasingTheCoordinatorStopsTheWatcher() async throws {

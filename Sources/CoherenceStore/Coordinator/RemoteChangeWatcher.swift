@@ -18,10 +18,17 @@ import Darwin
 /// file. It then calls `onWake` on its private serial queue; the coordinator confirms with the
 /// file's commit counter (a wake-up is only a hint: its own commits wake it too).
 ///
+/// Commits in quick succession (a process saving in a loop) would wake it once each, which
+/// costs two thread switches per commit. So a wake-up that comes within ``quietPeriod`` of the
+/// one before starts a quiet period: the source is suspended (the kernel keeps the events, and
+/// merges them) until a timer on the queue resumes it, and the next wake-up reports every commit
+/// of that period at once. A lone commit is still reported at once; a burst of commits at most
+/// ``quietPeriod`` late.
+///
 /// The watcher's life is ``Phase``: ``Phase/idle`` until ``start()``, ``Phase/watching`` while
-/// registered, ``Phase/stopping`` from ``stop()`` until the dispatch source's cancel handler
-/// closed the descriptor, then ``Phase/stopped``. Nothing is started in the background: the
-/// queue runs only the source's handlers.
+/// registered (quiet or not), ``Phase/stopping`` from ``stop()`` until the dispatch source's
+/// cancel handler closed the descriptor, then ``Phase/stopped``. Nothing runs in the
+/// background: the queue runs only the source's handlers and the end of a quiet period.
 package final class RemoteChangeWatcher: Sendable {
     /// Where the watcher is in its life.
     package enum Phase: Sendable, Equatable {
@@ -39,7 +46,7 @@ package final class RemoteChangeWatcher: Sendable {
     /// What the watcher holds in each phase.
     private enum State {
         case idle
-        case watching(Registration)
+        case watching(Watching)
         case stopping
         case stopped
 
@@ -61,6 +68,21 @@ package final class RemoteChangeWatcher: Sendable {
         let source: any DispatchSourceProtocol
     }
 
+    /// A registered watcher.
+    private struct Watching {
+        var registration: Registration
+        /// When the last wake-up was handled (`DispatchTime` nanoseconds).
+        var lastWake: UInt64 = 0
+        /// In a quiet period: the source is suspended until ``RemoteChangeWatcher/endQuietPeriod()``
+        /// (a suspended source must be resumed before it may be cancelled or released).
+        var isQuiet = false
+    }
+
+    /// How long a watcher woken twice in quick succession lets events gather before it is woken
+    /// again.
+    package static let quietPeriod = DispatchTimeInterval.milliseconds(2)
+    private static let quietNanoseconds: UInt64 = 2_000_000
+
     /// The companion file.
     package let companionPath: String
     private let state = LockedValue<State>(.idle)
@@ -80,6 +102,14 @@ package final class RemoteChangeWatcher: Sendable {
     /// Where the watcher is in its life.
     package var phase: Phase { state.withLock { $0.phase } }
 
+    /// Whether the watcher is in a quiet period (for tests).
+    package var isQuiet: Bool {
+        state.withLock { s in
+            if case .watching(let w) = s { return w.isQuiet }
+            return false
+        }
+    }
+
     /// Creates the companion file if it is missing (readable by its owner only) and registers
     /// the watcher. Does nothing unless the watcher is ``Phase/idle``.
     /// - Throws: `.storeOpenFailed` when the file cannot be made or watched (for example when
@@ -90,7 +120,7 @@ package final class RemoteChangeWatcher: Sendable {
         let registration = try register()
         let started = state.withLock { s -> Bool in
             guard case .idle = s else { return false }
-            s = .watching(registration)
+            s = .watching(Watching(registration: registration))
             return true
         }
         registration.source.resume()
@@ -101,19 +131,50 @@ package final class RemoteChangeWatcher: Sendable {
     /// the watcher's queue, right after any wake-up being handled. Returns at once (it may run on
     /// that queue: a coordinator released there stops its watchers).
     package func stop() {
-        let registration = state.withLock { s -> Registration? in
+        state.withLock { s in
             switch s {
             case .idle:
                 s = .stopped
-                return nil
-            case .watching(let r):
+            case .watching(let w):
                 s = .stopping
-                return r
+                w.registration.source.cancel()
+                // A suspended source runs its cancel handler only once resumed.
+                if w.isQuiet { w.registration.source.resume() }
             case .stopping, .stopped:
-                return nil
+                break
             }
         }
-        registration?.source.cancel()
+    }
+
+    /// After a wake-up was handled: a second one within ``quietPeriod`` starts a quiet period.
+    private func noteWake() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let quiet = state.withLock { s -> Bool in
+            guard case .watching(var w) = s else { return false }
+            defer { s = .watching(w) }
+            let soon = now &- w.lastWake < Self.quietNanoseconds
+            w.lastWake = now
+            guard soon, !w.isQuiet else { return false }
+            w.isQuiet = true
+            w.registration.source.suspend()
+            return true
+        }
+        if quiet {
+            queue.asyncAfter(deadline: .now() + Self.quietPeriod) { [weak self] in self?.endQuietPeriod() }
+        }
+    }
+
+    /// Resumes the source at the end of a quiet period (unless the watcher stopped meanwhile:
+    /// `stop()` resumed it). A wake-up right after, for events of the period, starts another.
+    private func endQuietPeriod() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.withLock { s in
+            guard case .watching(var w) = s, w.isQuiet else { return }
+            w.isQuiet = false
+            w.lastWake = now
+            w.registration.source.resume()
+            s = .watching(w)
+        }
     }
 
     /// Waits until every registration was cancelled and its descriptor closed (after
@@ -172,13 +233,14 @@ package final class RemoteChangeWatcher: Sendable {
     private func wake() {
         if !watchesCurrentFile() { rearm() }
         onWake()
+        noteWake()
     }
 
     /// Whether the registered descriptor is still the file at the companion path.
     private func watchesCurrentFile() -> Bool {
         guard
             let fd = state.withLock({ s -> Int32? in
-                if case .watching(let r) = s { return r.descriptor }
+                if case .watching(let w) = s { return w.registration.descriptor }
                 return nil
             })
         else { return true }
@@ -193,13 +255,17 @@ package final class RemoteChangeWatcher: Sendable {
         do throws(CoherenceError) {
             try OwnerOnlyFiles.createFile(atPath: companionPath)
             let fresh = try register()
-            let old = state.withLock { s -> Registration? in
-                guard case .watching(let r) = s else { return nil }
-                s = .watching(fresh)
-                return r
-            }
             fresh.source.resume()
-            if let old { old.source.cancel() } else { fresh.source.cancel() }
+            state.withLock { s in
+                // Called from the old source's handler: it is not suspended.
+                guard case .watching(var w) = s else {
+                    fresh.source.cancel()
+                    return
+                }
+                w.registration.source.cancel()
+                w.registration = fresh
+                s = .watching(w)
+            }
         } catch {
             CoherenceLogging.log(.warning, "store", "Stopped hearing other processes' commits: \(error)")
         }
@@ -255,6 +321,7 @@ package final class RemoteChangeWatcher: Sendable {
         }
         if rearm { self.rearm(fd) }
         onWake()
+        noteWake()
     }
 
     /// Watches the file now at the companion path (made again if it was deleted).
