@@ -9,6 +9,10 @@ if options.w9Child {
     try Workloads.w9Child(options)
     exit(0)
 }
+if let store = options.r1Child {
+    try Workloads.r1Child(store: store)
+    exit(0)
+}
 print(
     "Coherence benchmarks — scale \(options.scale), \(options.repetitions) repetitions, \(ProcessInfo.processInfo.activeProcessorCount) cores"
 )
@@ -31,4 +35,7 @@ if options.wants("W8") {
 }
 try run("W9") { try Workloads.w9(options) }
 try run("W10") { try Workloads.w10(options) }
+try run("R1") { try Workloads.r1(options) }
+try run("R1P") { try Workloads.r1(options, pause: 0.010) }
+try run("R2") { try Workloads.r2(options) }
 report(results, options: options)
