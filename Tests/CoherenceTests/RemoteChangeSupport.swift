@@ -25,6 +25,25 @@ func remoteCoordinator(_ url: URL, notifications: Bool = true) throws -> Persist
     return coordinator
 }
 
+/// A store file in a test's own directory, a coordinator on it with remote-change
+/// notifications on, and what that coordinator hears.
+struct ListeningStore {
+    let directory: TemporaryDirectory
+    let url: URL
+    let coordinator: PersistentStoreCoordinator
+    let heard: RemoteChangeRecorder
+
+    init(_ name: String = #function) throws {
+        directory = try TemporaryDirectory(name)
+        url = directory.file("notes.sqlite")
+        coordinator = try remoteCoordinator(url)
+        heard = RemoteChangeRecorder(coordinator)
+    }
+
+    /// Another coordinator on the same file, with the option.
+    func another() throws -> PersistentStoreCoordinator { try remoteCoordinator(url) }
+}
+
 /// Inserts one note through a new context and saves.
 func insertNote(_ coordinator: PersistentStoreCoordinator, author: String, sequence: Int = 1) throws {
     let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: author)

@@ -46,10 +46,8 @@ import Testing
     /// a write to the companion file that does not move its commit counter: neither posts
     /// anything.
     @Test func ownCommitsAndSpuriousWakeUpsPostNothing() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let a = try remoteCoordinator(url)
-        let heard = RemoteChangeRecorder(a)
+        let listening = try ListeningStore()
+        let url = listening.url, a = listening.coordinator, heard = listening.heard
 
         try insertNote(a, author: "a")
         #expect(await heard.nextCheck() == false)
@@ -73,10 +71,8 @@ import Testing
     /// The companion file deleted while coordinators listen: the watchers watch the file made
     /// again, and later commits are still heard.
     @Test func aDeletedCompanionFileIsWatchedAgain() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let a = try remoteCoordinator(url), b = try remoteCoordinator(url)
-        let heardByA = RemoteChangeRecorder(a)
+        let listening = try ListeningStore()
+        let url = listening.url, a = listening.coordinator, b = try listening.another(), heardByA = listening.heard
         try insertNote(b, author: "b", sequence: 1)
         #expect(try await heardByA.wait { heardByA.notifications.withLock { $0.count } == 1 })
 
@@ -133,10 +129,8 @@ import Testing
     /// A remote change drops the coordinator's cached rows of the store: an object refreshed
     /// after the notification reads the other coordinator's values, not the cached ones.
     @Test func aRemoteChangeDropsCachedRows() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let a = try remoteCoordinator(url), b = try remoteCoordinator(url)
-        let heardByA = RemoteChangeRecorder(a)
+        let listening = try ListeningStore()
+        let a = listening.coordinator, b = try listening.another(), heardByA = listening.heard
         try insertNote(a, author: "a")
         let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: a, name: "view")
         let id = try view.performAndWait { () throws -> ObjectID in
@@ -239,10 +233,8 @@ import Testing
     /// a commit by another coordinator made then is still posted, and removing the store in a
     /// quiet period still closes the descriptor.
     @Test func aQuietPeriodDelaysButLosesNothing() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let a = try remoteCoordinator(url), b = try remoteCoordinator(url)
-        let heardByA = RemoteChangeRecorder(a)
+        let listening = try ListeningStore()
+        let a = listening.coordinator, b = try listening.another(), heardByA = listening.heard
         let store = try #require(a.persistentStores.first)
         let watcher = try #require(a.remoteChangeWatcher(for: store))
         // Own commits wake the watcher; two close together start a quiet period.
@@ -316,10 +308,8 @@ import Testing
     /// A child process's commits reach this process's coordinator, as notifications and as
     /// stream values, and the child's notes can be read here.
     @Test func aChildProcessCommitsReachTheParent() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let parent = try remoteCoordinator(url)
-        let heard = RemoteChangeRecorder(parent)
+        let listening = try ListeningStore()
+        let url = listening.url, parent = listening.coordinator, heard = listening.heard
         let child = try WriterProcess(store: url, author: "child", ["--inserts", "5"])
         #expect(try await heard.wait { try noteCount(parent, author: "child") == 5 })
         #expect(await heard.waitForStreamed(1))
@@ -362,10 +352,8 @@ import Testing
     /// Three processes write one store, each with its own author: each hears the others'
     /// commits (the children through their own notifications, `--await-others`).
     @Test func threeProcessesHearEachOther() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let parent = try remoteCoordinator(url)
-        let heard = RemoteChangeRecorder(parent)
+        let listening = try ListeningStore()
+        let url = listening.url, parent = listening.coordinator, heard = listening.heard
         let first = try WriterProcess(store: url, author: "first", ["--inserts", "3", "--await-others", "6"])
         let second = try WriterProcess(store: url, author: "second", ["--inserts", "3", "--await-others", "6"])
         #expect(await first.waitForLine("READY"))
@@ -384,10 +372,8 @@ import Testing
     /// A writer killed with SIGKILL in the middle of its saves: this process keeps saving and
     /// reading, its watcher keeps watching, and a new writer's commits are heard.
     @Test func aWriterKilledMidRunLeavesTheOthersWorking() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let parent = try remoteCoordinator(url)
-        let heard = RemoteChangeRecorder(parent)
+        let listening = try ListeningStore()
+        let url = listening.url, parent = listening.coordinator, heard = listening.heard
         // Saves until killed; the third "SAVED" line is the handshake.
         let doomed = try WriterProcess(store: url, author: "doomed", ["--inserts", "0"])
         #expect(await doomed.waitForLine("SAVED 3"))
@@ -423,10 +409,8 @@ import Testing
     /// A writer that commits one save per "go" line: each commit is heard before the next is
     /// asked for, so every one of them is posted (none coalesced).
     @Test func stepByStepEveryCommitIsPosted() async throws {
-        let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        let parent = try remoteCoordinator(url)
-        let heard = RemoteChangeRecorder(parent)
+        let listening = try ListeningStore()
+        let url = listening.url, parent = listening.coordinator, heard = listening.heard
         let child = try WriterProcess(store: url, author: "child", ["--inserts", "4", "--step"])
         #expect(await child.waitForLine("READY"))
         for n in 1...4 {
