@@ -41,6 +41,8 @@ let package = Package(
         .executableTarget(
             name: "StartupGlobalThenUser", dependencies: ["Coherence", "CoherenceExampleSupport"],
             path: "Examples/StartupGlobalThenUser"),
+        // A second process for the remote-change tests (launched by them; not a product).
+        .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence"],

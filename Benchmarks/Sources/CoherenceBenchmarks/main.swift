@@ -9,6 +9,10 @@ if options.w9Child {
     try Workloads.w9Child(options)
     exit(0)
 }
+if let store = options.r1Child {
+    try Workloads.r1Child(store: store)
+    exit(0)
+}
 print(
     "Coherence benchmarks — scale \(options.scale), \(options.repetitions) repetitions, \(ProcessInfo.processInfo.activeProcessorCount) cores"
 )
@@ -39,4 +43,8 @@ try run("H7") { try Workloads.h7(options) }
 // Batch requests against hand-written SQLite.
 try run("B1") { try Workloads.b1(options) }
 try run("B2") { try Workloads.b2(options) }
+// Remote changes between processes.
+try run("R1") { try Workloads.r1(options) }
+try run("R1P") { try Workloads.r1(options, pause: 0.010) }
+try run("R2") { try Workloads.r2(options) }
 report(results, options: options)

@@ -182,34 +182,7 @@ struct UserInfoTemplate: @unchecked Sendable {
 }
 
 /// Hands events to every `events` subscriber.
-final class EventBroadcaster: Sendable {
-    private let continuations = LockedValue<[UUID: AsyncStream<ContextEvent>.Continuation]>([:])
-
-    func stream() -> AsyncStream<ContextEvent> {
-        let id = UUID()
-        let (stream, continuation) = AsyncStream<ContextEvent>.makeStream(bufferingPolicy: .unbounded)
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            if self.continuations.withLock({ $0.removeValue(forKey: id) }) != nil {
-                self.count.subtract(1, ordering: .releasing)
-            }
-        }
-        continuations.withLock { $0[id] = continuation }
-        count.add(1, ordering: .releasing)
-        return stream
-    }
-
-    /// Subscribers (one relaxed load tells a context without any to skip the lock).
-    private let count = Atomic<Int>(0)
-
-    func yield(_ event: ContextEvent) {
-        guard count.load(ordering: .acquiring) > 0 else { return }
-        let targets = continuations.withLock { Array($0.values) }
-        for c in targets { c.yield(event) }
-    }
-
-    var hasSubscribers: Bool { continuations.withLock { !$0.isEmpty } }
-}
+typealias EventBroadcaster = Broadcaster<ContextEvent>
 
 extension ManagedObjectContext {
     /// Posts ObjectsDidChange for changes since the last post.

@@ -26,7 +26,7 @@ extension PersistentStoreCoordinator {
                     throw error
                 }
             }
-            try Self.commit(begun)
+            try commit(begun)
             if !rowCache.isEmpty {
                 rowCache.remove(result.changes.compactMap { $0.kind == .insert ? nil : $0.objectID })
             }

@@ -25,6 +25,14 @@ public final class PersistentStoreCoordinator: Sendable {
     private let stores = LockedValue<[PersistentStore]>([])
     /// Serializes saves (and key allocation, history deletes and batch requests) across contexts.
     let saveLock = LockedValue<Void>()
+    /// The stores whose other writers this coordinator listens to, by identifier (see
+    /// ``remoteChanges``).
+    let remoteWatches = LockedValue<[UUID: RemoteWatch]>([:])
+    /// The streams of ``remoteChanges``.
+    let remoteChangeBroadcaster = Broadcaster<PersistentStoreRemoteChange>()
+    /// Test hook: called after each look at a store whose watcher woke up, with the store's
+    /// identifier and whether another writer had committed (a change was posted).
+    package let remoteCheckHook = LockedValue<(@Sendable (UUID, Bool) -> Void)?>(nil)
 
     /// Subscribes `observer` to the saves made through this coordinator (held weakly, once).
     package func subscribe(_ observer: any CoordinatorObserver) {
@@ -42,6 +50,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     deinit {
+        stopWatchingRemoteChanges()
+        remoteChangeBroadcaster.finish()
         for s in stores.withLock({ $0 }) { s.engine.close() }
     }
 
@@ -102,6 +112,15 @@ public final class PersistentStoreCoordinator: Sendable {
                 .alreadyAttached, "A store with the same UUID is already attached (a copy of the same file?).",
                 store: url?.path)
         }
+        if options.remoteChangeNotificationPost && type == .sqlite {
+            do {
+                try startWatchingRemoteChanges(store)
+            } catch {
+                stores.withLock { $0.removeAll { $0 === store } }
+                engine.close()
+                throw error
+            }
+        }
         return store
     }
 
@@ -118,6 +137,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 .storeNotAttached, "The store is not attached to this coordinator.",
                 store: Self.location(of: store))
         }
+        stopWatchingRemoteChanges(store)
         saveLock.withLock { () -> Void in store.engine.close() }
         rowCache.removeAll(inStore: store.identifier)
     }
@@ -318,6 +338,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 missing[sid, default: [:]][ObjectIdentifier(entity), default: (entity, [])].1.append(id.primaryKey)
             }
         }
+        // Rows read before another process's commit dropped the store's rows are not cached.
+        let generation = missing.isEmpty ? 0 : rowCache.generation
         for (sid, groups) in missing {
             guard let store = persistentStore(withIdentifier: sid) else {
                 throw Self.detachedStoreError(sid, entity: groups.values.first?.0)
@@ -326,7 +348,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 for row in try store.engine.rows(of: entity, keys: keys) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
                     result[id] = row
-                    rowCache.store(.init(values: row.values, version: row.version), for: id)
+                    rowCache.store(.init(values: row.values, version: row.version), for: id, readAt: generation)
                 }
             }
         }
@@ -417,7 +439,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 error.conflicts = conflicts
                 throw error
             }
-            try Self.commit(begun)
+            try commit(begun)
             updateRowCache(changes, result)
             return result
         }
@@ -425,15 +447,18 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Commits the stores whose part of a save or batch request was written, in order; when one
     /// fails, the ones after it roll back and the error is thrown (the ones before it committed).
-    static func commit(_ begun: [PersistentStore]) throws(CoherenceError) {
+    /// The other writers of each store that committed hear of it (remote changes).
+    func commit(_ begun: [PersistentStore]) throws(CoherenceError) {
         for (i, s) in begun.enumerated() {
             do throws(CoherenceError) {
                 try s.engine.commitSave()
             } catch {
                 for later in begun[(i + 1)...] { later.engine.rollbackSave() }
+                announceCommit(to: Array(begun[..<i]))
                 throw error
             }
         }
+        announceCommit(to: begun)
     }
 
     private func updateRowCache(_ changes: StoreChangeSet, _ result: StoreSaveResult) {

@@ -17,6 +17,8 @@ package final class RowCache: Sendable {
         /// IDs in the order they were cached, oldest first: every cached ID, and IDs removed
         /// (or cached again later) since the last compaction.
         var order: [ObjectID] = []
+        /// Bumped when every row of a store is dropped (see ``RowCache/generation``).
+        var generation: UInt64 = 0
     }
 
     /// Stale IDs the order list may hold beyond the number of entries before it is compacted.
@@ -37,13 +39,21 @@ package final class RowCache: Sendable {
         }
     }
 
-    /// Caches a row's entry under its ID, which names the row's concrete entity.
-    package func store(_ entry: Entry, for id: ObjectID) {
+    /// Caches a row's entry under its ID, which names the row's concrete entity. With
+    /// `generation` (the cache's ``generation`` when the row was read), only if no store's rows
+    /// were dropped since: another process committed meanwhile, so the row may be older.
+    package func store(_ entry: Entry, for id: ObjectID, readAt generation: UInt64? = nil) {
         state.withLock { s in
+            if let generation, s.generation != generation { return }
             if s.entries.updateValue(entry, forKey: id) == nil { s.order.append(id) }
             if s.entries.count > capacity { Self.trim(&s, to: capacity / 2) }
         }
     }
+
+    /// A number that changes whenever every row of a store is dropped
+    /// (``removeAll(inStore:)``): a reader takes it before reading rows from a store and caches
+    /// them only if it is unchanged.
+    package var generation: UInt64 { state.withLock { $0.generation } }
 
     /// Replaces the entries of rows that are cached (under one lock); rows not cached stay
     /// out, so a save does not fill the cache with rows nobody read.
@@ -69,6 +79,7 @@ package final class RowCache: Sendable {
 
     package func removeAll(inStore identifier: UUID) {
         state.withLock { s in
+            s.generation &+= 1
             s.entries = s.entries.filter { $0.key.storeIdentifier != identifier }
             s.order.removeAll { $0.storeIdentifier == identifier }
         }

@@ -31,9 +31,19 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// this option fails with ``CoherenceError/Code/historyTrackingRequired`` and leaves the file
     /// (history included) as it was, so that no save can go unrecorded.
     public var persistentHistoryTracking: Bool
-    /// Post remote-change notifications when the store changes (Core Data's
-    /// `NSPersistentStoreRemoteChangeNotificationPostOptionKey`; default off). The option is
-    /// recorded with the store; the notifications are described in the history guide.
+    /// Whether the coordinator posts `Notification.Name.persistentStoreRemoteChange`
+    /// when another coordinator — in this process or another process on the same machine —
+    /// commits to this SQLite store, and announces its own commits to them (Core Data's
+    /// `NSPersistentStoreRemoteChangeNotificationPostOptionKey`). Default `false`.
+    ///
+    /// Every coordinator that should be heard opens the store with the option: commits are
+    /// announced through a companion file next to the store (`<store>-changes`). An in-memory
+    /// store belongs to one coordinator and ignores the option. See
+    /// ``PersistentStoreCoordinator/remoteChanges``.
+    ///
+    /// ```swift
+    /// try coordinator.addPersistentStore(type: .sqlite, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
+    /// ```
     public var remoteChangeNotificationPost: Bool
 
     /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``, no history and no
