@@ -101,6 +101,31 @@ import Testing
         #expect(again.count == 1 && again.file != first.file)
     }
 
+    /// A process stopped while it holds the counter's lock (here: this test holding it) does
+    /// not hold up a save: the save waits a moment, commits, and its announcement is skipped;
+    /// once the lock is free, commits are announced again.
+    @Test func aStoppedLockHolderDoesNotBlockSaves() async throws {
+        let listening = try ListeningStore()
+        let b = try listening.another()
+        let holder = open(CommitCounterFile.path(forStoreAt: listening.url), O_RDWR)
+        #expect(holder >= 0)
+        #expect(flock(holder, LOCK_EX) == 0)
+        let saved = DispatchSemaphore(value: 0)
+        let failure = LockedValue<String?>(nil)
+        Thread {
+            do { try insertNote(b, author: "b", sequence: 1) } catch { failure.withLock { $0 = "\(error)" } }
+            saved.signal()
+        }.start()
+        let returned = await waitOffPool(saved, seconds: 30)
+        flock(holder, LOCK_UN)
+        close(holder)
+        #expect(returned)
+        #expect(failure.withLock { $0 } == nil)
+        #expect(try noteCount(listening.coordinator, author: "b") == 1)
+        try insertNote(b, author: "b", sequence: 2)
+        #expect(try await listening.heard.wait { !listening.heard.notifications.withLock { $0.isEmpty } })
+    }
+
     /// How a watch counts commits: its own are left out, other coordinators' are news, and a
     /// file made again (even at the count it had seen) counts from 0.
     @Test func aWatchCountsOnlyTheOthersCommits() throws {

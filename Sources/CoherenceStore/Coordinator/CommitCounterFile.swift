@@ -18,7 +18,9 @@ import Darwin
 /// the value its commit got; a reader takes a shared lock. The write is what wakes the other
 /// coordinators' watchers (``RemoteChangeWatcher``); each then compares the counter with the
 /// values its own commits got, so that neither its own commits nor a wake-up without a commit
-/// post anything. A process killed while holding the lock loses it with its descriptors.
+/// post anything. A process killed while holding the lock loses it with its descriptors; one
+/// stopped while holding it (a debugger, a suspended app) is waited for about two seconds at
+/// most, as SQLite's busy timeout does, so that it cannot hold up the others' saves.
 package enum CommitCounterFile {
     /// What the file says: which file it is, and how many commits it counted.
     package struct Reading: Hashable, Sendable {
@@ -48,7 +50,7 @@ package enum CommitCounterFile {
         }
         guard fd >= 0 else { return failed("open", path) }
         defer { close(fd) }
-        guard flock(fd, LOCK_EX) == 0 else { return failed("lock", path) }
+        guard lock(fd, LOCK_EX) else { return failed("lock", path) }
         defer { flock(fd, LOCK_UN) }
         var reading = read(fd) ?? Reading(file: 0, count: 0)
         if reading.file == 0 { reading.file = UInt64.random(in: 1...UInt64.max) }
@@ -64,9 +66,24 @@ package enum CommitCounterFile {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        guard flock(fd, LOCK_SH) == 0 else { return nil }
+        guard lock(fd, LOCK_SH) else { return nil }
         defer { flock(fd, LOCK_UN) }
         return read(fd)
+    }
+
+    /// Takes the `flock` `operation` (`LOCK_EX` or `LOCK_SH`), waiting for a holder to let go
+    /// with pauses from 20 µs doubling up to 10 ms, for about 2 s at most (the lock is held for
+    /// three system calls: a holder that keeps it that long was stopped).
+    private static func lock(_ fd: Int32, _ operation: Int32) -> Bool {
+        var pause: UInt32 = 20
+        var waited: UInt32 = 0
+        while flock(fd, operation | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, waited < 2_000_000 else { return false }
+            usleep(pause)
+            waited += pause
+            pause = min(pause * 2, 10_000)
+        }
+        return true
     }
 
     /// The reading of an open, locked file: empty is count 0 of no file yet.

@@ -83,8 +83,10 @@ extension PersistentStoreCoordinator {
         let changed = remoteWatches.withLock { watches -> Bool in
             guard var watch = watches[store.identifier], watch.store === store else { return false }
             guard let reading = CommitCounterFile.reading(at: path) else {
-                CoherenceLogging.log(.warning, "store", "Cannot read the commit counter \(path); a remote change may go unseen.")
-                return false
+                // Whether another coordinator committed is not known: say it may have.
+                CoherenceLogging.log(
+                    .warning, "store", "Cannot read the commit counter \(path); posting a remote change that may not be one.")
+                return true
             }
             let others = watch.othersCommits(upTo: reading)
             watches[store.identifier] = watch

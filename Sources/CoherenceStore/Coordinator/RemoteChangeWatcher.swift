@@ -217,7 +217,7 @@ package final class RemoteChangeWatcher: Sendable {
 
     /// What wakes the watcher: writes, and the file being deleted, renamed or revoked (then
     /// the watcher watches the new file at the path).
-    private static let events: DispatchSource.FileSystemEvent = [.write, .extend, .attrib, .delete, .rename, .revoke]
+    private static var events: DispatchSource.FileSystemEvent { [.write, .extend, .attrib, .delete, .rename, .revoke] }
 
     /// Opens the companion file for events and makes a suspended source on it.
     private func register() throws(CoherenceError) -> Registration {
