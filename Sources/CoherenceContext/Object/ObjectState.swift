@@ -37,7 +37,7 @@ package struct ObjectState {
     /// To-one destinations at load or last save, aligned with `entity.foreignKeyRelationships`,
     /// when they were set explicitly (saves, snapshots of a parent context); nil when they are
     /// the ones the committed foreign-key slots name (objects read from a store row), which
-    /// ``committedToOneID(_:storeIdentifier:)`` derives on demand: no array per fetched row.
+    /// ``committedToOneID(_:objectID:)`` derives on demand: no array per fetched row.
     package private(set) var committedToOne: [ObjectID?]?
     /// The row version the object was loaded at (0: never saved).
     package private(set) var version: Int64 = 0
@@ -52,7 +52,7 @@ package struct ObjectState {
     private unowned(unsafe) var toOneCache: ManagedObject?
     private var toOneCacheSlot = -1
     private var toOneCacheGeneration: UInt64 = 0
-    /// Lifecycle flags (last: the object's next field can use what would be padding).
+    /// Lifecycle flags.
     @usableFromInline package private(set) var flags: ObjectFlags = []
 
     /// The state of a new object: `values` (its entity's defaults), no snapshot, no flags.
