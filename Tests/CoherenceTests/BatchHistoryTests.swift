@@ -33,3 +33,120 @@ struct BatchHistoryTests {
         #expect(Set((history[2].changes ?? []).map(\.changedObjectID)) == deleted.deletedObjectIDs)
     }
 }
+
+// MARK: Author, context name and tombstones
+
+/// A shelf cascades to its books; its unique name is kept in tombstones.
+final class BHShelf: ManagedObject {
+    @Attribute(.unique) var name: String = ""
+    @Relationship(inverse: "shelf", deleteRule: .cascade) var books: Set<BHBook>
+}
+
+/// A book: unique `isbn` and a `title` kept in tombstones, `note` not.
+final class BHBook: ManagedObject {
+    @Attribute(.unique) var isbn: String = ""
+    @Attribute(.preservesValueInHistoryOnDeletion) var title: String = ""
+    @Attribute var note: String = ""
+    @Relationship(inverse: "books") var shelf: BHShelf?
+}
+
+@Suite("Batch requests: history author, context name and tombstones")
+struct BatchHistoryOriginTests {
+    static let types: [StoreType] = [.sqlite, .inMemory]
+
+    /// A batch request run through a context records the context's author and name, as its save
+    /// would; through the coordinator it records neither. Author filters see them.
+    @Test(arguments: types)
+    func contextRequestsRecordAuthorAndName(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let c = try makeHistoryCoordinator(type, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c, name: "importer")
+        context.transactionAuthor = "sync"
+        try context.performAndWait {
+            try context.execute(BatchInsertRequest<HNote>(objects: [["code": "a", "rank": 1], ["code": "b", "rank": 2]]))
+            try context.execute(BatchUpdateRequest<HNote>(predicate: #Predicate { $0.rank > 1 }, propertiesToUpdate: ["body": "x"]))
+            try context.execute(
+                BatchDeleteRequest<HNote>(fetchRequest: FetchRequest<HNote>(predicate: #Predicate { $0.code == "a" })))
+        }
+        try c.execute(BatchInsertRequest<HNote>(objects: [["code": "c", "rank": 3]]))
+        try c.execute(BatchUpdateRequest<HNote>(predicate: #Predicate { $0.rank > 2 }, propertiesToUpdate: ["body": "y"]))
+        try c.execute(BatchDeleteRequest<HNote>(fetchRequest: FetchRequest<HNote>(predicate: #Predicate { $0.code == "c" })))
+
+        let history = try allHistory(c)
+        #expect(history.count == 6)
+        #expect(history.map(\.author) == ["sync", "sync", "sync", nil, nil, nil])
+        #expect(history.map(\.contextName) == ["importer", "importer", "importer", nil, nil, nil])
+        #expect(history.allSatisfy { ($0.changes ?? []).count > 0 })
+
+        var others = PersistentHistoryChangeRequest.fetchHistory(after: nil)
+        others.excludedAuthors = ["sync"]
+        #expect(try c.execute(others).transactions.map(\.token) == history.suffix(3).map(\.token))
+        var importer = PersistentHistoryChangeRequest.fetchHistory(after: nil)
+        importer.contextNames = ["importer"]
+        #expect(try c.execute(importer).transactions.map(\.token) == history.prefix(3).map(\.token))
+    }
+
+    /// A batch delete keeps the tombstones a context's delete keeps — uniqueness attributes and
+    /// attributes marked to keep their value — for the rows it matched, the rows a cascade rule
+    /// reached, and rows deleted by ID; attributes not marked are left out.
+    @Test(arguments: types)
+    func batchDeletesKeepTombstones(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let c = try makeHistoryCoordinator(type, in: dir, model: try ManagedObjectModel(types: [BHShelf.self, BHBook.self]))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c, name: "editor")
+        let ids = try context.performAndWait {
+            var books: [String: ObjectID] = [:]
+            var shelves: [String: ObjectID] = [:]
+            for (shelfName, isbns) in [("A", ["1", "2"]), ("B", ["3", "4"])] {
+                let shelf = BHShelf(context: context)
+                shelf.name = shelfName
+                for isbn in isbns {
+                    let book = BHBook(context: context)
+                    book.isbn = isbn
+                    book.title = "Title \(isbn)"
+                    book.note = "note \(isbn)"
+                    book.shelf = shelf
+                }
+            }
+            try context.save()
+            for o in context.registeredObjects {
+                if let b = o as? BHBook { books[b.isbn] = b.objectID }
+                if let s = o as? BHShelf { shelves[s.name] = s.objectID }
+            }
+            return (books: books, shelves: shelves)
+        }
+        let shelfA = try #require(ids.shelves["A"])
+        let book = try ["1", "2", "3", "4"].map { isbn in try #require(ids.books[isbn]) }
+
+        // By fetch: shelf A, and its books through the cascade rule.
+        try context.performAndWait {
+            try context.execute(
+                BatchDeleteRequest<BHShelf>(fetchRequest: FetchRequest<BHShelf>(predicate: #Predicate { $0.name == "A" })))
+        }
+        // By ID: book 3.
+        try c.execute(BatchDeleteRequest(objectIDs: [book[2]]))
+        // A context's delete of book 4, to compare with.
+        try context.performAndWait {
+            context.delete(try context.existingObject(with: book[3]))
+            try context.save()
+        }
+
+        let history = try allHistory(c)
+        #expect(history.count == 4)
+        let byFetch = history[1], byID = history[2], saved = history[3]
+        let shelf = try #require(byFetch.change(of: shelfA))
+        #expect(shelf.changeType == .delete)
+        #expect(shelf.tombstone == ["name": .text("A")])
+        for (n, isbn) in ["1", "2"].enumerated() {
+            let change = try #require(byFetch.change(of: book[n]))
+            #expect(change.changeType == .delete)
+            #expect(change.tombstone == ["isbn": .text(isbn), "title": .text("Title \(isbn)")])
+            #expect(change.tombstoneValue(forKey: "note", as: String.self) == nil)
+        }
+        let three = try #require(byID.change(of: book[2]))
+        #expect(three.tombstone == ["isbn": .text("3"), "title": .text("Title 3")])
+        // Exactly what a context's delete records for the same kind of row.
+        let four = try #require(saved.change(of: book[3]))
+        #expect(four.tombstone == ["isbn": .text("4"), "title": .text("Title 4")])
+    }
+}

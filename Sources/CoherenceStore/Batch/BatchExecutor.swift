@@ -23,13 +23,21 @@ package struct BatchExecutor<Writer: BatchWriter> {
     private var storeTemplate: ObjectID?
     /// Concrete entities by number, per root entity (filled on first use).
     private var entitiesByNumber: [ObjectIdentifier: [Int: EntityDescription]] = [:]
+    /// With history: which values of each entity a tombstone keeps (nil without history).
+    private var history: HistoryBuilder?
+    /// The tombstones of the rows deleted so far (with history, of entities that keep some).
+    private var tombstones: [ObjectID: [SlotValue]] = [:]
 
     package init(writer: Writer) {
         self.writer = writer
+        if writer.recordsChanges { history = HistoryBuilder() }
     }
 
-    /// Runs `request` and hands its changes to the writer's history hook.
-    package mutating func run(_ request: StoreBatchRequest) throws(CoherenceError) -> StoreBatchResult {
+    /// Runs `request` and hands its changes to the writer's history hook, as one transaction
+    /// under `author` and `contextName` (those of the context that executes the request).
+    package mutating func run(
+        _ request: StoreBatchRequest, author: String? = nil, contextName: String? = nil
+    ) throws(CoherenceError) -> StoreBatchResult {
         let result: StoreBatchResult
         switch request {
         case .insert(let insert): result = try self.insert(insert)
@@ -41,7 +49,9 @@ package struct BatchExecutor<Writer: BatchWriter> {
         // the request changed (inserts; updates with the names of the properties they changed;
         // deletes, those of delete rules included), once per object, and the store's write
         // transaction is still open, so what is recorded here commits or rolls back with the data.
-        try writer.record(result.changes)
+        if history != nil {
+            try writer.record(HistoryTransactionRecord(batch: result.changes, author: author, contextName: contextName))
+        }
         return result
     }
 
@@ -392,9 +402,10 @@ package struct BatchExecutor<Writer: BatchWriter> {
                 // deleted by the fetch's own predicate, before anything else changes.
                 let foreignKeys = Self.foreignKeysToFollow(in: root)
                 let found = try writer.keys(matching: fetch, foreignKeys: foreignKeys)
-                try writer.deleteRows(matching: fetch)
                 targets.reserveCapacity(found.keys.count)
                 for (key, number) in found.keys { targets.append(try objectID(root, number, key)) }
+                try keepTombstones(of: targets)
+                try writer.deleteRows(matching: fetch)
                 deletion.add(new: targets)
                 try removeJoinRows(of: targets, in: root)
                 try applyRules(afterDeleting: targets, foreignKeys, found.foreignKeys, &deletion, &effects, &pending)
@@ -470,7 +481,7 @@ package struct BatchExecutor<Writer: BatchWriter> {
         }
 
         result.changes.reserveCapacity(deletion.ids.count + updates.count)
-        for id in deletion.ids { result.changes.append(BatchChange(objectID: id, kind: .delete)) }
+        for id in deletion.ids { result.changes.append(BatchChange(objectID: id, kind: .delete, tombstone: tombstones[id] ?? [])) }
         result.changes += Self.coalesced(updates)
         return result
     }
@@ -488,9 +499,20 @@ package struct BatchExecutor<Writer: BatchWriter> {
                 try follow(r, from: entity, keys, try writer.related(r, sources: keys), &deletion, &effects, &pending)
             }
         }
+        try keepTombstones(of: ids)
         try writer.deleteRows(root, keys: ids.map(\.primaryKey))
         try removeJoinRows(of: ids, in: root)
         try applyRules(afterDeleting: ids, [], [], &deletion, &effects, &pending)
+    }
+
+    /// With history, reads the tombstones of rows about to be deleted (of the entities that keep
+    /// values in them), as a context's save does: the values stored when the request runs.
+    private mutating func keepTombstones(of ids: [ObjectID]) throws(CoherenceError) {
+        guard var builder = history else { return }
+        defer { history = builder }
+        let kept = ids.filter { !builder.layout(of: $0.entity).tombstoneSlots.isEmpty }
+        guard !kept.isEmpty else { return }
+        for (id, row) in try writer.storedValues(of: kept) { tombstones[id] = builder.layout(of: id.entity).tombstone(of: row) }
     }
 
     /// Removes the join-table rows of deleted rows: those of their own relationships, and those
