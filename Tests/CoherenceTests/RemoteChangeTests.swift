@@ -431,6 +431,40 @@ import Testing
         #expect(result.status == 0, "the new writer failed: \(result.errors)")
     }
 
+    /// A writer killed with SIGKILL inside a save — its note and its history transaction
+    /// written in the open transaction, `COMMIT` not run — leaves neither: the store holds the
+    /// earlier saves' notes and history, and the next save's transaction follows them.
+    @Test func aWriterKilledBeforeCommitLeavesNoHistory() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        let doomed = try WriterProcess(store: url, author: "doomed", ["--history", "--inserts", "3", "--hang-before-commit"])
+        #expect(await doomed.waitForLine("SAVED 3"))
+        // The fourth save's transaction holds four notes and four history transactions.
+        #expect(await doomed.waitForLine("COMMITTING 4 4"))
+        let pid = String(doomed.process.processIdentifier)
+        await doomed.kill()
+        #expect(doomed.process.terminationReason == .uncaughtSignal)
+        #expect(doomed.process.terminationStatus == SIGKILL)
+
+        let c = try remoteCoordinator(url, history: true)
+        #expect(try noteCount(c, author: "doomed") == 3)
+        #expect(try c.count(for: FetchRequest<RemoteNote>(predicate: #Predicate { $0.sequence == 4 })) == 0)
+        let history = try allHistory(c)
+        #expect(history.count == 3)
+        #expect(history.map(\.token.transactionNumber) == [1, 2, 3])
+        #expect(history.allSatisfy { $0.author == "doomed" && $0.processID == pid && $0.changes?.count == 1 })
+        let saved = Set(try c.fetchObjectIDs(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == "doomed" })))
+        #expect(Set(history.compactMap { $0.changes?.first?.changedObjectID }) == saved)
+        #expect(try c.currentPersistentHistoryToken()?.transactionNumber == 3)
+
+        // The next save is recorded after them.
+        try insertNote(c, author: "after")
+        let after = try allHistory(c)
+        #expect(after.count == 4)
+        #expect(after.last?.author == "after")
+        #expect(after.last?.token.transactionNumber == 4)
+    }
+
     /// A writer that commits one save per "go" line: each commit is heard before the next is
     /// asked for, so every one of them is posted (none coalesced).
     @Test func stepByStepEveryCommitIsPosted() async throws {
