@@ -10,12 +10,14 @@ import Foundation
 //   READY              the store is open
 //   SAVED <n>          save number n committed
 //   HEARD              (with --await-others) the other writers' notes arrived
+//   CAUGHT UP <a>=<n> ...  (with --catch-up) the view context merged, from history, n notes
+//                      of each other author a (sorted by author)
 //   COMMITTING <n> <h> (with --hang-before-commit) the last save wrote its rows: its transaction,
 //                      not committed, holds n notes and h history transactions; then it blocks
 //   DONE               every save committed; the process exits 0
 //
 //   CoherenceTestWriter --store PATH --author NAME [--history] [--inserts N] [--set-text TEXT]
-//                       [--step] [--await-others N] [--hang-before-commit]
+//                       [--step] [--await-others N] [--catch-up N] [--hang-before-commit]
 //
 //   --history       open the store with persistent history tracking on too
 //   --inserts N     N saves, each inserting one RemoteNote (author, sequence 1...N); 0: forever
@@ -23,6 +25,11 @@ import Foundation
 //   --step          before each save, wait for a line on standard input (the parent's "go")
 //   --await-others N  after the saves, wait (through remote-change notifications, at most 60 s)
 //                   until the store holds N notes of other authors
+//   --catch-up N    (with --history) after the saves, on each remote-change notification, fetch
+//                   the history after the last transaction merged, leaving out this writer's
+//                   author, and merge it into a view context, until the view context has merged
+//                   N notes of other authors (at most 60 s). Subscribed before READY: the parent
+//                   lets the others save only after every writer is READY (--step)
 //   --hang-before-commit  after the rest, one more save inserting a note (sequence N + 1) that
 //                   stops inside the save, its rows and history written and COMMIT not run
 //                   (the coordinator's test hook), reports COMMITTING and blocks until killed
@@ -44,6 +51,7 @@ struct Arguments {
     var step = false
     var awaitOthers: Int?
     var history = false
+    var catchUp: Int?
     var hangBeforeCommit = false
 
     init(_ args: [String]) {
@@ -58,6 +66,7 @@ struct Arguments {
             case "--step": step = true
             case "--await-others": awaitOthers = value.flatMap { Int($0) }; i += 1
             case "--history": history = true
+            case "--catch-up": catchUp = value.flatMap { Int($0) }; i += 1
             case "--hang-before-commit": hangBeforeCommit = true
             default: break
             }
@@ -86,6 +95,8 @@ do {
         options: StoreOptions(persistentHistoryTracking: arguments.history, remoteChangeNotificationPost: true))
     let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: arguments.author)
     context.transactionAuthor = arguments.author
+    // Subscribed before READY, so that every other writer's commit after it is heard.
+    let heard = arguments.catchUp != nil ? coordinator.remoteChanges : nil
     say("READY")
     var saves = 0
     func save(_ change: () throws -> Void) throws {
@@ -127,6 +138,32 @@ do {
             for await _ in changes where try coordinator.count(for: request) >= others { break }
         }
         say("HEARD")
+    }
+    if let expected = arguments.catchUp, let heard {
+        let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "view")
+        var token: PersistentHistoryToken?
+        var merged: [String: Int] = [:]
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { fail("the view context did not catch up in 60 s") }
+        // Only after a notification: each catch-up is one the notifications asked for.
+        for await _ in heard {
+            var request = PersistentHistoryChangeRequest.fetchHistory(after: token)
+            request.excludedAuthors = [arguments.author]
+            try view.performAndWait {
+                for transaction in try view.execute(request).transactions {
+                    view.mergeChanges(fromContextDidSave: transaction.objectIDNotification())
+                    token = transaction.token
+                    for change in transaction.changes ?? [] where change.changeType == .insert {
+                        // The merged object, as the view context now reads it.
+                        guard let note = try view.existingObject(with: change.changedObjectID) as? RemoteNote,
+                            note.author == transaction.author
+                        else { fail("\(change.changedObjectID) is not a note of \(transaction.author ?? "nobody")") }
+                        merged[note.author, default: 0] += 1
+                    }
+                }
+            }
+            if merged.values.reduce(0, +) >= expected { break }
+        }
+        say("CAUGHT UP " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
     }
     if arguments.hangBeforeCommit {
         coordinator.beforeCommitHook.withLock {

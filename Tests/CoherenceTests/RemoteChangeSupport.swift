@@ -35,10 +35,11 @@ struct ListeningStore {
     let coordinator: PersistentStoreCoordinator
     let heard: RemoteChangeRecorder
 
-    init(_ name: String = #function) throws {
+    /// `history`: the store tracks persistent history too.
+    init(_ name: String = #function, history: Bool = false) throws {
         directory = try TemporaryDirectory(name)
         url = directory.file("notes.sqlite")
-        coordinator = try remoteCoordinator(url)
+        coordinator = try remoteCoordinator(url, history: history)
         heard = RemoteChangeRecorder(coordinator)
     }
 
