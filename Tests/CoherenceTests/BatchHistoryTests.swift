@@ -52,11 +52,9 @@ final class BHBook: ManagedObject {
 
 @Suite("Batch requests: history author, context name and tombstones")
 struct BatchHistoryOriginTests {
-    static let types: [StoreType] = [.sqlite, .inMemory]
-
     /// A batch request run through a context records the context's author and name, as its save
     /// would; through the coordinator it records neither. Author filters see them.
-    @Test(arguments: types)
+    @Test(arguments: [StoreType.sqlite, .inMemory])
     func contextRequestsRecordAuthorAndName(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let c = try makeHistoryCoordinator(type, in: dir)
@@ -89,7 +87,7 @@ struct BatchHistoryOriginTests {
     /// A batch delete keeps the tombstones a context's delete keeps — uniqueness attributes and
     /// attributes marked to keep their value — for the rows it matched, the rows a cascade rule
     /// reached, and rows deleted by ID; attributes not marked are left out.
-    @Test(arguments: types)
+    @Test(arguments: [StoreType.sqlite, .inMemory])
     func batchDeletesKeepTombstones(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let c = try makeHistoryCoordinator(type, in: dir, model: try ManagedObjectModel(types: [BHShelf.self, BHBook.self]))

@@ -34,28 +34,31 @@ extension PersistentStoreCoordinator {
     func execute<Entity>(
         _ request: BatchInsertRequest<Entity>, mergePolicy: MergePolicy, author: String?, contextName: String?
     ) throws(CoherenceError) -> BatchInsertResult {
-        let storeRequest = try request.storeRequest(in: managedObjectModel, mergePolicy: mergePolicy)
-        let result = try executeBatch(storeRequest, affectedStores: request.affectedStores, author: author, contextName: contextName)
-        return BatchResult(result, type: request.resultType)
+        try run(
+            request.storeRequest(in: managedObjectModel, mergePolicy: mergePolicy), request.affectedStores, request.resultType,
+            author, contextName)
     }
 
     /// Runs a batch update; history records it under `author` and `contextName`.
     func execute<Entity>(
         _ request: BatchUpdateRequest<Entity>, author: String?, contextName: String?
     ) throws(CoherenceError) -> BatchUpdateResult {
-        let result = try executeBatch(
-            request.storeRequest(in: managedObjectModel), affectedStores: request.affectedStores, author: author,
-            contextName: contextName)
-        return BatchResult(result, type: request.resultType)
+        try run(request.storeRequest(in: managedObjectModel), request.affectedStores, request.resultType, author, contextName)
     }
 
     /// Runs a batch delete; history records it under `author` and `contextName`.
     func execute<Entity>(
         _ request: BatchDeleteRequest<Entity>, author: String?, contextName: String?
     ) throws(CoherenceError) -> BatchDeleteResult {
-        let result = try executeBatch(
-            request.storeRequest(in: managedObjectModel), affectedStores: request.affectedStores, author: author,
-            contextName: contextName)
-        return BatchResult(result, type: request.resultType)
+        try run(request.storeRequest(in: managedObjectModel), request.affectedStores, request.resultType, author, contextName)
+    }
+
+    /// Runs a batch request in its store form and makes its result.
+    private func run(
+        _ storeRequest: StoreBatchRequest, _ affectedStores: [PersistentStore]?, _ type: BatchRequestResultType, _ author: String?,
+        _ contextName: String?
+    ) throws(CoherenceError) -> BatchResult {
+        let result = try executeBatch(storeRequest, affectedStores: affectedStores, author: author, contextName: contextName)
+        return BatchResult(result, type: type)
     }
 }
