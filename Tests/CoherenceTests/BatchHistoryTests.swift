@@ -50,7 +50,7 @@ final class BHBook: ManagedObject {
     @Relationship(inverse: "books") var shelf: BHShelf?
 }
 
-@Suite("Batch requests: history author, context name and tombstones")
+@Suite("Batch requests: history author, context name, tombstones and values")
 struct BatchHistoryOriginTests {
     /// A batch request run through a context records the context's author and name, as its save
     /// would; through the coordinator it records neither. Author filters see them.
@@ -146,5 +146,45 @@ struct BatchHistoryOriginTests {
         // Exactly what a context's delete records for the same kind of row.
         let four = try #require(saved.change(of: book[3]))
         #expect(four.tombstone == ["isbn": .text("4"), "title": .text("Title 4")])
+    }
+
+    /// A batch update records the old and new values of the attributes that ask for them (one
+    /// by one, or a whole entity), as a context's save does; the others are named only. An
+    /// upsert that updated a stored row records them too (once per object, from its first old
+    /// value to its last new one).
+    @Test(arguments: [StoreType.sqlite, .inMemory])
+    func updatesRecordOldAndNewValues(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let c = try makeHistoryCoordinator(type, in: dir)
+        try c.execute(BatchInsertRequest<HNote>(objects: [["code": "a", "rank": 1], ["code": "b", "rank": 2]]))
+        try c.execute(BatchInsertRequest<HFolder>(objects: [["name": "Inbox", "position": 1]]))
+
+        try c.execute(BatchUpdateRequest<HNote>(predicate: #Predicate { $0.rank > 0 }, propertiesToUpdate: ["rank": 7, "body": "x"]))
+        try c.execute(BatchUpdateRequest<HFolder>(propertiesToUpdate: ["position": 4]))
+        var upsert = BatchInsertRequest<HNote>(objects: [["code": "a", "rank": 9]])
+        upsert.mergePolicy = .mergeByPropertyObjectTrump
+        try c.execute(upsert)
+        // Two rows meeting one stored row: one change, from the first old value to the last new one.
+        var twice = BatchInsertRequest<HNote>(objects: [["code": "b", "rank": 5], ["code": "b", "rank": 6]])
+        twice.mergePolicy = .mergeByPropertyObjectTrump
+        try c.execute(twice)
+
+        let history = try allHistory(c)
+        #expect(history.count == 6)
+        let notes = history[2].changes ?? []
+        #expect(notes.count == 2)
+        #expect(Set(notes.compactMap { $0.oldValue(forKey: "rank", as: Int.self) }) == [1, 2])
+        #expect(notes.allSatisfy { $0.newValues == ["rank": .integer(7)] && $0.updatedProperties == ["rank", "body"] })
+        let folder = try #require(history[3].changes?.first)
+        #expect(folder.oldValues == ["position": .integer(1)])
+        #expect(folder.newValues == ["position": .integer(4)])
+        let upserted = try #require(history[4].changes?.first)
+        #expect(upserted.changeType == .update)
+        #expect(upserted.oldValue(forKey: "rank", as: Int.self) == 7)
+        #expect(upserted.newValue(forKey: "rank", as: Int.self) == 9)
+        let coalesced = try #require(history[5].changes)
+        #expect(coalesced.count == 1)
+        #expect(coalesced.first?.oldValues == ["rank": .integer(7)])
+        #expect(coalesced.first?.newValues == ["rank": .integer(6)])
     }
 }

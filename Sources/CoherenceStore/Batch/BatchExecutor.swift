@@ -195,7 +195,13 @@ package struct BatchExecutor<Writer: BatchWriter> {
                     guard written else {
                         throw uniquenessError(entity, values, row: row, try writer.uniquenessMatches(entity, values: values))
                     }
-                    result.changes.append(BatchChange(objectID: existing, kind: .update, updatedProperties: changed.map(\.name)))
+                    var change = BatchChange(objectID: existing, kind: .update, updatedProperties: changed.map(\.name))
+                    change.values = recordedSlots(of: entity, changed).map {
+                        HistoryValueChange(
+                            slot: $0.slot, old: current.values.indices.contains($0.slot) ? current.values[$0.slot] : .null,
+                            new: values[$0.slot])
+                    }
+                    result.changes.append(change)
                 }
             }
             if lists { result.objectIDs.append(existing) }
@@ -250,20 +256,53 @@ package struct BatchExecutor<Writer: BatchWriter> {
         let keys = try writer.keys(matching: request.fetch, foreignKeys: []).keys
         var result = StoreBatchResult()
         guard !keys.isEmpty, !request.attributes.isEmpty else { return result }
+        let root = entity.rootEntity
+        result.objectIDs.reserveCapacity(keys.count)
+        for (key, number) in keys { result.objectIDs.append(try objectID(root, number, key)) }
+        // With history, the values before the update of the attributes whose history keeps them.
+        var recorded: [ObjectIdentifier: [(slot: Int, index: Int)]] = [:]
+        var old: [ObjectID: [StoredValue]] = [:]
+        if history != nil {
+            for id in result.objectIDs where recorded[ObjectIdentifier(id.entity)] == nil {
+                recorded[ObjectIdentifier(id.entity)] = recordedSlots(of: id.entity, request.attributes)
+            }
+            if recorded.values.contains(where: { !$0.isEmpty }) {
+                old = try writer.storedValues(of: result.objectIDs.filter { recorded[ObjectIdentifier($0.entity)]?.isEmpty == false })
+            }
+        }
         let written = try writer.updateRows(
             entity, keys: keys.map(\.primaryKey), properties: request.attributes, values: request.values)
         guard written else { throw updateUniquenessError(request, rows: keys.count) }
         let names = request.attributes.map(\.name)
-        let root = entity.rootEntity
         result.count = keys.count
-        result.objectIDs.reserveCapacity(keys.count)
         result.changes.reserveCapacity(keys.count)
-        for (key, number) in keys {
-            let id = try objectID(root, number, key)
-            result.objectIDs.append(id)
-            result.changes.append(BatchChange(objectID: id, kind: .update, updatedProperties: names))
+        for id in result.objectIDs {
+            var change = BatchChange(objectID: id, kind: .update, updatedProperties: names)
+            if let slots = recorded[ObjectIdentifier(id.entity)], let before = old[id] {
+                change.values = slots.map {
+                    HistoryValueChange(
+                        slot: $0.slot, old: before.indices.contains($0.slot) ? before[$0.slot] : .null, new: request.values[$0.index])
+                }
+            }
+            result.changes.append(change)
         }
         return result
+    }
+
+    /// With history, the slots in `entity` of those of `attributes` whose old and new values its
+    /// history records, each with the attribute's index in `attributes`; empty without history.
+    private mutating func recordedSlots(of entity: EntityDescription, _ attributes: [AttributeDescription]) -> [(slot: Int, index: Int)] {
+        guard var builder = history else { return [] }
+        defer { history = builder }
+        let layout = builder.layout(of: entity)
+        guard layout.hasRecordedValues else { return [] }
+        var slots: [(slot: Int, index: Int)] = []
+        for (index, a) in attributes.enumerated() {
+            guard let slot = entity.propertiesByName[a.name]?.slot, slot < layout.recordsValues.count, layout.recordsValues[slot]
+            else { continue }
+            slots.append((slot, index))
+        }
+        return slots
     }
 
     /// `.conflict` for an update a uniqueness constraint refused.
@@ -586,7 +625,8 @@ package struct BatchExecutor<Writer: BatchWriter> {
     // MARK: Changes
 
     /// One change per object, in the order objects first appear: a later update of an inserted
-    /// object is part of its insert; updates of one object join their property names.
+    /// object is part of its insert; updates of one object join their property names (and their
+    /// recorded values: the first old value and the last new one).
     static func coalesced(_ changes: [BatchChange]) -> [BatchChange] {
         var index: [ObjectID: Int] = [:]
         var result: [BatchChange] = []
@@ -600,6 +640,14 @@ package struct BatchExecutor<Writer: BatchWriter> {
             guard result[i].kind == .update, c.kind == .update else { continue }
             for name in c.updatedProperties where !result[i].updatedProperties.contains(name) {
                 result[i].updatedProperties.append(name)
+            }
+            // Recorded values: the first old value and the last new one of each attribute.
+            for v in c.values {
+                if let n = result[i].values.firstIndex(where: { $0.slot == v.slot }) {
+                    result[i].values[n].new = v.new
+                } else {
+                    result[i].values.append(v)
+                }
             }
         }
         return result

@@ -28,7 +28,7 @@ package struct HistoryTransactionRecord: Sendable {
 
 extension HistoryTransactionRecord {
     /// The history transaction of a batch request: one change per row it inserted, updated or
-    /// deleted (deletes with their tombstones), under the author and context name of the context
+    /// deleted (updates with their recorded values, deletes with their tombstones), under the author and context name of the context
     /// that executed it (nil for both through the coordinator).
     package init(batch changes: [BatchChange], author: String?, contextName: String?) {
         self.init(
@@ -41,7 +41,7 @@ extension HistoryTransactionRecord {
                 case .delete: type = .delete
                 }
                 return HistoryChangeRecord(
-                    objectID: c.objectID, type: type, updatedPropertyNames: c.updatedProperties, tombstone: c.tombstone)
+                    objectID: c.objectID, type: type, updatedPropertyNames: c.updatedProperties, values: c.values, tombstone: c.tombstone)
             })
     }
 }
