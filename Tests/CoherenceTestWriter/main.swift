@@ -173,7 +173,8 @@ do {
                 if let store = coordinator.persistentStore(withIdentifier: identifier)?.engine as? SQLiteStore,
                     let connection = try? store.writerConnectionForSave()
                 {
-                    for table in [SQLGenerator().table(model.entities[0]), HistorySQL.transactionTable] {
+                    // (RemoteNote's table, then the history's.)
+                    for table in model.entities.map({ SQLGenerator().table($0) }) + [HistorySQL.transactionTable] {
                         counts += (try? connection.prepare("SELECT count(*) FROM \(table)").rows { $0.int64(0) }) ?? []
                     }
                 }

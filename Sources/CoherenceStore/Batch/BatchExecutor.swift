@@ -23,7 +23,8 @@ package struct BatchExecutor<Writer: BatchWriter> {
     private var storeTemplate: ObjectID?
     /// Concrete entities by number, per root entity (filled on first use).
     private var entitiesByNumber: [ObjectIdentifier: [Int: EntityDescription]] = [:]
-    /// With history: which values of each entity a tombstone keeps (nil without history).
+    /// With history: which values of each entity its history keeps — in a delete's tombstone, as
+    /// an update's old and new values (nil without history).
     private var history: HistoryBuilder?
     /// The tombstones of the rows deleted so far (with history, of entities that keep some).
     private var tombstones: [ObjectID: [SlotValue]] = [:]
@@ -46,9 +47,10 @@ package struct BatchExecutor<Writer: BatchWriter> {
         }
         // ─── Persistent history ─────────────────────────────────────────────────────────────
         // The one place a batch request's changes are recorded: `result.changes` lists every row
-        // the request changed (inserts; updates with the names of the properties they changed;
-        // deletes, those of delete rules included), once per object, and the store's write
-        // transaction is still open, so what is recorded here commits or rolls back with the data.
+        // the request changed (inserts; updates with the names of the properties they changed
+        // and the values history keeps; deletes, those of delete rules included, with their
+        // tombstones), once per object, and the store's write transaction is still open, so what
+        // is recorded here commits or rolls back with the data.
         if history != nil {
             try writer.record(HistoryTransactionRecord(batch: result.changes, author: author, contextName: contextName))
         }
