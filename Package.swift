@@ -41,6 +41,7 @@ let package = Package(
         .executableTarget(
             name: "StartupGlobalThenUser", dependencies: ["Coherence", "CoherenceExampleSupport"],
             path: "Examples/StartupGlobalThenUser"),
+        .executableTarget(name: "HistoryDemo", dependencies: ["Coherence"], path: "Examples/HistoryDemo"),
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         .testTarget(

@@ -1,4 +1,6 @@
 import Coherence
+import CoherenceSQLite
+import CoherenceStore
 import Foundation
 
 // A second process for the remote-change tests (Tests/CoherenceTests/RemoteChangeTests.swift):
@@ -8,16 +10,29 @@ import Foundation
 //   READY              the store is open
 //   SAVED <n>          save number n committed
 //   HEARD              (with --await-others) the other writers' notes arrived
+//   CAUGHT UP <a>=<n> ...  (with --catch-up) the view context merged, from history, n notes
+//                      of each other author a (sorted by author)
+//   COMMITTING <n> <h> (with --hang-before-commit) the last save wrote its rows: its transaction,
+//                      not committed, holds n notes and h history transactions; then it blocks
 //   DONE               every save committed; the process exits 0
 //
-//   CoherenceTestWriter --store PATH --author NAME [--inserts N] [--set-text TEXT] [--step]
-//                       [--await-others N]
+//   CoherenceTestWriter --store PATH --author NAME [--history] [--inserts N] [--set-text TEXT]
+//                       [--step] [--await-others N] [--catch-up N] [--hang-before-commit]
 //
+//   --history       open the store with persistent history tracking on too
 //   --inserts N     N saves, each inserting one RemoteNote (author, sequence 1...N); 0: forever
 //   --set-text T    one save setting `text` of every RemoteNote to T
 //   --step          before each save, wait for a line on standard input (the parent's "go")
 //   --await-others N  after the saves, wait (through remote-change notifications, at most 60 s)
 //                   until the store holds N notes of other authors
+//   --catch-up N    (with --history) after the saves, on each remote-change notification, fetch
+//                   the history after the last transaction merged, leaving out this writer's
+//                   author, and merge it into a view context, until the view context has merged
+//                   N notes of other authors (at most 60 s). Subscribed before READY: the parent
+//                   lets the others save only after every writer is READY (--step)
+//   --hang-before-commit  after the rest, one more save inserting a note (sequence N + 1) that
+//                   stops inside the save, its rows and history written and COMMIT not run
+//                   (the coordinator's test hook), reports COMMITTING and blocks until killed
 //
 // Errors go to standard error with exit status 1.
 
@@ -35,6 +50,9 @@ struct Arguments {
     var setText: String?
     var step = false
     var awaitOthers: Int?
+    var history = false
+    var catchUp: Int?
+    var hangBeforeCommit = false
 
     init(_ args: [String]) {
         var i = 1
@@ -47,6 +65,9 @@ struct Arguments {
             case "--set-text": setText = value; i += 1
             case "--step": step = true
             case "--await-others": awaitOthers = value.flatMap { Int($0) }; i += 1
+            case "--history": history = true
+            case "--catch-up": catchUp = value.flatMap { Int($0) }; i += 1
+            case "--hang-before-commit": hangBeforeCommit = true
             default: break
             }
             i += 1
@@ -70,8 +91,12 @@ do {
     let model = try ManagedObjectModel(types: [RemoteNote.self])
     let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
     try coordinator.addPersistentStore(
-        type: .sqlite, at: URL(fileURLWithPath: path), options: StoreOptions(remoteChangeNotificationPost: true))
+        type: .sqlite, at: URL(fileURLWithPath: path),
+        options: StoreOptions(persistentHistoryTracking: arguments.history, remoteChangeNotificationPost: true))
     let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: arguments.author)
+    context.transactionAuthor = arguments.author
+    // Subscribed before READY, so that every other writer's commit after it is heard.
+    let heard = arguments.catchUp != nil ? coordinator.remoteChanges : nil
     say("READY")
     var saves = 0
     func save(_ change: () throws -> Void) throws {
@@ -83,17 +108,19 @@ do {
         saves += 1
         say("SAVED \(saves)")
     }
+    func insert(_ sequence: Int) throws {
+        try save {
+            let note = RemoteNote(context: context)
+            note.author = arguments.author
+            note.sequence = sequence
+            note.text = "\(arguments.author) \(sequence)"
+        }
+    }
     if let inserts = arguments.inserts {
         var n = 0
         while inserts == 0 || n < inserts {
             n += 1
-            let sequence = n
-            try save {
-                let note = RemoteNote(context: context)
-                note.author = arguments.author
-                note.sequence = sequence
-                note.text = "\(arguments.author) \(sequence)"
-            }
+            try insert(n)
         }
     }
     if let text = arguments.setText {
@@ -111,6 +138,53 @@ do {
             for await _ in changes where try coordinator.count(for: request) >= others { break }
         }
         say("HEARD")
+    }
+    if let expected = arguments.catchUp, let heard {
+        let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "view")
+        var token: PersistentHistoryToken?
+        var merged: [String: Int] = [:]
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { fail("the view context did not catch up in 60 s") }
+        // Only after a notification: each catch-up is one the notifications asked for.
+        for await _ in heard {
+            var request = PersistentHistoryChangeRequest.fetchHistory(after: token)
+            request.excludedAuthors = [arguments.author]
+            try view.performAndWait {
+                for transaction in try view.execute(request).transactions {
+                    view.mergeChanges(fromContextDidSave: transaction.objectIDNotification())
+                    token = transaction.token
+                    for change in transaction.changes ?? [] where change.changeType == .insert {
+                        // The merged object, as the view context now reads it.
+                        guard let note = try view.existingObject(with: change.changedObjectID) as? RemoteNote,
+                            note.author == transaction.author
+                        else { fail("\(change.changedObjectID) is not a note of \(transaction.author ?? "nobody")") }
+                        merged[note.author, default: 0] += 1
+                    }
+                }
+            }
+            if merged.values.reduce(0, +) >= expected { break }
+        }
+        say("CAUGHT UP " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+    }
+    if arguments.hangBeforeCommit {
+        coordinator.beforeCommitHook.withLock {
+            $0 = { identifier in
+                // What the open transaction holds, read on the connection that wrote it.
+                var counts: [Int64] = []
+                if let store = coordinator.persistentStore(withIdentifier: identifier)?.engine as? SQLiteStore,
+                    let connection = try? store.writerConnectionForSave()
+                {
+                    // (RemoteNote's table, then the history's.)
+                    for table in model.entities.map({ SQLGenerator().table($0) }) + [HistorySQL.transactionTable] {
+                        counts += (try? connection.prepare("SELECT count(*) FROM \(table)").rows { $0.int64(0) }) ?? []
+                    }
+                }
+                say("COMMITTING \(counts.map(String.init).joined(separator: " "))")
+                // Blocks until the parent kills the process.
+                DispatchSemaphore(value: 0).wait()
+            }
+        }
+        try insert((arguments.inserts ?? 0) + 1)
+        fail("the save blocked before its commit returned")
     }
     say("DONE")
 } catch {

@@ -18,10 +18,12 @@ final class RemoteNote: ManagedObject {
     @Attribute var text: String = ""
 }
 
-/// A coordinator with the SQLite store at `url`, remote-change notifications on.
-func remoteCoordinator(_ url: URL, notifications: Bool = true) throws -> PersistentStoreCoordinator {
+/// A coordinator with the SQLite store at `url`, remote-change notifications on (and
+/// persistent history tracking when `history`).
+func remoteCoordinator(_ url: URL, notifications: Bool = true, history: Bool = false) throws -> PersistentStoreCoordinator {
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
-    try coordinator.addPersistentStore(type: .sqlite, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
+    try coordinator.addPersistentStore(
+        type: .sqlite, at: url, options: StoreOptions(persistentHistoryTracking: history, remoteChangeNotificationPost: true))
     return coordinator
 }
 
@@ -33,10 +35,11 @@ struct ListeningStore {
     let coordinator: PersistentStoreCoordinator
     let heard: RemoteChangeRecorder
 
-    init(_ name: String = #function) throws {
+    /// `history`: the store tracks persistent history too.
+    init(_ name: String = #function, history: Bool = false) throws {
         directory = try TemporaryDirectory(name)
         url = directory.file("notes.sqlite")
-        coordinator = try remoteCoordinator(url)
+        coordinator = try remoteCoordinator(url, history: history)
         heard = RemoteChangeRecorder(coordinator)
     }
 
@@ -44,9 +47,10 @@ struct ListeningStore {
     func another() throws -> PersistentStoreCoordinator { try remoteCoordinator(url) }
 }
 
-/// Inserts one note through a new context and saves.
+/// Inserts one note through a new context (named `author`, its transaction author) and saves.
 func insertNote(_ coordinator: PersistentStoreCoordinator, author: String, sequence: Int = 1) throws {
     let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: author)
+    context.transactionAuthor = author
     try context.performAndWait {
         let note = RemoteNote(context: context)
         note.author = author

@@ -209,6 +209,20 @@ import Testing
         #expect(try noteCount(coordinator) == 1)
     }
 
+    /// A container passes both options on to its store: history is tracked and the store is
+    /// watched.
+    @Test func aContainerPassesBothOptionsOn() throws {
+        let dir = try TemporaryDirectory()
+        let options = StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: true)
+        #expect(options.description.contains("persistentHistoryTracking: true"))
+        #expect(options.description.contains("remoteChangeNotificationPost: true"))
+        let container = GenericConnect<ContextStrategy.Mixed>(name: "Tracked", managedObjectModel: try makeHistoryModel())
+        let store = try container.attachPersistentStore(at: dir.url, for: StoreConfiguration(options: options))
+        #expect(store.options.persistentHistoryTracking && store.options.remoteChangeNotificationPost)
+        #expect(store.engine.tracksHistory)
+        #expect(container.persistentStoreCoordinator.remoteChangeWatcher(for: store)?.phase == .watching)
+    }
+
     /// Without the option a coordinator has no watcher and does not write the companion file.
     @Test func withoutTheOptionNothingIsWatchedOrWritten() throws {
         let dir = try TemporaryDirectory()
@@ -429,6 +443,86 @@ import Testing
             })
         let result = await next.finish()
         #expect(result.status == 0, "the new writer failed: \(result.errors)")
+    }
+
+    /// Two writer processes with their own authors: each hears the other's commits and catches
+    /// up from history into a view context (the other's notes merged, its own left out).
+    @Test func twoProcessesCatchUpFromHistory() async throws {
+        try await writersCatchUpFromHistory(["left", "right"])
+    }
+
+    /// Three writer processes: each hears the two others and catches up from history.
+    @Test func threeProcessesCatchUpFromHistory() async throws {
+        try await writersCatchUpFromHistory(["first", "second", "third"])
+    }
+
+    /// Writer processes, one per author, each saving three notes under its own
+    /// `transactionAuthor` once every writer is listening, and catching up from history after
+    /// the others' remote-change notifications (`--catch-up`); this process hears them all and
+    /// its history holds each writer's transactions, with the writer's process.
+    private func writersCatchUpFromHistory(_ authors: [String]) async throws {
+        let listening = try ListeningStore(history: true)
+        let url = listening.url, parent = listening.coordinator, heard = listening.heard
+        let others = 3 * (authors.count - 1)
+        let writers = try authors.map { author in
+            try WriterProcess(
+                store: url, author: author, ["--history", "--step", "--inserts", "3", "--catch-up", String(others)])
+        }
+        for w in writers { #expect(await w.waitForLine("READY")) }
+        // Every writer listens now: let them save, interleaved.
+        for _ in 1...3 { for w in writers { w.send() } }
+        for (w, author) in zip(writers, authors) {
+            let expected = authors.filter { $0 != author }.sorted().map { "\($0)=3" }.joined(separator: " ")
+            #expect(await w.waitForLine("CAUGHT UP \(expected)"), "\(author) did not catch up")
+        }
+        let pids = writers.map { String($0.process.processIdentifier) }
+        for w in writers {
+            let result = await w.finish()
+            #expect(result.status == 0, "a writer failed: \(result.errors)")
+        }
+        #expect(try await heard.wait { try noteCount(parent) == 3 * authors.count })
+        #expect(!heard.notifications.withLock { $0.isEmpty })
+        let history = try allHistory(parent)
+        #expect(history.count == 3 * authors.count)
+        for (author, pid) in zip(authors, pids) {
+            let own = history.filter { $0.author == author }
+            #expect(own.count == 3)
+            #expect(own.allSatisfy { $0.processID == pid && $0.contextName == author && $0.changes?.count == 1 })
+        }
+    }
+
+    /// A writer killed with SIGKILL inside a save — its note and its history transaction
+    /// written in the open transaction, `COMMIT` not run — leaves neither: the store holds the
+    /// earlier saves' notes and history, and the next save's transaction follows them.
+    @Test func aWriterKilledBeforeCommitLeavesNoHistory() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        let doomed = try WriterProcess(store: url, author: "doomed", ["--history", "--inserts", "3", "--hang-before-commit"])
+        #expect(await doomed.waitForLine("SAVED 3"))
+        // The fourth save's transaction holds four notes and four history transactions.
+        #expect(await doomed.waitForLine("COMMITTING 4 4"))
+        let pid = String(doomed.process.processIdentifier)
+        await doomed.kill()
+        #expect(doomed.process.terminationReason == .uncaughtSignal)
+        #expect(doomed.process.terminationStatus == SIGKILL)
+
+        let c = try remoteCoordinator(url, history: true)
+        #expect(try noteCount(c, author: "doomed") == 3)
+        #expect(try c.count(for: FetchRequest<RemoteNote>(predicate: #Predicate { $0.sequence == 4 })) == 0)
+        let history = try allHistory(c)
+        #expect(history.count == 3)
+        #expect(history.map(\.token.transactionNumber) == [1, 2, 3])
+        #expect(history.allSatisfy { $0.author == "doomed" && $0.processID == pid && $0.changes?.count == 1 })
+        let saved = Set(try c.fetchObjectIDs(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == "doomed" })))
+        #expect(Set(history.compactMap { $0.changes?.first?.changedObjectID }) == saved)
+        #expect(try c.currentPersistentHistoryToken()?.transactionNumber == 3)
+
+        // The next save is recorded after them.
+        try insertNote(c, author: "after")
+        let after = try allHistory(c)
+        #expect(after.count == 4)
+        #expect(after.last?.author == "after")
+        #expect(after.last?.token.transactionNumber == 4)
     }
 
     /// A writer that commits one save per "go" line: each commit is heard before the next is

@@ -19,11 +19,18 @@ package struct BatchChange: Sendable, CustomStringConvertible {
     /// For updates: the names of the properties that changed (attributes set, or the to-one
     /// relationship a nullify rule cleared); empty for inserts and deletes.
     package var updatedProperties: [String]
+    /// For updates, when the store records history: the old and new values of the attributes
+    /// whose history keeps them (``HistoryEntityLayout/recordsValues``); empty otherwise.
+    package var values: [HistoryValueChange] = []
+    /// For deletes, when the store records history: the row's values that its tombstone keeps
+    /// (``HistoryEntityLayout/tombstoneSlots``), read before the row went; empty otherwise.
+    package var tombstone: [SlotValue]
 
-    package init(objectID: ObjectID, kind: Kind, updatedProperties: [String] = []) {
+    package init(objectID: ObjectID, kind: Kind, updatedProperties: [String] = [], tombstone: [SlotValue] = []) {
         self.objectID = objectID
         self.kind = kind
         self.updatedProperties = updatedProperties
+        self.tombstone = tombstone
     }
 
     package var description: String {

@@ -23,13 +23,22 @@ package struct BatchExecutor<Writer: BatchWriter> {
     private var storeTemplate: ObjectID?
     /// Concrete entities by number, per root entity (filled on first use).
     private var entitiesByNumber: [ObjectIdentifier: [Int: EntityDescription]] = [:]
+    /// With history: which values of each entity its history keeps — in a delete's tombstone, as
+    /// an update's old and new values (nil without history).
+    private var history: HistoryBuilder?
+    /// The tombstones of the rows deleted so far (with history, of entities that keep some).
+    private var tombstones: [ObjectID: [SlotValue]] = [:]
 
     package init(writer: Writer) {
         self.writer = writer
+        if writer.recordsChanges { history = HistoryBuilder() }
     }
 
-    /// Runs `request` and hands its changes to the writer's history hook.
-    package mutating func run(_ request: StoreBatchRequest) throws(CoherenceError) -> StoreBatchResult {
+    /// Runs `request` and hands its changes to the writer's history hook, as one transaction
+    /// under `author` and `contextName` (those of the context that executes the request).
+    package mutating func run(
+        _ request: StoreBatchRequest, author: String? = nil, contextName: String? = nil
+    ) throws(CoherenceError) -> StoreBatchResult {
         let result: StoreBatchResult
         switch request {
         case .insert(let insert): result = try self.insert(insert)
@@ -38,10 +47,13 @@ package struct BatchExecutor<Writer: BatchWriter> {
         }
         // ─── Persistent history ─────────────────────────────────────────────────────────────
         // The one place a batch request's changes are recorded: `result.changes` lists every row
-        // the request changed (inserts; updates with the names of the properties they changed;
-        // deletes, those of delete rules included), once per object, and the store's write
-        // transaction is still open, so what is recorded here commits or rolls back with the data.
-        try writer.record(result.changes)
+        // the request changed (inserts; updates with the names of the properties they changed
+        // and the values history keeps; deletes, those of delete rules included, with their
+        // tombstones), once per object, and the store's write transaction is still open, so what
+        // is recorded here commits or rolls back with the data.
+        if history != nil {
+            try writer.record(HistoryTransactionRecord(batch: result.changes, author: author, contextName: contextName))
+        }
         return result
     }
 
@@ -185,7 +197,13 @@ package struct BatchExecutor<Writer: BatchWriter> {
                     guard written else {
                         throw uniquenessError(entity, values, row: row, try writer.uniquenessMatches(entity, values: values))
                     }
-                    result.changes.append(BatchChange(objectID: existing, kind: .update, updatedProperties: changed.map(\.name)))
+                    var change = BatchChange(objectID: existing, kind: .update, updatedProperties: changed.map(\.name))
+                    change.values = recordedSlots(of: entity, changed).map {
+                        HistoryValueChange(
+                            slot: $0.slot, old: current.values.indices.contains($0.slot) ? current.values[$0.slot] : .null,
+                            new: values[$0.slot])
+                    }
+                    result.changes.append(change)
                 }
             }
             if lists { result.objectIDs.append(existing) }
@@ -240,20 +258,53 @@ package struct BatchExecutor<Writer: BatchWriter> {
         let keys = try writer.keys(matching: request.fetch, foreignKeys: []).keys
         var result = StoreBatchResult()
         guard !keys.isEmpty, !request.attributes.isEmpty else { return result }
+        let root = entity.rootEntity
+        result.objectIDs.reserveCapacity(keys.count)
+        for (key, number) in keys { result.objectIDs.append(try objectID(root, number, key)) }
+        // With history, the values before the update of the attributes whose history keeps them.
+        var recorded: [ObjectIdentifier: [(slot: Int, index: Int)]] = [:]
+        var old: [ObjectID: [StoredValue]] = [:]
+        if history != nil {
+            for id in result.objectIDs where recorded[ObjectIdentifier(id.entity)] == nil {
+                recorded[ObjectIdentifier(id.entity)] = recordedSlots(of: id.entity, request.attributes)
+            }
+            if recorded.values.contains(where: { !$0.isEmpty }) {
+                old = try writer.storedValues(of: result.objectIDs.filter { recorded[ObjectIdentifier($0.entity)]?.isEmpty == false })
+            }
+        }
         let written = try writer.updateRows(
             entity, keys: keys.map(\.primaryKey), properties: request.attributes, values: request.values)
         guard written else { throw updateUniquenessError(request, rows: keys.count) }
         let names = request.attributes.map(\.name)
-        let root = entity.rootEntity
         result.count = keys.count
-        result.objectIDs.reserveCapacity(keys.count)
         result.changes.reserveCapacity(keys.count)
-        for (key, number) in keys {
-            let id = try objectID(root, number, key)
-            result.objectIDs.append(id)
-            result.changes.append(BatchChange(objectID: id, kind: .update, updatedProperties: names))
+        for id in result.objectIDs {
+            var change = BatchChange(objectID: id, kind: .update, updatedProperties: names)
+            if let slots = recorded[ObjectIdentifier(id.entity)], let before = old[id] {
+                change.values = slots.map {
+                    HistoryValueChange(
+                        slot: $0.slot, old: before.indices.contains($0.slot) ? before[$0.slot] : .null, new: request.values[$0.index])
+                }
+            }
+            result.changes.append(change)
         }
         return result
+    }
+
+    /// With history, the slots in `entity` of those of `attributes` whose old and new values its
+    /// history records, each with the attribute's index in `attributes`; empty without history.
+    private mutating func recordedSlots(of entity: EntityDescription, _ attributes: [AttributeDescription]) -> [(slot: Int, index: Int)] {
+        guard var builder = history else { return [] }
+        defer { history = builder }
+        let layout = builder.layout(of: entity)
+        guard layout.hasRecordedValues else { return [] }
+        var slots: [(slot: Int, index: Int)] = []
+        for (index, a) in attributes.enumerated() {
+            guard let slot = entity.propertiesByName[a.name]?.slot, slot < layout.recordsValues.count, layout.recordsValues[slot]
+            else { continue }
+            slots.append((slot, index))
+        }
+        return slots
     }
 
     /// `.conflict` for an update a uniqueness constraint refused.
@@ -392,9 +443,10 @@ package struct BatchExecutor<Writer: BatchWriter> {
                 // deleted by the fetch's own predicate, before anything else changes.
                 let foreignKeys = Self.foreignKeysToFollow(in: root)
                 let found = try writer.keys(matching: fetch, foreignKeys: foreignKeys)
-                try writer.deleteRows(matching: fetch)
                 targets.reserveCapacity(found.keys.count)
                 for (key, number) in found.keys { targets.append(try objectID(root, number, key)) }
+                try keepTombstones(of: targets)
+                try writer.deleteRows(matching: fetch)
                 deletion.add(new: targets)
                 try removeJoinRows(of: targets, in: root)
                 try applyRules(afterDeleting: targets, foreignKeys, found.foreignKeys, &deletion, &effects, &pending)
@@ -470,7 +522,7 @@ package struct BatchExecutor<Writer: BatchWriter> {
         }
 
         result.changes.reserveCapacity(deletion.ids.count + updates.count)
-        for id in deletion.ids { result.changes.append(BatchChange(objectID: id, kind: .delete)) }
+        for id in deletion.ids { result.changes.append(BatchChange(objectID: id, kind: .delete, tombstone: tombstones[id] ?? [])) }
         result.changes += Self.coalesced(updates)
         return result
     }
@@ -488,9 +540,20 @@ package struct BatchExecutor<Writer: BatchWriter> {
                 try follow(r, from: entity, keys, try writer.related(r, sources: keys), &deletion, &effects, &pending)
             }
         }
+        try keepTombstones(of: ids)
         try writer.deleteRows(root, keys: ids.map(\.primaryKey))
         try removeJoinRows(of: ids, in: root)
         try applyRules(afterDeleting: ids, [], [], &deletion, &effects, &pending)
+    }
+
+    /// With history, reads the tombstones of rows about to be deleted (of the entities that keep
+    /// values in them), as a context's save does: the values stored when the request runs.
+    private mutating func keepTombstones(of ids: [ObjectID]) throws(CoherenceError) {
+        guard var builder = history else { return }
+        defer { history = builder }
+        let kept = ids.filter { !builder.layout(of: $0.entity).tombstoneSlots.isEmpty }
+        guard !kept.isEmpty else { return }
+        for (id, row) in try writer.storedValues(of: kept) { tombstones[id] = builder.layout(of: id.entity).tombstone(of: row) }
     }
 
     /// Removes the join-table rows of deleted rows: those of their own relationships, and those
@@ -564,7 +627,8 @@ package struct BatchExecutor<Writer: BatchWriter> {
     // MARK: Changes
 
     /// One change per object, in the order objects first appear: a later update of an inserted
-    /// object is part of its insert; updates of one object join their property names.
+    /// object is part of its insert; updates of one object join their property names (and their
+    /// recorded values: the first old value and the last new one).
     static func coalesced(_ changes: [BatchChange]) -> [BatchChange] {
         var index: [ObjectID: Int] = [:]
         var result: [BatchChange] = []
@@ -578,6 +642,14 @@ package struct BatchExecutor<Writer: BatchWriter> {
             guard result[i].kind == .update, c.kind == .update else { continue }
             for name in c.updatedProperties where !result[i].updatedProperties.contains(name) {
                 result[i].updatedProperties.append(name)
+            }
+            // Recorded values: the first old value and the last new one of each attribute.
+            for v in c.values {
+                if let n = result[i].values.firstIndex(where: { $0.slot == v.slot }) {
+                    result[i].values[n].new = v.new
+                } else {
+                    result[i].values.append(v)
+                }
             }
         }
         return result

@@ -51,14 +51,24 @@ package protocol BatchWriter {
     /// (call it before anything else changes).
     mutating func deleteRows(matching fetch: StoreFetch) throws(CoherenceError)
     /// Whether ``record(_:)`` records anything (persistent history is on): every row is then
-    /// listed, even for a request that asks only for a count. The default is false.
+    /// listed, even for a request that asks only for a count, and deleted rows keep their
+    /// tombstones. The default is false.
     var recordsChanges: Bool { get }
-    /// Records the request's changes in the same transaction (persistent history). The default
-    /// records nothing.
-    mutating func record(_ changes: [BatchChange]) throws(CoherenceError)
+    /// The values of the stored rows of `ids`, as they are now in the open transaction (rows
+    /// that do not exist are left out): a delete's tombstones are read through it before its
+    /// rows go. Asked only when ``recordsChanges``; the default reads ``row(_:)`` by row.
+    mutating func storedValues(of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [StoredValue]]
+    /// Records the request's history transaction in the same transaction (persistent history).
+    /// The default records nothing.
+    mutating func record(_ transaction: HistoryTransactionRecord) throws(CoherenceError)
 }
 
 extension BatchWriter {
     package var recordsChanges: Bool { false }
-    package mutating func record(_ changes: [BatchChange]) throws(CoherenceError) {}
+    package mutating func storedValues(of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [StoredValue]] {
+        var result: [ObjectID: [StoredValue]] = [:]
+        for id in ids { if let r = try row(id) { result[id] = r.values } }
+        return result
+    }
+    package mutating func record(_ transaction: HistoryTransactionRecord) throws(CoherenceError) {}
 }

@@ -9,17 +9,23 @@ extension PersistentStoreCoordinator {
     /// An insert goes to the first of the stores that hold its entity; an update or a delete by
     /// fetch runs in each of them (a fetch limit applies per store); a delete by IDs runs in the
     /// store of each ID.
-    /// - Parameter affectedStores: the stores to consider (nil: every attached store).
+    /// - Parameters:
+    ///   - affectedStores: the stores to consider (nil: every attached store).
+    ///   - author: the history transactions' author (the executing context's
+    ///     `transactionAuthor`; nil through the coordinator).
+    ///   - contextName: the history transactions' context name (the executing context's name).
     /// - Throws: `.noStoreForEntity`, `.storeNotAttached`, `.invalidRequest` (a temporary ID),
     ///   and the errors of the stores (see `BatchExecutor`).
-    package func executeBatch(_ request: StoreBatchRequest, affectedStores: [PersistentStore]?) throws(CoherenceError) -> StoreBatchResult {
+    package func executeBatch(
+        _ request: StoreBatchRequest, affectedStores: [PersistentStore]?, author: String? = nil, contextName: String? = nil
+    ) throws(CoherenceError) -> StoreBatchResult {
         try saveLock.withLock { () throws(CoherenceError) -> StoreBatchResult in
             let parts = try batchParts(request, affectedStores: affectedStores)
             var begun: [PersistentStore] = []
             var result = StoreBatchResult()
             for (store, part) in parts {
                 do throws(CoherenceError) {
-                    result.append(try store.engine.beginBatch(part))
+                    result.append(try store.engine.beginBatch(part, author: author, contextName: contextName))
                     begun.append(store)
                 } catch {
                     for s in begun { s.engine.rollbackSave() }

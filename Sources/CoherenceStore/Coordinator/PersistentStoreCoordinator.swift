@@ -33,6 +33,11 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Test hook: called after each look at a store whose watcher woke up, with the store's
     /// identifier and whether another writer had committed (a change was posted).
     package let remoteCheckHook = LockedValue<(@Sendable (UUID, Bool) -> Void)?>(nil)
+    /// Test hook: called with a store's identifier just before its transaction commits — a
+    /// save's or a batch request's rows and history written, `COMMIT` not yet run — on the
+    /// saving thread, under the save lock (`CoherenceTestWriter --hang-before-commit` blocks in
+    /// it to be killed there).
+    package let beforeCommitHook = LockedValue<(@Sendable (UUID) -> Void)?>(nil)
 
     /// Subscribes `observer` to the saves made through this coordinator (held weakly, once).
     package func subscribe(_ observer: any CoordinatorObserver) {
@@ -449,7 +454,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// fails, the ones after it roll back and the error is thrown (the ones before it committed).
     /// The other writers of each store that committed hear of it (remote changes).
     func commit(_ begun: [PersistentStore]) throws(CoherenceError) {
+        let hook = beforeCommitHook.withLock { $0 }
         for (i, s) in begun.enumerated() {
+            hook?(s.identifier)
             do throws(CoherenceError) {
                 try s.engine.commitSave()
             } catch {

@@ -52,10 +52,8 @@ package struct HistoryBuilder {
         }
         for d in changes.deletes {
             var record = HistoryChangeRecord(objectID: d.objectID, type: .delete)
-            let slots = layout(of: d.objectID.entity).tombstoneSlots
-            if !slots.isEmpty, let row = storedRows[d.objectID] {
-                record.tombstone = slots.map { SlotValue(slot: $0, value: $0 < row.count ? row[$0] : .null) }
-            }
+            let l = layout(of: d.objectID.entity)
+            if !l.tombstoneSlots.isEmpty, let row = storedRows[d.objectID] { record.tombstone = l.tombstone(of: row) }
             records.append(record)
         }
         if !changes.joinInserts.isEmpty || !changes.joinDeletes.isEmpty {

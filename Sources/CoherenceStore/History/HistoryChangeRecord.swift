@@ -29,12 +29,13 @@ extension HistoryChangeRecord {
     /// A change whose updated properties are named (as a batch request knows them); names the
     /// object's entity does not have are left out.
     package init(
-        objectID: ObjectID, type: PersistentHistoryChangeType, updatedPropertyNames: [String], tombstone: [SlotValue] = []
+        objectID: ObjectID, type: PersistentHistoryChangeType, updatedPropertyNames: [String], values: [HistoryValueChange] = [],
+        tombstone: [SlotValue] = []
     ) {
         let properties = objectID.entity.propertiesByName
         self.init(
             objectID: objectID, type: type, updatedSlots: updatedPropertyNames.compactMap { properties[$0]?.slot }.sorted(),
-            tombstone: tombstone)
+            values: values, tombstone: tombstone)
     }
 }
 

@@ -27,4 +27,9 @@ package struct HistoryEntityLayout {
         self.recordsValues = records
         self.hasRecordedValues = records.contains(true)
     }
+
+    /// The tombstone of a deleted row: its values at ``tombstoneSlots``.
+    package func tombstone(of row: [StoredValue]) -> [SlotValue] {
+        tombstoneSlots.map { SlotValue(slot: $0, value: $0 < row.count ? row[$0] : .null) }
+    }
 }

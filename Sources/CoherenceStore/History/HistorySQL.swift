@@ -2,8 +2,9 @@
 /// `Z_HISTORYTRANSACTION` (its changes encoded by ``HistoryCoding`` in `Z_CHANGES`), and in
 /// `Z_HISTORYSTATE` the highest transaction number ever deleted, so that numbers are never
 /// reused and a fetch after a deleted transaction is known to be incomplete.
-enum HistorySQL {
-    static let transactionTable = "Z_HISTORYTRANSACTION"
+package enum HistorySQL {
+    /// The table of history transactions, one row each.
+    package static let transactionTable = "Z_HISTORYTRANSACTION"
 
     static let createTables = [
         """

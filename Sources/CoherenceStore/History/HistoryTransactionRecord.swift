@@ -28,10 +28,11 @@ package struct HistoryTransactionRecord: Sendable {
 
 extension HistoryTransactionRecord {
     /// The history transaction of a batch request: one change per row it inserted, updated or
-    /// deleted (a batch delete keeps no tombstone: its rows are not read before they go).
-    package init(batch changes: [BatchChange]) {
+    /// deleted (updates with their recorded values, deletes with their tombstones), under the author and context name of the context
+    /// that executed it (nil for both through the coordinator).
+    package init(batch changes: [BatchChange], author: String?, contextName: String?) {
         self.init(
-            author: nil, contextName: nil,
+            author: author, contextName: contextName,
             changes: changes.map { c in
                 let type: PersistentHistoryChangeType
                 switch c.kind {
@@ -39,7 +40,8 @@ extension HistoryTransactionRecord {
                 case .update: type = .update
                 case .delete: type = .delete
                 }
-                return HistoryChangeRecord(objectID: c.objectID, type: type, updatedPropertyNames: c.updatedProperties)
+                return HistoryChangeRecord(
+                    objectID: c.objectID, type: type, updatedPropertyNames: c.updatedProperties, values: c.values, tombstone: c.tombstone)
             })
     }
 }

@@ -6,7 +6,9 @@ extension InMemoryStore {
     ///
     /// An insert's rows are made first, before the store is locked: the handler that fills them
     /// is the caller's code, which may read this store.
-    package func beginBatch(_ request: StoreBatchRequest) throws(CoherenceError) -> StoreBatchResult {
+    package func beginBatch(
+        _ request: StoreBatchRequest, author: String?, contextName: String?
+    ) throws(CoherenceError) -> StoreBatchResult {
         var request = request
         if case .insert(var insert) = request {
             let initial = insert.entity.initialValues
@@ -32,7 +34,7 @@ extension InMemoryStore {
             s.saved = Snapshot(tables: s.tables, joins: s.joins, unique: s.unique)
             var executor = BatchExecutor(writer: MemoryBatchWriter(store: self, state: s))
             do throws(CoherenceError) {
-                let result = try executor.run(request)
+                let result = try executor.run(request, author: author, contextName: contextName)
                 s = executor.writer.state
                 return result
             } catch {
@@ -62,9 +64,9 @@ struct MemoryBatchWriter: BatchWriter {
     /// With persistent history on, every request records one history transaction.
     var recordsChanges: Bool { store.tracksHistory }
 
-    /// Records the request's changes as one history transaction in the state being changed.
-    mutating func record(_ changes: [BatchChange]) throws(CoherenceError) {
-        InMemoryStore.recordHistory(HistoryTransactionRecord(batch: changes), in: &state)
+    /// Records the request's history transaction in the state being changed.
+    mutating func record(_ transaction: HistoryTransactionRecord) throws(CoherenceError) {
+        InMemoryStore.recordHistory(transaction, in: &state)
     }
 
     var storeIdentifier: UUID { store.identifier }

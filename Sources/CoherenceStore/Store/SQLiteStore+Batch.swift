@@ -3,7 +3,9 @@ import Foundation
 extension SQLiteStore {
     /// Runs a batch request inside a new write transaction and leaves the transaction open for
     /// ``commitSave()``; on any error the transaction is rolled back and nothing is written.
-    package func beginBatch(_ request: StoreBatchRequest) throws(CoherenceError) -> StoreBatchResult {
+    package func beginBatch(
+        _ request: StoreBatchRequest, author: String?, contextName: String?
+    ) throws(CoherenceError) -> StoreBatchResult {
         let c = try writerConnectionForSave()
         do {
             try c.cachedStatement("BEGIN IMMEDIATE").execute()
@@ -12,7 +14,7 @@ extension SQLiteStore {
         }
         var executor = BatchExecutor(writer: SQLiteBatchWriter(store: self, connection: c))
         do {
-            return try executor.run(request)
+            return try executor.run(request, author: author, contextName: contextName)
         } catch {
             rollbackSave()
             throw error
@@ -41,10 +43,18 @@ struct SQLiteBatchWriter: BatchWriter {
     /// With persistent history on, every request records one history transaction.
     var recordsChanges: Bool { store.tracksHistory }
 
-    /// Records the request's changes as one history transaction, in the request's open
-    /// transaction (it commits or rolls back with it).
-    mutating func record(_ changes: [BatchChange]) throws(CoherenceError) {
-        try store.recordHistory(HistoryTransactionRecord(batch: changes))
+    /// Records the request's history transaction in the request's open transaction (it commits
+    /// or rolls back with it).
+    mutating func record(_ transaction: HistoryTransactionRecord) throws(CoherenceError) {
+        try store.recordHistory(transaction)
+    }
+
+    mutating func storedValues(of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [StoredValue]] {
+        do {
+            return try store.storedValues(of: ids, on: connection)
+        } catch {
+            throw store.storeError(.storeWriteFailed, error, "Reading the tombstones of deleted rows failed")
+        }
     }
     private var generator: SQLGenerator { store.generator }
 

@@ -41,7 +41,9 @@ package protocol StoreEngine: AnyObject, Sendable {
     /// Runs a batch request (rows inserted, updated or deleted without objects) inside an open
     /// transaction and reports the rows it changed; ``commitSave()`` or ``rollbackSave()`` ends
     /// it, as for a save. On an error nothing is written and the transaction is already ended.
-    func beginBatch(_ request: StoreBatchRequest) throws(CoherenceError) -> StoreBatchResult
+    /// A store that tracks history records the request as one transaction under `author` and
+    /// `contextName`.
+    func beginBatch(_ request: StoreBatchRequest, author: String?, contextName: String?) throws(CoherenceError) -> StoreBatchResult
 
     /// Closes the store's files. Later calls fail with `.storeNotAttached`.
     func close()
