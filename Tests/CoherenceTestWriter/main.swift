@@ -11,10 +11,11 @@ import Foundation
 //   DONE               every save committed; the process exits 0
 //
 //   CoherenceTestWriter --store PATH --author NAME [--inserts N] [--set-text TEXT] [--step]
-//                       [--await-others N]
+//                       [--await-others N] [--delete-sequence N]
 //
 //   --inserts N     N saves, each inserting one RemoteNote (author, sequence 1...N); 0: forever
 //   --set-text T    one save setting `text` of every RemoteNote to T
+//   --delete-sequence N  one save deleting every RemoteNote whose sequence is N
 //   --step          before each save, wait for a line on standard input (the parent's "go")
 //   --await-others N  after the saves, wait (through remote-change notifications, at most 60 s)
 //                   until the store holds N notes of other authors
@@ -35,6 +36,7 @@ struct Arguments {
     var setText: String?
     var step = false
     var awaitOthers: Int?
+    var deleteSequence: Int?
 
     init(_ args: [String]) {
         var i = 1
@@ -47,6 +49,7 @@ struct Arguments {
             case "--set-text": setText = value; i += 1
             case "--step": step = true
             case "--await-others": awaitOthers = value.flatMap { Int($0) }; i += 1
+            case "--delete-sequence": deleteSequence = value.flatMap { Int($0) }; i += 1
             default: break
             }
             i += 1
@@ -99,6 +102,13 @@ do {
     if let text = arguments.setText {
         try save {
             for note in try context.fetch(FetchRequest<RemoteNote>()) { note.text = text }
+        }
+    }
+    if let sequence = arguments.deleteSequence {
+        try save {
+            for note in try context.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.sequence == sequence })) {
+                context.delete(note)
+            }
         }
     }
     if let others = arguments.awaitOthers {

@@ -330,3 +330,40 @@ import Testing
         }
     }
 }
+
+/// A second process deletes the row a pinned context shows.
+@Suite(.serialized) struct QueryGenerationProcessTests {
+    @Test func aPinnedContextStillReadsARowAnotherProcessDeleted() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("notes.sqlite")
+        let coordinator = try remoteCoordinator(url)
+        try insertNote(coordinator, author: "parent", sequence: 1)
+        try insertNote(coordinator, author: "parent", sequence: 2)
+        let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "view")
+        let id = try view.performAndWait { () throws -> ObjectID in
+            try view.setQueryGeneration(from: .current)
+            let notes = try view.fetch(FetchRequest<RemoteNote>(sortBy: [SortDescriptor(\RemoteNote.sequence)]))
+            #expect(notes.count == 2)
+            view.refreshAllObjects()
+            return try #require(notes.first).objectID
+        }
+        let child = try WriterProcess(store: url, author: "child", ["--delete-sequence", "1"])
+        #expect(await child.waitForLine("DONE"))
+        #expect(await child.finish().status == 0)
+        // Another context sees the delete…
+        #expect(try noteCount(coordinator) == 1)
+        // …the pinned one does not.
+        try view.performAndWait { () throws in
+            let note = try #require(view.registeredObject(for: id) as? RemoteNote)
+            #expect(note.isFault)
+            #expect(note.text == "parent 1")
+            #expect(note.sequence == 1)
+            #expect(try view.count(for: FetchRequest<RemoteNote>()) == 2)
+            // Advancing drops it.
+            try view.setQueryGeneration(from: .current)
+            view.reset()
+            #expect(try view.count(for: FetchRequest<RemoteNote>()) == 1)
+            #expect(throws: CoherenceError.self) { try view.existingObject(with: id) }
+        }
+    }
+}
