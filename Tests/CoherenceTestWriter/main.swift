@@ -18,10 +18,12 @@ import Foundation
 //
 //   CoherenceTestWriter --store PATH --author NAME [--history] [--inserts N] [--set-text TEXT]
 //                       [--step] [--await-others N] [--catch-up N] [--hang-before-commit]
+//                       [--delete-sequence N]
 //
 //   --history       open the store with persistent history tracking on too
 //   --inserts N     N saves, each inserting one RemoteNote (author, sequence 1...N); 0: forever
 //   --set-text T    one save setting `text` of every RemoteNote to T
+//   --delete-sequence N  one save deleting every RemoteNote whose sequence is N
 //   --step          before each save, wait for a line on standard input (the parent's "go")
 //   --await-others N  after the saves, wait (through remote-change notifications, at most 60 s)
 //                   until the store holds N notes of other authors
@@ -53,6 +55,7 @@ struct Arguments {
     var history = false
     var catchUp: Int?
     var hangBeforeCommit = false
+    var deleteSequence: Int?
 
     init(_ args: [String]) {
         var i = 1
@@ -68,6 +71,7 @@ struct Arguments {
             case "--history": history = true
             case "--catch-up": catchUp = value.flatMap { Int($0) }; i += 1
             case "--hang-before-commit": hangBeforeCommit = true
+            case "--delete-sequence": deleteSequence = value.flatMap { Int($0) }; i += 1
             default: break
             }
             i += 1
@@ -126,6 +130,13 @@ do {
     if let text = arguments.setText {
         try save {
             for note in try context.fetch(FetchRequest<RemoteNote>()) { note.text = text }
+        }
+    }
+    if let sequence = arguments.deleteSequence {
+        try save {
+            for note in try context.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.sequence == sequence })) {
+                context.delete(note)
+            }
         }
     }
     if let others = arguments.awaitOthers {

@@ -38,7 +38,7 @@ extension ManagedObjectContext {
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
-        if !request.includesPendingChanges || pendingObjects(for: fetch).isEmpty, parent == nil {
+        if !request.includesPendingChanges || pendingObjects(for: fetch).isEmpty, parent == nil, source === persistentStoreCoordinator {
             return try persistentStoreCoordinator.fetchObjectIDs(request)
         }
         return try fetchObjects(fetch, includesPendingChanges: request.includesPendingChanges, asFaults: true, prefetching: []).map(

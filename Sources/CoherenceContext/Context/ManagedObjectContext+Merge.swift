@@ -72,6 +72,9 @@ extension ManagedObjectContext {
     /// Merges a save event (on this context's executor).
     package func merge(_ event: ContextEvent) {
         assertOnExecutor()
+        // A pinned context moves to the current generation, so the merged objects reload as
+        // they are now.
+        advanceQueryGeneration()
         applyPermanentIDs(event.permanentIDs)
         // Updated objects: reload registered ones, keeping local edits.
         let updated = event.updated.compactMap { registered[$0] }.filter { !$0.isInserted && $0._context === self }

@@ -39,7 +39,10 @@ extension ManagedObjectContext {
         postedInserted = nil
         let postedUpdates = postedUpdated
         postedUpdated = nil
-        guard hasChanges else { return }
+        guard hasChanges else {
+            advanceQueryGeneration()
+            return
+        }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 
@@ -440,6 +443,7 @@ extension ManagedObjectContext {
         NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: info)
         NotificationCenter.default.post(name: Self.didSaveObjectIDsNotification, object: self, userInfo: idInfo)
         broadcaster.yield(event)
+        advanceQueryGeneration()
         propagateSave(event)
         hooks.didSave?(event)
     }

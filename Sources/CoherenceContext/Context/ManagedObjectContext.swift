@@ -60,7 +60,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     public let persistentStoreCoordinator: PersistentStoreCoordinator
     /// The parent context, for a child context.
     public let parent: ManagedObjectContext?
-    package let source: any ContextSource
+    /// Where the context reads: its coordinator, its parent, or (pinned to a query generation)
+    /// its coordinator through the generation. Changed only on the executor.
+    @exclusivity(unchecked) package var source: any ContextSource
     let queue: DispatchQueue
     private let token: ContextToken
     /// What the context's objects point to: cleared in `deinit`, so an object that outlives its
@@ -80,8 +82,11 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         var transactionAuthor: String?
         var mergePolicy: MergePolicy = .error
         var automaticallyMergesChangesFromParent = false
+        /// The query generation the context reads (nil: unpinned); see
+        /// ``ManagedObjectContext/setQueryGeneration(from:)``.
+        var generationPin: QueryGenerationPin?
     }
-    private let settings: LockedValue<Settings>
+    let settings: LockedValue<Settings>
 
     // Executor-confined state. `@exclusivity(unchecked)`: these are touched only on the
     // context's executor, and the run-time exclusivity checks cost more than the work itself on
@@ -879,6 +884,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         pendingReplaces = []
         discardPendingChanges()
         pendingChanges.invalidatedAll = true
+        advanceQueryGeneration()
         processPendingChanges()
     }
 

@@ -71,8 +71,13 @@ extension PersistentStoreCoordinator: ContextSource {
     }
 
     package func sourceSnapshots(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: ObjectSnapshot] {
+        try snapshots(for: ids, in: nil)
+    }
+
+    /// Snapshots of objects by ID as `generation` shows them (nil: as the stores are now).
+    func snapshots(for ids: [ObjectID], in generation: QueryGeneration?) throws(CoherenceError) -> [ObjectID: ObjectSnapshot] {
         var result: [ObjectID: ObjectSnapshot] = [:]
-        for (id, row) in try rows(for: ids) {
+        for (id, row) in try rows(for: ids, in: generation) {
             let concrete = ObjectID(entity: row.entity, storeIdentifier: id.storeIdentifier, primaryKey: id.primaryKey)
             result[id] = ObjectSnapshot(row: row, id: concrete)
         }

@@ -19,6 +19,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case objectNotFound, conflict, invalidURI, corruptRow, invalidRequest, invalidLocation
             case deleteDenied, contextMismatch, alreadyAttached, crossStoreRelationship
             case historyTokenExpired, invalidHistoryToken, historyTrackingRequired
+            case queryGenerationsUnsupported, invalidQueryGenerationToken
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -99,6 +100,17 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// left as it was (history included); open it with the option on. (Core Data opens such a
         /// store read-only instead.)
         public static let historyTrackingRequired = Code(kind: .historyTrackingRequired)
+        /// A context cannot be pinned to a query generation because a store of its coordinator
+        /// cannot hold a snapshot: a SQLite store that is not in WAL mode. The error names the
+        /// ``CoherenceError/store``; the context's generation is left as it was. (Core Data stops
+        /// with "Unsupported feature in this configuration" there.) See
+        /// ``ManagedObjectContext/setQueryGeneration(from:)``.
+        public static let queryGenerationsUnsupported = Code(kind: .queryGenerationsUnsupported)
+        /// A ``QueryGenerationToken`` that cannot be used: its snapshot was released (no context
+        /// held it any more, or it was left idle past
+        /// ``PersistentStoreCoordinator/queryGenerationIdleTimeout``), or it belongs to another
+        /// coordinator. The context's generation is left as it was.
+        public static let invalidQueryGenerationToken = Code(kind: .invalidQueryGenerationToken)
         /// The code's name, for example `storeIncompatible`.
         public var description: String { kind.rawValue }
     }

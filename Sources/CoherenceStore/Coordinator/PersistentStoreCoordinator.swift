@@ -20,6 +20,8 @@ public final class PersistentStoreCoordinator: Sendable {
     public let managedObjectModel: ManagedObjectModel
     /// Snapshots of rows by object ID.
     package let rowCache = RowCache()
+    /// The pinned query generations of this coordinator's contexts.
+    package let queryGenerations = QueryGenerationRegistry()
     /// Who hears of the saves made through this coordinator (see ``subscribe(_:)``).
     private let observers = CoordinatorObservers()
     private let stores = LockedValue<[PersistentStore]>([])
@@ -98,7 +100,8 @@ public final class PersistentStoreCoordinator: Sendable {
             }
             engine = try SQLiteStore(
                 url: standardized, model: managedObjectModel, configuration: configuration,
-                synchronous: options.synchronous, historyTracking: options.persistentHistoryTracking)
+                synchronous: options.synchronous, historyTracking: options.persistentHistoryTracking,
+                writeAheadLog: options.writeAheadLog)
         default:
             engine = try InMemoryStore(
                 model: managedObjectModel, configuration: configuration, historyTracking: options.persistentHistoryTracking)
@@ -326,15 +329,17 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Rows for object IDs (faults), from the row cache or the stores, each of its concrete
     /// entity. Missing rows are left out, and so are rows of another entity than the ID's (or
-    /// one of its sub-entities): a Circle ID whose key is a Square's finds nothing.
+    /// one of its sub-entities): a Circle ID whose key is a Square's finds nothing. With a
+    /// `generation`, rows are read from its snapshots, past the row cache (which holds rows
+    /// as they are now).
     /// - Throws: `.storeNotAttached` for an ID of a store that is not attached (its rows are
     ///   not known to be gone); the store's error when reading fails.
-    package func rows(for ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: StoreRow] {
+    package func rows(for ids: [ObjectID], in generation: QueryGeneration? = nil) throws(CoherenceError) -> [ObjectID: StoreRow] {
         var result: [ObjectID: StoreRow] = [:]
         var missing: [UUID: [ObjectIdentifier: (EntityDescription, [Int64])]] = [:]
         for id in ids {
             guard let sid = id.storeIdentifier else { continue }
-            if let (cached, e) = rowCache.entry(for: id) {
+            if generation == nil, let (cached, e) = rowCache.entry(for: id) {
                 // Cached under the row's concrete entity.
                 guard cached.entity.isKindOf(id.entity) else { continue }
                 result[id] = StoreRow(entity: cached.entity, primaryKey: id.primaryKey, version: e.version, values: e.values)
@@ -343,17 +348,21 @@ public final class PersistentStoreCoordinator: Sendable {
                 missing[sid, default: [:]][ObjectIdentifier(entity), default: (entity, [])].1.append(id.primaryKey)
             }
         }
+        let queryGeneration = generation
         // Rows read before another process's commit dropped the store's rows are not cached.
         let generation = missing.isEmpty ? 0 : rowCache.generation
         for (sid, groups) in missing {
             guard let store = persistentStore(withIdentifier: sid) else {
                 throw Self.detachedStoreError(sid, entity: groups.values.first?.0)
             }
+            let snapshot = queryGeneration?.snapshot(of: sid)
             for (_, (entity, keys)) in groups {
-                for row in try store.engine.rows(of: entity, keys: keys) {
+                for row in try store.engine.rows(of: entity, keys: keys, in: snapshot) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
                     result[id] = row
-                    rowCache.store(.init(values: row.values, version: row.version), for: id, readAt: generation)
+                    if queryGeneration == nil {
+                        rowCache.store(.init(values: row.values, version: row.version), for: id, readAt: generation)
+                    }
                 }
             }
         }
@@ -367,9 +376,12 @@ public final class PersistentStoreCoordinator: Sendable {
             entity: entity?.name, store: store.uuidString)
     }
 
-    /// Destinations of a relationship for several objects (all in one query per store).
+    /// Destinations of a relationship for several objects (all in one query per store), as
+    /// `generation` shows them (nil: as the stores are now).
     /// - Throws: `.storeNotAttached` for an ID of a store that is not attached.
-    package func related(_ relationship: RelationshipDescription, of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
+    package func related(
+        _ relationship: RelationshipDescription, of ids: [ObjectID], in generation: QueryGeneration? = nil
+    ) throws(CoherenceError) -> [ObjectID: [ObjectID]] {
         // The callers' IDs by store and key, so results map back without scanning `ids` per row.
         var byStore: [UUID: [Int64: ObjectID]] = [:]
         for id in ids { if let sid = id.storeIdentifier { byStore[sid, default: [:]][id.primaryKey] = id } }
@@ -386,7 +398,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 for id in sources.values { result[id] = [] }
                 continue
             }
-            let related = try store.engine.related(relationship, sources: Array(sources.keys))
+            let related = try store.engine.related(relationship, sources: Array(sources.keys), in: generation?.snapshot(of: sid))
             for (source, targets) in related {
                 guard let sourceID = sources[source] else { continue }
                 result[sourceID] = targets.map {
@@ -466,6 +478,8 @@ public final class PersistentStoreCoordinator: Sendable {
             }
         }
         announceCommit(to: begun)
+        // The bound on forgotten pins: a generation idle too long is released here.
+        queryGenerations.releaseIdle()
     }
 
     private func updateRowCache(_ changes: StoreChangeSet, _ result: StoreSaveResult) {

@@ -82,15 +82,33 @@ package final class InMemoryStore: StoreEngine {
                 throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
             }
             // Readers see the committed state, not a save in progress.
-            if let saved = s.saved {
-                var committed = State()
-                committed.tables = saved.tables
-                committed.joins = saved.joins
-                committed.lastKey = s.lastKey
-                return try body(committed)
-            }
+            if s.saved != nil { return try body(Self.committed(s)) }
             return try body(s)
         }
+    }
+
+    /// The committed state: `s`, or what it was before the save in progress (the tables share
+    /// their storage until one side changes).
+    static func committed(_ s: borrowing State) -> State {
+        guard let saved = s.saved else { return copy s }
+        var committed = State()
+        committed.tables = saved.tables
+        committed.joins = saved.joins
+        committed.lastKey = s.lastKey
+        return committed
+    }
+
+    /// Reads the committed state `snapshot` kept when it is one of this store's snapshots, else
+    /// the committed state now.
+    private func read<T>(
+        _ snapshot: (any StoreSnapshot)?, _ body: (borrowing State) throws(CoherenceError) -> T
+    ) throws(CoherenceError) -> T {
+        guard let snapshot = snapshot as? MemorySnapshot else { return try read(body) }
+        guard !state.withLock({ $0.isClosed }) else {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
+        }
+        guard let kept = snapshot.state else { throw QueryGeneration.releasedError(store: locationDescription) }
+        return try body(kept)
     }
 
     // MARK: Reads
@@ -120,23 +138,25 @@ package final class InMemoryStore: StoreEngine {
     }
 
     package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
-        try read { s in matchingRows(fetch, in: s) }
+        try read(fetch.generation?.snapshot(of: identifier)) { s in matchingRows(fetch, in: s) }
     }
 
     package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
-        try read { s in matchingRows(fetch, in: s).map { ($0.primaryKey, $0.entity.entityNumber) } }
+        try read(fetch.generation?.snapshot(of: identifier)) { s in
+            matchingRows(fetch, in: s).map { ($0.primaryKey, $0.entity.entityNumber) }
+        }
     }
 
     package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
-        try read { s in
+        try read(fetch.generation?.snapshot(of: identifier)) { s in
             var f = fetch
             f.sortKeys = []
             return matchingRows(f, in: s).count
         }
     }
 
-    package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
-        try read { s in
+    package func rows(of entity: EntityDescription, keys: [Int64], in snapshot: (any StoreSnapshot)?) throws(CoherenceError) -> [StoreRow] {
+        try read(snapshot) { s in
             guard let table = s.tables[ObjectIdentifier(entity.rootEntity)] else { return [] }
             // Rows of `entity` and its sub-entities only, as the SQLite store reads them.
             if entity.superentity == nil { return keys.compactMap { table[$0] } }
@@ -144,8 +164,10 @@ package final class InMemoryStore: StoreEngine {
         }
     }
 
-    package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {
-        try read { s in related(relationship, sources: sources, in: copy s) }
+    package func related(
+        _ relationship: RelationshipDescription, sources: [Int64], in snapshot: (any StoreSnapshot)?
+    ) throws(CoherenceError) -> RelatedKeys {
+        try read(snapshot) { s in related(relationship, sources: sources, in: copy s) }
     }
 
     /// Destinations of a relationship for several source keys, in a state (committed, or a

@@ -45,6 +45,10 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// try coordinator.addPersistentStore(type: .sqlite, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
     /// ```
     public var remoteChangeNotificationPost: Bool
+    /// Whether a SQLite store uses a write-ahead log (default `true`). Off, the file keeps a
+    /// rollback journal: the store works, but cannot hold query generations (for tests of
+    /// that error).
+    package var writeAheadLog = true
 
     /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``, no history and no
     /// remote-change notifications.

@@ -59,6 +59,11 @@ package final class SQLiteStore: StoreEngine {
     let historyCommits = LockedValue<(pending: Int64?, last: Int64?)>((nil, nil))
     /// Test hook: a trace installed on reader connections as they are used.
     private let readerTrace = LockedValue<(@Sendable (String) -> Void)?>(nil)
+    /// The file's journal mode as SQLite reported it after opening (`wal` unless the file could
+    /// not be switched, or the store was opened without WAL).
+    let journalMode: String
+    /// The snapshots of pinned query generations that are open, closed with the store.
+    let openSnapshots = LockedValue<[WeakSQLiteSnapshot]>([])
 
     struct ReaderPool {
         var idle: [ConnectionBox] = []
@@ -74,13 +79,16 @@ package final class SQLiteStore: StoreEngine {
     /// schema. A file that is refused is left byte for byte as it was, journal mode included,
     /// and so is a write-ahead log it had (closing does not checkpoint it).
     /// With `historyTracking`, the store records persistent history (its tables are created
-    /// when missing); without it, a store that has history is refused.
+    /// when missing); without it, a store that has history is refused. Without `writeAheadLog`
+    /// the file uses a rollback journal (`DELETE`): the store works, but cannot hold query
+    /// generations.
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store),
     ///   `.historyTrackingRequired` (the store has history and `historyTracking` is off).
     package init(
         url: URL, model: ManagedObjectModel, configuration: String?,
-        synchronous: StoreOptions.Synchronous = .normal, historyTracking: Bool = false
+        synchronous: StoreOptions.Synchronous = .normal, historyTracking: Bool = false,
+        writeAheadLog: Bool = true
     ) throws(CoherenceError) {
         let path = url.path
         guard let entities = model.entities(forConfiguration: configuration) else {
@@ -107,6 +115,10 @@ package final class SQLiteStore: StoreEngine {
         let expectedHash = model.versionHash(forConfiguration: configuration) ?? model.versionHash
         let generator = self.generator
         var metadata: [String: String] = [:]
+        let switchJournal = { () throws(SQLiteError) in
+            if writeAheadLog { try connection.switchToWAL() } else { try connection.execute("PRAGMA journal_mode=DELETE") }
+        }
+        var journalMode = ""
         do {
             let hasMetadata = try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0
             if hasMetadata > 0 {
@@ -130,7 +142,7 @@ package final class SQLiteStore: StoreEngine {
                         "The store records persistent history; open it with StoreOptions.persistentHistoryTracking on (it was left as it was).",
                         store: path)
                 }
-                try connection.switchToWAL()
+                try switchJournal()
                 if historyTracking && !hasHistory {
                     try connection.writeTransaction { try Self.createHistoryTables(connection) }
                 }
@@ -139,7 +151,7 @@ package final class SQLiteStore: StoreEngine {
                 guard tables == 0 else {
                     throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
                 }
-                try connection.switchToWAL()
+                try switchJournal()
                 metadata = [
                     "storeUUID": UUID().uuidString,
                     "modelVersionHash": expectedHash,
@@ -166,6 +178,7 @@ package final class SQLiteStore: StoreEngine {
                     }
                 }
             }
+            journalMode = try connection.prepare("PRAGMA journal_mode").rows { $0.string(0) }.first?.lowercased() ?? ""
         } catch let error as CoherenceError {
             if hadLog { connection.leaveLogOnClose() }
             throw error
@@ -184,6 +197,7 @@ package final class SQLiteStore: StoreEngine {
         self.synchronous = synchronous
         self.tracksHistory = historyTracking
         self.writer = ConnectionBox(connection)
+        self.journalMode = journalMode
     }
 
     /// The error of a connection that could not be opened: `.storeOpenFailed` while the store is
@@ -216,6 +230,7 @@ package final class SQLiteStore: StoreEngine {
             pool.isClosed = true
             pool.idle.removeAll()
         }
+        closeSnapshots()
         writer.close()
     }
 
@@ -223,31 +238,8 @@ package final class SQLiteStore: StoreEngine {
 
     /// Runs `body` with a reader connection from the pool.
     func withReader<T>(_ body: (SQLiteConnection) throws -> T) throws(CoherenceError) -> T {
-        let box: ConnectionBox
-        let taken = readers.withLock { pool -> (ConnectionBox?, Bool) in
-            if pool.isClosed { return (nil, true) }
-            return (pool.idle.popLast(), false)
-        }
-        if taken.1 {
-            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
-        }
-        if let b = taken.0 {
-            box = b
-        } else {
-            do {
-                let c = try SQLiteConnection(
-                    location: .file(url.path), synchronous: synchronous.connectionSetting, functions: SQLFunctions.register)
-                try c.execute("PRAGMA query_only=1")
-                box = ConnectionBox(c)
-            } catch {
-                throw Self.openError(error, path: url.path, code: .storeReadFailed)
-            }
-        }
-        defer {
-            readers.withLock { pool in
-                if !pool.isClosed && pool.idle.count < 4 { pool.idle.append(box) }
-            }
-        }
+        let box = try takeReader()
+        defer { returnReader(box) }
         guard let connection = box.connection else {
             throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
         }
@@ -256,8 +248,44 @@ package final class SQLiteStore: StoreEngine {
         } else if connection.traceHandler != nil {
             connection.traceHandler = nil
         }
+        return try readingStore { () throws -> T in try body(connection) }
+    }
+
+    /// A reader connection: an idle one of the pool, or a new one.
+    func takeReader() throws(CoherenceError) -> ConnectionBox {
+        let taken = readers.withLock { pool -> (ConnectionBox?, Bool) in
+            if pool.isClosed { return (nil, true) }
+            return (pool.idle.popLast(), false)
+        }
+        if taken.1 {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+        }
+        if let b = taken.0 { return b }
         do {
-            return try body(connection)
+            let c = try SQLiteConnection(
+                location: .file(url.path), switchesToWAL: journalMode == "wal", synchronous: synchronous.connectionSetting,
+                functions: SQLFunctions.register)
+            try c.execute("PRAGMA query_only=1")
+            return ConnectionBox(c)
+        } catch {
+            throw Self.openError(error, path: url.path, code: .storeReadFailed)
+        }
+    }
+
+    /// Whether the store was closed (its pool takes no connections).
+    var readersClosed: Bool { readers.withLock { $0.isClosed } }
+
+    /// Puts a reader connection back in the pool (when it has room and the store is open).
+    func returnReader(_ box: ConnectionBox) {
+        readers.withLock { pool in
+            if !pool.isClosed && pool.idle.count < 4 { pool.idle.append(box) }
+        }
+    }
+
+    /// Runs a read, reporting its failure as `.storeReadFailed` (a `CoherenceError` as it is).
+    func readingStore<T>(_ body: () throws -> T) throws(CoherenceError) -> T {
+        do {
+            return try body()
         } catch let error as CoherenceError {
             throw error
         } catch {
@@ -376,7 +404,7 @@ package final class SQLiteStore: StoreEngine {
     package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
-        return try withReader { c in
+        return try withReader(fetch.generation?.snapshot(of: identifier)) { c in
             let st = try c.cachedStatement(sql)
             defer { st.reset() }
             st.bind(bindings)
@@ -398,7 +426,7 @@ package final class SQLiteStore: StoreEngine {
     ) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
-        try withReader { c in
+        try withReader(fetch.generation?.snapshot(of: identifier)) { c in
             let st = try c.cachedStatement(sql)
             defer { st.reset() }
             st.bind(bindings)
@@ -416,7 +444,7 @@ package final class SQLiteStore: StoreEngine {
 
     package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
         let (sql, bindings) = try generator.select(fetch, plan: nil, storeIdentifier: identifier)
-        return try withReader { c in
+        return try withReader(fetch.generation?.snapshot(of: identifier)) { c in
             let st = try c.cachedStatement(sql)
             defer { st.reset() }
             st.bind(bindings)
@@ -433,7 +461,7 @@ package final class SQLiteStore: StoreEngine {
         f.limit = nil
         f.offset = 0
         let (sql, bindings) = try generator.select(f, plan: nil, storeIdentifier: identifier, count: true)
-        let total = try withReader { c -> Int in
+        let total = try withReader(fetch.generation?.snapshot(of: identifier)) { c -> Int in
             let st = try c.cachedStatement(sql)
             defer { st.reset() }
             st.bind(bindings)
@@ -443,9 +471,9 @@ package final class SQLiteStore: StoreEngine {
         return limit.map { min($0, afterOffset) } ?? afterOffset
     }
 
-    package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
+    package func rows(of entity: EntityDescription, keys: [Int64], in snapshot: (any StoreSnapshot)?) throws(CoherenceError) -> [StoreRow] {
         guard !keys.isEmpty else { return [] }
-        return try withReader { c in try readRows(of: entity, keys: keys, on: c) }
+        return try withReader(snapshot) { c in try readRows(of: entity, keys: keys, on: c) }
     }
 
     /// Rows of `entity` (and its sub-entities) by primary key, read on connection `c`.
@@ -463,13 +491,15 @@ package final class SQLiteStore: StoreEngine {
         return rows
     }
 
-    package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {
+    package func related(
+        _ relationship: RelationshipDescription, sources: [Int64], in snapshot: (any StoreSnapshot)?
+    ) throws(CoherenceError) -> RelatedKeys {
         guard !sources.isEmpty else { return [:] }
         guard let sql = generator.selectRelated(relationship) else {
             throw CoherenceError(.invalidRequest, "Relationship '\(relationship.name)' is not stored.", property: relationship.name)
         }
         let list = "[" + sources.map(String.init).joined(separator: ",") + "]"
-        return try withReader { c in
+        return try withReader(snapshot) { c in
             let st = try c.cachedStatement(sql)
             defer { st.reset() }
             st.bind(list, at: 1)

@@ -27,11 +27,15 @@ package protocol StoreEngine: AnyObject, Sendable {
         each body: (consuming StoreRow) -> Void) throws(CoherenceError)
     func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
     func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
-    /// Rows of `entity` and its sub-entities by primary key. Missing keys, and keys of rows of
-    /// other entities of the hierarchy (a sibling sharing the table), are left out.
-    func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow]
-    /// Destinations of a relationship for several source keys.
-    func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys
+    /// Rows of `entity` and its sub-entities by primary key, as `snapshot` shows them (nil: as
+    /// the store is now). Missing keys, and keys of rows of other entities of the hierarchy (a
+    /// sibling sharing the table), are left out.
+    func rows(of entity: EntityDescription, keys: [Int64], in snapshot: (any StoreSnapshot)?) throws(CoherenceError) -> [StoreRow]
+    /// Destinations of a relationship for several source keys, as `snapshot` shows them (nil:
+    /// as the store is now).
+    func related(
+        _ relationship: RelationshipDescription, sources: [Int64], in snapshot: (any StoreSnapshot)?
+    ) throws(CoherenceError) -> RelatedKeys
     /// Reserves `count` primary keys for an entity hierarchy; returns the first.
     func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64
 
@@ -45,8 +49,19 @@ package protocol StoreEngine: AnyObject, Sendable {
     /// `contextName`.
     func beginBatch(_ request: StoreBatchRequest, author: String?, contextName: String?) throws(CoherenceError) -> StoreBatchResult
 
-    /// Closes the store's files. Later calls fail with `.storeNotAttached`.
+    /// Closes the store's files (and its open snapshots). Later calls fail with `.storeNotAttached`.
     func close()
+
+    // MARK: Query generations
+
+    /// Whether the store can hold a snapshot for a query generation (a SQLite store only in WAL
+    /// mode). Reads of a fetch whose ``StoreFetch/generation`` has a snapshot of this store go
+    /// through that snapshot.
+    var supportsSnapshots: Bool { get }
+    /// The store's journal mode, for errors (`wal`, `delete`, `memory`).
+    var journalModeDescription: String { get }
+    /// A snapshot of the store as it is now, held until it is closed.
+    func openSnapshot() throws(CoherenceError) -> any StoreSnapshot
 
     // MARK: History
 
@@ -66,6 +81,16 @@ package protocol StoreEngine: AnyObject, Sendable {
 }
 
 extension StoreEngine {
+    /// Rows of `entity` and its sub-entities by primary key, as the store is now.
+    package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
+        try rows(of: entity, keys: keys, in: nil)
+    }
+
+    /// Destinations of a relationship for several source keys, as the store is now.
+    package func related(_ relationship: RelationshipDescription, sources: [Int64]) throws(CoherenceError) -> RelatedKeys {
+        try related(relationship, sources: sources, in: nil)
+    }
+
     /// Reads every row, then hands them over one by one (expecting exactly their number).
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,

@@ -12,6 +12,8 @@ package struct StoreFetch: Sendable {
     package var limit: Int?
     /// Rows to skip.
     package var offset: Int = 0
+    /// The query generation to read (nil: the stores as they are now).
+    package var generation: QueryGeneration?
 
     package init(
         entity: EntityDescription, includesSubentities: Bool = true, predicate: QueryExpression? = nil,

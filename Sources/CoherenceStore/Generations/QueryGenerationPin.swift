@@ -1,0 +1,54 @@
+/// What one context holds of a query generation: nothing yet (``QueryGenerationToken/current``,
+/// pinned at the next read) or one generation, held until the context advances, unpins or goes
+/// away (`deinit` lets go).
+package final class QueryGenerationPin: Sendable {
+    package let coordinator: PersistentStoreCoordinator
+    private let held: LockedValue<QueryGeneration?>
+
+    /// A pin to the generation current at the first read.
+    package init(currentOf coordinator: PersistentStoreCoordinator) {
+        self.coordinator = coordinator
+        self.held = LockedValue(nil)
+    }
+
+    /// A pin to the generation `token` names (held once more).
+    /// - Throws: `.invalidQueryGenerationToken` (another coordinator's, or released).
+    package init(_ token: QueryGenerationToken, of coordinator: PersistentStoreCoordinator) throws(CoherenceError) {
+        self.coordinator = coordinator
+        self.held = LockedValue(try coordinator.queryGenerations.retain(token))
+    }
+
+    deinit {
+        if let g = held.withLock({ $0 }) { coordinator.queryGenerations.release(g) }
+    }
+
+    /// The token of the held generation, or ``QueryGenerationToken/current`` before the first read.
+    package var token: QueryGenerationToken { held.withLock { $0?.token ?? .current } }
+
+    /// The generation to read: the held one, or (before the first read, or when the held one
+    /// was released for being idle) a new one of every store as it is now.
+    package func generation() throws(CoherenceError) -> QueryGeneration {
+        try held.withLock { (g: inout QueryGeneration?) throws(CoherenceError) -> QueryGeneration in
+            if let current = g {
+                if !current.isReleased {
+                    current.noteUse(at: coordinator.queryGenerations.now())
+                    return current
+                }
+                coordinator.queryGenerations.release(current)
+                g = nil
+            }
+            let fresh = try coordinator.pinQueryGeneration()
+            g = fresh
+            return fresh
+        }
+    }
+
+    /// Lets the held generation go: the next read pins the generation current then.
+    package func advance() {
+        let old = held.withLock { g -> QueryGeneration? in
+            defer { g = nil }
+            return g
+        }
+        if let old { coordinator.queryGenerations.release(old) }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+@testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceStore
+
+/// What a pinned generation costs, and the rule that bounds it.
+extension QueryGenerationTests {
+    enum Release: String, CaseIterable, CustomTestStringConvertible {
+        case unpin, advance, idleTimeout
+        var testDescription: String { rawValue }
+    }
+
+    /// Saves `count` times, each save inserting 16 samples of 8 KB.
+    static func writeSamples(_ context: ManagedObjectContext, saves count: Int) throws {
+        try context.performAndWait {
+            for _ in 0..<count {
+                for _ in 0..<16 {
+                    let s = Sample(context: context)
+                    s.data = Data(repeating: UInt8.random(in: 0...255), count: 8 * 1024)
+                }
+                try context.save()
+                context.reset()
+            }
+        }
+    }
+
+    static func walSize(_ url: URL) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path + "-wal"))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    @Test(arguments: Release.allCases)
+    func theWriteAheadLogStopsGrowingOnceThePinIsReleased(_ release: Release) throws {
+        let f = try Fixture(.sqlite)
+        let url = f.directory.file("store.sqlite")
+        // A clock the test moves (no waiting).
+        let now = LockedValue<UInt64>(1_000_000_000)
+        f.coordinator.queryGenerations.clock.withLock { $0 = { now.withLock { $0 } } }
+        f.coordinator.queryGenerationIdleTimeout = 60
+        let view = f.context("view")
+        try view.performAndWait {
+            try view.setQueryGeneration(from: .current)
+            #expect(try view.count(for: FetchRequest<Person>()) == 3)
+        }
+        let writer = f.context("writer")
+        // 40 saves of 128 KB: past the 1000-page automatic checkpoint, which cannot restart the
+        // log while the snapshot holds it.
+        try Self.writeSamples(writer, saves: 40)
+        let pinnedSize = Self.walSize(url)
+        #expect(pinnedSize > 5_000_000)
+        try Self.writeSamples(writer, saves: 20)
+        #expect(Self.walSize(url) > pinnedSize + 2_000_000, "the log grows while the snapshot is held")
+        #expect(try Self.peopleCount(view) == 3)
+
+        switch release {
+        case .unpin:
+            try view.performAndWait { try view.setQueryGeneration(from: nil) }
+        case .advance:
+            view.performAndWait { view.reset() }
+        case .idleTimeout:
+            now.withLock { $0 += 61_000_000_000 }
+        }
+        // The first commit after the release lets the checkpoint finish (and, for an idle
+        // snapshot, releases it); from then on the log is reused from its start.
+        try Self.writeSamples(writer, saves: 1)
+        #expect(f.coordinator.queryGenerations.liveCount == 0)
+        let releasedSize = Self.walSize(url)
+        try Self.writeSamples(writer, saves: 80)
+        #expect(Self.walSize(url) <= releasedSize + 300_000, "10 MB more were written; the log stayed the size it had")
+
+        if release == .idleTimeout {
+            // The context moved to the current generation at its next read.
+            try view.performAndWait { () throws in
+                #expect(try view.count(for: FetchRequest<Sample>()) == 141 * 16)
+                #expect(view.queryGenerationToken != .current && view.queryGenerationToken != nil)
+            }
+        }
+    }
+
+    @Test func aGenerationInUseIsNotReleasedForBeingIdle() throws {
+        let f = try Fixture(.inMemory)
+        let now = LockedValue<UInt64>(1_000_000_000)
+        f.coordinator.queryGenerations.clock.withLock { $0 = { now.withLock { $0 } } }
+        f.coordinator.queryGenerationIdleTimeout = 60
+        let view = f.context("view")
+        try view.performAndWait {
+            try view.setQueryGeneration(from: .current)
+            _ = try view.count(for: FetchRequest<Person>())
+        }
+        for _ in 0..<3 {
+            now.withLock { $0 += 50_000_000_000 }
+            #expect(try Self.peopleCount(view) == 3)  // a read within the timeout
+            try f.insertElsewhere("Dee")
+        }
+        #expect(f.coordinator.queryGenerations.liveCount == 1)
+        #expect(try Self.peopleCount(view) == 3)
+    }
+}
