@@ -192,7 +192,7 @@ struct HistoryKitTests {
         try app.insert(2)
         try widget.insert(1)
         #expect(await appRounds.nextMerge()?.cleaned == 0)
-        clock.advance(by: 101)
+        clock.advance(by: 10_000)  // far past the timestamps written meanwhile
         try widget.insert(2)
         let round = await appRounds.nextMerge()
         #expect((round?.cleaned ?? 0) >= 3)  // everything older than 100 s on the kit's clock
@@ -209,6 +209,44 @@ struct HistoryKitTests {
         #expect((recovered?.merged ?? 0) >= 1)
         #expect(logs.all.contains { $0.0 == .notice && $0.1.contains("oldest remaining") })
         #expect(try widget.progress()["widget"] == app.historyNumbers().last)
+    }
+
+    /// Kits of two authors cleaning at once, while an author's progress moves: every
+    /// transaction from that author's progress on is kept.
+    @Test func concurrentCleanersKeepWhatAnAuthorNeeds() async throws {
+        let dir = try TemporaryDirectory()
+        let app = try KitStack(dir, author: "app")
+        let widget = try KitStack(dir, author: "widget")
+        let importer = try KitStack(dir, author: "importer")
+        for n in 1...12 { try importer.insert(n) }
+        let numbers = try app.historyNumbers()
+        func record(_ stack: KitStack, _ number: Int64) throws {
+            try stack.coordinator.recordHistoryProgress(
+                HistoryProgress(transactionNumber: number, timestamp: Date(), updated: Date()), author: stack.author, in: stack.store)
+        }
+        try record(app, numbers[11])
+        try record(widget, numbers[2])
+        let kits = [app, widget].map {
+            PersistentHistoryTrackingKit(
+                container: $0.connect, currentAuthor: $0.author, allAuthors: ["app", "widget"], cleanStrategy: .none, logLevel: 0,
+                autoStart: false)
+        }
+        let cleaners = kits.map { $0.cleanerBuilder() }
+        await withTaskGroup(of: Void.self) { group in
+            for cleaner in cleaners {
+                group.addTask { for _ in 0..<20 { cleaner() } }
+            }
+            group.addTask {
+                for i in 3...8 { try? record(widget, numbers[i]) }
+            }
+        }
+        let final = try #require(try app.progress()["widget"])
+        #expect(final == numbers[8])
+        let left = try app.historyNumbers()
+        #expect(left.first ?? 0 <= final)
+        #expect(Set(numbers.filter { $0 >= final }).isSubset(of: Set(left)))
+        #expect(cleaners[0]() == (left.first == final ? 0 : left.filter { $0 < final }.count))
+        #expect(try app.historyNumbers().first == final)
     }
 
     /// With `.none` nothing is cleaned automatically; the manual cleaner deletes what every

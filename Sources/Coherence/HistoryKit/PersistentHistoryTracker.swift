@@ -26,7 +26,7 @@ public actor PersistentHistoryTracker {
     /// The author whose transactions the tracker never merges and whose progress it records.
     public nonisolated let currentAuthor: TransactionAuthor
 
-    let engine: HistoryKitEngine
+    nonisolated let engine: HistoryKitEngine
     private let timestampManager: (any PersistentHistoryTimestampManager)?
     private let customFetcher: (any PersistentHistoryFetcher)?
     private let customMerger: (any PersistentHistoryMerger)?
