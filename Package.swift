@@ -43,6 +43,8 @@ let package = Package(
             path: "Examples/StartupGlobalThenUser"),
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
+        // An author process for the history-kit tests (launched by them; not a product).
+        .executableTarget(name: "CoherenceKitAuthor", dependencies: ["Coherence"], path: "Tests/CoherenceKitAuthor"),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence"],

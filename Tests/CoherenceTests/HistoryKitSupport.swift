@@ -96,6 +96,23 @@ final class KitStack: Sendable {
         }
     }
 
+    /// What the view context shows of note `noteAuthor`/`sequence`: its registered object's text
+    /// (registering it from the store the first time); "-" when there is none.
+    func shown(_ noteAuthor: String, _ sequence: Int) async throws -> String {
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let ids = try reader.performAndWait {
+            try reader.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == noteAuthor && $0.sequence == sequence }))
+                .map(\.objectID)
+        }
+        return await view.perform { [view] () -> String in
+            for id in ids {
+                if let note = view.registeredObject(for: id) as? RemoteNote { return note.isDeleted ? "-" : note.text }
+                if let note = try? view.existingObject(with: id) as? RemoteNote { return note.text }
+            }
+            return "-"
+        }
+    }
+
     /// The numbers of the store's remaining history transactions.
     func historyNumbers() throws -> [Int64] {
         try coordinator.execute(.fetchHistory(after: nil as PersistentHistoryToken?)).transactions.map(\.transactionNumber)
@@ -129,6 +146,14 @@ final class RoundReader: @unchecked Sendable {
 
     /// The next round that merged transaction `number` or a later one.
     func through(_ number: Int64) async -> HistoryKitRound? { await next { ($0.lastMerged ?? -1) >= number } }
+
+    /// Waits, round after round, until `condition` holds; false when the rounds end first.
+    func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
+        while true {
+            if try await condition() { return true }
+            guard await next() != nil else { return false }
+        }
+    }
 
     /// The next round that merged something.
     func nextMerge() async -> HistoryKitRound? { await next { $0.merged > 0 } }
