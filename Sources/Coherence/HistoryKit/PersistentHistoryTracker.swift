@@ -40,7 +40,9 @@ public actor PersistentHistoryTracker {
     ///   - currentAuthor: the view context's author (default `"viewContext"`).
     ///   - timestampManager: also gets the date of each merge's last transaction.
     ///   - maxTransactionAge: history older than this is always deleted (default seven days).
-    ///   - customFetcher, customMerger, customCleaner: replace the tracker's own steps.
+    ///   - customFetcher: replaces the tracker's fetch.
+    ///   - customMerger: replaces the tracker's merge.
+    ///   - customCleaner: replaces the tracker's clean.
     ///   - logger: receives the messages (nil: ``CoherenceLogging``).
     ///   - clock: the current date (tests pass their own).
     public init(
