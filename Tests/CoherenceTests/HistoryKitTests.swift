@@ -269,6 +269,25 @@ struct HistoryKitTests {
         #expect(try app.historyNumbers().count == 1)
     }
 
+    /// mergePendingHistory() catches up at once with what was written before the kit started
+    /// (no remote change comes for it); a stopped kit merges nothing.
+    @Test func mergePendingHistoryCatchesUp() async throws {
+        let dir = try TemporaryDirectory()
+        let app = try KitStack(dir, author: "app")
+        let widget = try KitStack(dir, author: "widget")
+        let id = try widget.insert(1)
+        try widget.insert(2)
+        let kit = PersistentHistoryTrackingKit(
+            container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0, autoStart: false)
+        #expect(await kit.mergePendingHistory() == 0)
+        kit.start()
+        #expect(await kit.mergePendingHistory() == 2)
+        #expect(try app.progress()["app"] == widget.lastNumber())
+        #expect(await kit.mergePendingHistory() == 0)
+        #expect(try await app.viewText(id) == "widget 1")
+        kit.stop()
+    }
+
     /// start() twice makes one listener; stop() stops merging; start() again merges what came
     /// meanwhile with the next change.
     @Test func startStopStart() async throws {

@@ -83,9 +83,23 @@ final class HistoryKitEngine: Sendable {
     /// Whether generation `g` is still the running one.
     func isActive(_ g: Int) -> Bool { state.withLock { $0.active && $0.generation == g } }
 
+    /// The running generation (nil: stopped).
+    var generation: Int? { state.withLock { $0.active ? $0.generation : nil } }
+
+    /// Rounds run one at a time: a round asked for by the app waits for the listener's.
+    private let gate = RoundGate()
+
+    /// Runs `body` when no other round runs.
+    func serialized<T: Sendable>(_ body: @Sendable () async -> T) async -> T {
+        await gate.acquire()
+        let result = await body()
+        await gate.release()
+        return result
+    }
+
     /// Starts listening: each remote change of the coordinator runs `round` with the new
-    /// generation, one at a time, in a task the engine owns. Returns false (and starts nothing)
-    /// when already started.
+    /// generation, one round at a time, in a task the engine owns. Returns false (and starts
+    /// nothing) when already started.
     func start(_ round: @escaping @Sendable (HistoryKitEngine, Int) async -> Void) -> Bool {
         state.withLock { s in
             guard !s.active else { return false }
@@ -97,7 +111,7 @@ final class HistoryKitEngine: Sendable {
             s.task = Task { [self] in
                 for await _ in changes {
                     guard isActive(generation), !Task.isCancelled else { break }
-                    await round(self, generation)
+                    await serialized { await round(self, generation) }
                 }
             }
             return true
@@ -268,5 +282,27 @@ final class HistoryKitEngine: Sendable {
             return all.mapValues { HistoryKitMark(transactionNumber: $0.transactionNumber, timestamp: $0.timestamp) }
         }
         return [:]
+    }
+}
+
+/// Lets one round run at a time (waiters are resumed in order).
+actor RoundGate {
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            busy = false
+        } else {
+            waiters.removeFirst().resume()
+        }
     }
 }

@@ -214,6 +214,22 @@ public final class PersistentHistoryTrackingKit: Sendable {
         PersistentHistoryTrackingKitManualCleaner(engine: engine, authors: allAuthors, maximumDuration: maximumDuration)
     }
 
+    /// Runs one round now, without waiting for a remote change — fetches what the other authors
+    /// wrote since this author's progress, merges it, records the progress and cleans as the
+    /// strategy allows — after any round in progress. Useful at launch, to catch up with what
+    /// was written while the app was not running. Does nothing while the kit is stopped.
+    ///
+    /// ```swift
+    /// let merged = await kit.mergePendingHistory()
+    /// ```
+    ///
+    /// - Returns: the number of transactions merged.
+    @discardableResult
+    public func mergePendingHistory() async -> Int {
+        guard let g = engine.generation else { return 0 }
+        return await engine.serialized { await self.processRound(generation: g).merged }
+    }
+
     // MARK: Hooks
 
     /// Registers an observer of one entity's inserts, updates or deletes: for each merged
@@ -268,26 +284,34 @@ public final class PersistentHistoryTrackingKit: Sendable {
 
     /// One round, for a remote change: fetch, observers, merge hooks, merge, deduplicate,
     /// progress, clean.
-    func processRound(generation g: Int) async {
+    @discardableResult
+    func processRound(generation g: Int) async -> HistoryKitRound {
         var round = HistoryKitRound()
         defer { engine.rounds.yield(round) }
         engine.log(.debug, 2, "got a notification")
         let batches = engine.fetch(into: &round)
         let transactions = batches.flatMap(\.transactions)
-        guard !transactions.isEmpty else { return }
-        guard engine.isActive(g) else { return round.stopped = true }
+        guard !transactions.isEmpty else { return round }
+        guard engine.isActive(g) else {
+            round.stopped = true
+            return round
+        }
         engine.log(
             .debug, 2, "\(transactions.count) transactions with \(transactions.reduce(0) { $0 + ($1.changes?.count ?? 0) }) changes")
         await hooks.notifyObservers(of: transactions)
         do {
             let input = MergeHookInput(transactions: transactions, contexts: engine.contexts)
             let finished = try await hooks.runMergeHooks(input)
-            guard engine.isActive(g) else { return round.stopped = true }
+            guard engine.isActive(g) else {
+                round.stopped = true
+                return round
+            }
             if !finished {
                 if let merger {
                     merger(merge: transactions, into: engine.contexts)
                 } else if !engine.merge(transactions, generation: g) {
-                    return round.stopped = true
+                    round.stopped = true
+                    return round
                 }
             }
             deduplicator?(deduplicate: transactions, in: engine.contexts)
@@ -295,14 +319,18 @@ public final class PersistentHistoryTrackingKit: Sendable {
         } catch {
             round.aborted = true
             engine.log(.error, 1, "the round was not completed, progress stays where it was: \(error)")
-            return
+            return round
         }
         round.merged = transactions.count
         round.lastMerged = transactions.map(\.transactionNumber).max()
-        guard engine.isActive(g) else { return round.stopped = true }
-        guard shouldClean() else { return }
+        guard engine.isActive(g) else {
+            round.stopped = true
+            return round
+        }
+        guard shouldClean() else { return round }
         let required = allAuthors.filter { !batchAuthors.contains($0) }
         round.cleaned = engine.clean(authors: required, olderThan: engine.clock().addingTimeInterval(-maximumDuration), generation: g)
+        return round
     }
 
     /// Whether the clean strategy allows cleaning now (after a merge); notes the clean.
