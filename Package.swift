@@ -44,6 +44,8 @@ let package = Package(
         .executableTarget(name: "HistoryDemo", dependencies: ["Coherence"], path: "Examples/HistoryDemo"),
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
+        // An author process for the history-kit tests (launched by them; not a product).
+        .executableTarget(name: "CoherenceKitAuthor", dependencies: ["Coherence"], path: "Tests/CoherenceKitAuthor"),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence"],

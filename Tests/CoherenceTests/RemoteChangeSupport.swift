@@ -163,8 +163,11 @@ final class RemoteChangeRecorder: Sendable {
 final class WriterProcess: @unchecked Sendable {
     // @unchecked Sendable: `process` is set up in `init`, then only waited on, signalled and read.
     /// The helper's binary, built next to the test bundle (same products directory).
-    static var executable: URL {
-        Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("CoherenceTestWriter")
+    static var executable: URL { executable("CoherenceTestWriter") }
+
+    /// A helper binary built next to the test bundle.
+    static func executable(_ name: String) -> URL {
+        Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent(name)
     }
 
     let process: Process
@@ -176,12 +179,12 @@ final class WriterProcess: @unchecked Sendable {
     private let arrived = DispatchSemaphore(value: 0)
     private let consumed = LockedValue<Int>(0)
 
-    /// Starts the writer on the store at `store`.
-    init(store: URL, author: String, _ arguments: [String]) throws {
-        let executable = Self.executable
+    /// Starts the writer (or the helper `program`) on the store at `store`.
+    init(store: URL, author: String, _ arguments: [String], program: String = "CoherenceTestWriter") throws {
+        let executable = Self.executable(program)
         try #require(
             FileManager.default.isExecutableFile(atPath: executable.path),
-            "CoherenceTestWriter is not built at \(executable.path) (swift build --build-tests builds it)")
+            "\(program) is not built at \(executable.path) (swift build --build-tests builds it)")
         process = Process()
         process.executableURL = executable
         process.arguments = ["--store", store.path, "--author", author] + arguments
@@ -223,6 +226,23 @@ final class WriterProcess: @unchecked Sendable {
             }
             let left = deadline.timeIntervalSinceNow
             if ended || left <= 0 { return false }
+            _ = await waitOffPool(arrived, seconds: left)
+        }
+    }
+
+    /// Waits for the next line not consumed yet and consumes it (nil: none within `seconds`, or
+    /// the output ended).
+    func nextLine(seconds: Double = 60) async -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let (lines, ended) = received.withLock { ($0.lines, $0.ended) }
+            let from = consumed.withLock { $0 }
+            if from < lines.count {
+                consumed.withLock { $0 = from + 1 }
+                return lines[from]
+            }
+            let left = deadline.timeIntervalSinceNow
+            if ended || left <= 0 { return nil }
             _ = await waitOffPool(arrived, seconds: left)
         }
     }

@@ -38,6 +38,9 @@ package final class Broadcaster<Element: Sendable>: Sendable {
     /// Whether any stream is open.
     package var hasSubscribers: Bool { continuations.withLock { !$0.isEmpty } }
 
+    /// How many streams are open.
+    package var subscriberCount: Int { continuations.withLock { $0.count } }
+
     /// Ends every stream (their `for await` loops finish); later streams start open.
     package func finish() {
         let targets = continuations.withLock { Array($0.values) }

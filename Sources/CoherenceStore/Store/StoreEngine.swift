@@ -78,6 +78,13 @@ package protocol StoreEngine: AnyObject, Sendable {
     /// Deletes the transactions a query selects; returns how many. Called under the
     /// coordinator's save lock.
     func deleteHistory(_ query: HistoryQuery) throws(CoherenceError) -> Int
+    /// Every author's recorded progress (nil: the store keeps none). See ``HistoryProgress``.
+    func historyProgress() throws(CoherenceError) -> [String: HistoryProgress]?
+    /// Records an author's progress (forward only); false when the store keeps none. Called
+    /// under the coordinator's save lock.
+    func recordHistoryProgress(_ progress: HistoryProgress, author: String) throws(CoherenceError) -> Bool
+    /// Removes an author's progress; false when the store keeps none. Called under the save lock.
+    func removeHistoryProgress(author: String) throws(CoherenceError) -> Bool
 }
 
 extension StoreEngine {

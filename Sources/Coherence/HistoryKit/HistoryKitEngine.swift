@@ -1,0 +1,308 @@
+import Foundation
+import Synchronization
+
+/// Which transactions a history kit fetches.
+enum HistoryKitSelection: Sendable {
+    /// Only these authors' (none when empty): PersistentHistoryTrackingKit's rule.
+    case authors(Set<String>)
+    /// Everyone's but this author's, transactions without an author included: RCDataKit's rule.
+    case allExcept(String)
+}
+
+/// The transactions a round fetched from one store.
+struct HistoryKitBatch: Sendable {
+    let store: PersistentStore
+    var transactions: [PersistentHistoryTransaction]
+}
+
+/// What one round of a history kit did (for tests and benchmarks: ``HistoryKitEngine/rounds``).
+struct HistoryKitRound: Sendable {
+    /// Transactions merged.
+    var merged = 0
+    /// Transactions deleted by cleaning.
+    var cleaned = 0
+    /// Whether expired progress was recovered from.
+    var recovered = false
+    /// Whether a merge hook threw (progress left as it was).
+    var aborted = false
+    /// Whether the round ended because the kit was stopped.
+    var stopped = false
+    /// The highest transaction number merged.
+    var lastMerged: Int64?
+}
+
+/// The work both history kits share (``PersistentHistoryTrackingKit`` and
+/// ``PersistentHistoryTracker``): listening to the coordinator's remote changes in a task the
+/// owner starts and cancels, fetching what others wrote after the current author's progress
+/// (per store, by transaction number), merging it into the contexts, recording progress in the
+/// progress book, and deleting what every author has processed.
+///
+/// A started engine has a generation; `stop()` ends it at once: a merge block that runs later
+/// on a context's queue, a progress write or a clean of that generation does nothing.
+final class HistoryKitEngine: Sendable {
+    let coordinator: PersistentStoreCoordinator
+    let contexts: [ManagedObjectContext]
+    let currentAuthor: String
+    let selection: HistoryKitSelection
+    let book: any HistoryKitProgressBook
+    let log: HistoryKitLog
+    let clock: @Sendable () -> Date
+
+    private struct State {
+        var generation = 0
+        var active = false
+        var task: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+    /// Each round's outcome.
+    let rounds = Broadcaster<HistoryKitRound>()
+    /// Test hook: called after a round merged and before it records progress; throwing stands
+    /// for a crash there (the progress is not recorded).
+    let beforeProgressHook = LockedValue<(@Sendable () throws -> Void)?>(nil)
+
+    init(
+        coordinator: PersistentStoreCoordinator, contexts: [ManagedObjectContext], currentAuthor: String, selection: HistoryKitSelection,
+        book: any HistoryKitProgressBook, log: HistoryKitLog, clock: @escaping @Sendable () -> Date
+    ) {
+        self.coordinator = coordinator
+        self.contexts = contexts
+        self.currentAuthor = currentAuthor
+        self.selection = selection
+        self.book = book
+        self.log = log
+        self.clock = clock
+    }
+
+    deinit { state.withLock { $0.task?.cancel() } }
+
+    // MARK: Lifecycle
+
+    /// Whether the engine is started.
+    var isActive: Bool { state.withLock { $0.active } }
+
+    /// Whether generation `g` is still the running one.
+    func isActive(_ g: Int) -> Bool { state.withLock { $0.active && $0.generation == g } }
+
+    /// The running generation (nil: stopped).
+    var generation: Int? { state.withLock { $0.active ? $0.generation : nil } }
+
+    /// Rounds run one at a time: a round asked for by the app waits for the listener's.
+    private let gate = RoundGate()
+
+    /// Runs `body` when no other round runs.
+    func serialized<T: Sendable>(_ body: @Sendable () async -> T) async -> T {
+        await gate.acquire()
+        let result = await body()
+        await gate.release()
+        return result
+    }
+
+    /// Starts listening: each remote change of the coordinator runs `round` with the new
+    /// generation, one round at a time, in a task the engine owns. Returns false (and starts
+    /// nothing) when already started.
+    func start(_ round: @escaping @Sendable (HistoryKitEngine, Int) async -> Void) -> Bool {
+        state.withLock { s in
+            guard !s.active else { return false }
+            s.active = true
+            s.generation += 1
+            let generation = s.generation
+            // Subscribed now: no change between start() and the task's first step is missed.
+            let changes = coordinator.remoteChanges
+            s.task = Task { [self] in
+                for await _ in changes {
+                    guard isActive(generation), !Task.isCancelled else { break }
+                    await serialized { await round(self, generation) }
+                }
+            }
+            return true
+        }
+    }
+
+    /// Stops at once: the task is cancelled and nothing of the running generation merges,
+    /// records or cleans from now on. Returns false when already stopped.
+    func stop() -> Bool {
+        state.withLock { s in
+            guard s.active else { return false }
+            s.active = false
+            s.generation += 1
+            s.task?.cancel()
+            s.task = nil
+            return true
+        }
+    }
+
+    // MARK: Steps
+
+    /// The attached stores that keep history.
+    var trackedStores: [PersistentStore] { coordinator.persistentStores.filter { $0.engine.tracksHistory } }
+
+    /// What others wrote after the current author's progress, per store. Progress whose
+    /// following history was deleted is recovered from: the contexts' objects are refreshed and
+    /// the store's oldest remaining transactions are fetched.
+    func fetch(into round: inout HistoryKitRound) -> [HistoryKitBatch] {
+        var batches: [HistoryKitBatch] = []
+        for store in trackedStores {
+            do {
+                let mark = try book.marks(of: [currentAuthor], in: store)[currentAuthor]
+                log(
+                    .debug, 2,
+                    "last progress of '\(currentAuthor)' in \(store.url?.lastPathComponent ?? "the store"): \(Self.describe(mark))")
+                let transactions: [PersistentHistoryTransaction]
+                do {
+                    transactions = try fetch(after: mark, in: store)
+                } catch let error as CoherenceError where error.code == .historyTokenExpired {
+                    log(
+                        .notice, 1,
+                        "the history after '\(currentAuthor)''s progress (\(Self.describe(mark))) was deleted; refreshing the contexts and merging from the oldest remaining transaction"
+                    )
+                    round.recovered = true
+                    refreshContexts()
+                    transactions = try fetch(after: nil, in: store)
+                }
+                if !transactions.isEmpty { batches.append(HistoryKitBatch(store: store, transactions: transactions)) }
+            } catch {
+                log(.error, 1, "fetching the history of \(store.url?.path ?? "the store") failed: \(error)")
+            }
+        }
+        return batches
+    }
+
+    private func fetch(after mark: HistoryKitMark?, in store: PersistentStore) throws -> [PersistentHistoryTransaction] {
+        var request: PersistentHistoryChangeRequest
+        if let number = mark?.transactionNumber {
+            request = .fetchHistory(after: PersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: number))
+        } else if let date = mark?.timestamp {
+            request = .fetchHistory(after: date)
+        } else {
+            request = .fetchHistory(after: nil as PersistentHistoryToken?)
+        }
+        request.affectedStores = [store]
+        switch selection {
+        case .authors(let authors): request.authors = authors
+        case .allExcept(let author): request.excludedAuthors = [author]
+        }
+        return try coordinator.execute(request).transactions
+    }
+
+    static func describe(_ mark: HistoryKitMark?) -> String {
+        guard let mark else { return "none" }
+        return mark.transactionNumber.map { "transaction \($0) of \(mark.timestamp)" } ?? "\(mark.timestamp)"
+    }
+
+    /// Refreshes every object of the contexts (after history they needed was deleted).
+    func refreshContexts() {
+        for context in contexts { context.performAndWait { context.refreshAllObjects() } }
+    }
+
+    /// The kit's own merge: every change of `transactions` merged into each context at once, on
+    /// its queue (unless generation `g` stopped meanwhile). Returns false when it stopped.
+    @discardableResult
+    func merge(_ transactions: [PersistentHistoryTransaction], generation g: Int) -> Bool {
+        var event = ContextEvent(kind: .didSave, contextName: nil)
+        for t in transactions {
+            for change in t.changes ?? [] {
+                switch change.changeType {
+                case .insert: event.inserted.insert(change.changedObjectID)
+                case .update: event.updated.insert(change.changedObjectID)
+                case .delete: event.deleted.insert(change.changedObjectID)
+                }
+            }
+        }
+        event.inserted.subtract(event.deleted)
+        event.updated.subtract(event.deleted)
+        // Written by another coordinator or process: rows cached before are stale.
+        let stale = Array(event.updated.union(event.deleted))
+        var coordinators: [ObjectIdentifier: PersistentStoreCoordinator] = [:]
+        for c in contexts { coordinators[ObjectIdentifier(c.persistentStoreCoordinator)] = c.persistentStoreCoordinator }
+        for c in coordinators.values { c.rowCache.remove(stale) }
+        let merged = event
+        var completed = true
+        for context in contexts {
+            let done = context.performAndWait { () -> Bool in
+                guard isActive(g) else { return false }
+                context.merge(merged)
+                return true
+            }
+            completed = completed && done
+        }
+        return completed
+    }
+
+    /// Records the current author's progress: the last transaction of each batch.
+    func recordProgress(_ batches: [HistoryKitBatch], generation g: Int) throws {
+        try beforeProgressHook.withLock { $0 }?()
+        for batch in batches {
+            guard isActive(g), let last = batch.transactions.last else { return }
+            try book.record(
+                HistoryKitMark(transactionNumber: last.transactionNumber, timestamp: last.timestamp), author: currentAuthor, in: batch.store
+            )
+            log(
+                .debug, 2,
+                "merged \(batch.transactions.count) transactions, progress of '\(currentAuthor)' updated to transaction \(last.transactionNumber) of \(last.timestamp)"
+            )
+        }
+    }
+
+    /// Deletes, in every store that keeps history, the transactions that all of `authors` with a
+    /// recorded progress have processed (nil: every author with a record; authors without one
+    /// are not waited for, as in PersistentHistoryTrackingKit 1), and those written before
+    /// `olderThan`. Returns how many were deleted.
+    func clean(authors: [String]?, olderThan: Date?, generation g: Int? = nil) -> Int {
+        var deleted = 0
+        for store in trackedStores {
+            if let g, !isActive(g) { break }
+            do {
+                let marks = try marks(of: authors, in: store)
+                var requests: [PersistentHistoryChangeRequest] = []
+                if !marks.isEmpty {
+                    let numbers = marks.values.compactMap(\.transactionNumber)
+                    if numbers.count == marks.count, let lowest = numbers.min() {
+                        requests.append(
+                            .deleteHistory(before: PersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: lowest)))
+                    } else if let earliest = marks.values.map(\.timestamp).min() {
+                        requests.append(.deleteHistory(before: earliest))
+                    }
+                }
+                if let olderThan { requests.append(.deleteHistory(before: olderThan)) }
+                for var request in requests {
+                    request.affectedStores = [store]
+                    deleted += try coordinator.execute(request).count
+                }
+            } catch {
+                log(.error, 1, "cleaning the history of \(store.url?.path ?? "the store") failed: \(error)")
+            }
+        }
+        log(.debug, 2, "delete success: \(deleted) transactions")
+        return deleted
+    }
+
+    private func marks(of authors: [String]?, in store: PersistentStore) throws -> [String: HistoryKitMark] {
+        if let authors { return try book.marks(of: authors, in: store) }
+        if let all = try coordinator.historyProgress(in: store) {
+            return all.mapValues { HistoryKitMark(transactionNumber: $0.transactionNumber, timestamp: $0.timestamp) }
+        }
+        return [:]
+    }
+}
+
+/// Lets one round run at a time (waiters are resumed in order).
+actor RoundGate {
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            busy = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+}

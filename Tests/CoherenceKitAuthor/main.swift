@@ -1,0 +1,180 @@
+import Coherence
+import Foundation
+import Synchronization
+
+// An author process for the history-kit tests (Tests/CoherenceTests/HistoryKitProcessTests.swift):
+// opens the notes store (persistent history and remote changes on) in a container whose view
+// context writes as AUTHOR, runs a PersistentHistoryTrackingKit for AUTHOR (unless --batch), and
+// follows commands read from standard input, one per line, answering on standard output:
+//
+//   READY                       the store is open and the kit started
+//   insert N                    → SAVED <transaction number>   (a note AUTHOR/N, text "AUTHOR N")
+//   batch-insert N...           → SAVED <transaction number>   (one batch insert request)
+//   update A N TEXT             → SAVED <transaction number>   (note A/N's text)
+//   delete A N                  → SAVED <transaction number>
+//   expect A N TEXT             → OK | TIMEOUT <seen>          waits until the view context shows
+//                                                              note A/N with TEXT ("-": gone), looking
+//                                                              after each of its events (30 s at most)
+//   own                         → OWN <n>   transactions of AUTHOR the kit handed to its merge hooks
+//   quit                        → DONE, exit 0
+//
+//   CoherenceKitAuthor --store PATH --author NAME --authors A,B,C [--batch-authors X,Y] [--batch]
+//
+// Errors go to standard error with exit status 1.
+
+/// The model the tests use too (same entity, same attributes: same version hash).
+final class RemoteNote: ManagedObject {
+    @Attribute var author: String = ""
+    @Attribute var sequence: Int = 0
+    @Attribute var text: String = ""
+}
+
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("CoherenceKitAuthor: \(message)\n".utf8))
+    exit(1)
+}
+
+var options: [String: String] = [:]
+var batchOnly = false
+var index = 1
+let args = CommandLine.arguments
+while index < args.count {
+    if args[index] == "--batch" {
+        batchOnly = true
+    } else if index + 1 < args.count {
+        options[args[index]] = args[index + 1]
+        index += 1
+    }
+    index += 1
+}
+guard let path = options["--store"], let author = options["--author"] else { fail("--store and --author are required") }
+let allAuthors = (options["--authors"] ?? author).split(separator: ",").map(String.init)
+let batchAuthors = (options["--batch-authors"] ?? "").split(separator: ",").map(String.init)
+
+let storeURL = URL(fileURLWithPath: path)
+let connect = GenericConnect<ContextStrategy.Direct>(name: "Notes", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
+do {
+    try connect.attachPersistentStore(
+        at: storeURL.deletingLastPathComponent(),
+        for: StoreConfiguration(
+            fileName: storeURL.lastPathComponent,
+            options: StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: true)))
+} catch {
+    fail("\(error)")
+}
+let view = connect.viewContext
+view.transactionAuthor = author
+let ownMerged = Mutex(0)
+let kit: PersistentHistoryTrackingKit? =
+    batchOnly
+    ? nil
+    : PersistentHistoryTrackingKit(
+        container: connect, currentAuthor: author, allAuthors: allAuthors, batchAuthors: batchAuthors, logLevel: 1)
+if let kit {
+    await kit.registerMergeHook { input in
+        ownMerged.withLock { $0 += input.transactions.filter { $0.author == author }.count }
+        return .goOn
+    }
+}
+let viewEvents = view.events
+
+/// Saves `body`'s changes as AUTHOR; answers with the transaction number.
+func save(_ body: @escaping (ManagedObjectContext) throws -> Void) throws {
+    let context = connect.newBackgroundContext()
+    context.transactionAuthor = author
+    try context.performAndWait {
+        try body(context)
+        try context.save()
+    }
+    let token = try connect.persistentStoreCoordinator.currentPersistentHistoryToken()
+    say("SAVED \(token?.transactionNumber ?? 0)")
+}
+
+/// Notes of `noteAuthor` with `sequence`, read in `context`.
+func notes(_ context: ManagedObjectContext, _ noteAuthor: String, _ sequence: Int) throws -> [RemoteNote] {
+    try context.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == noteAuthor && $0.sequence == sequence }))
+}
+
+/// What the view context shows of note A/N: its registered object's text ("-": none).
+@MainActor func shown(_ noteAuthor: String, _ sequence: Int) -> String {
+    let ids = (try? connect.persistentStoreCoordinator.fetchIDs(noteAuthor, sequence)) ?? []
+    for id in ids {
+        if let note = view.registeredObject(for: id) as? RemoteNote, !note.isDeleted { return note.text }
+        if let note = try? view.existingObject(with: id) as? RemoteNote { return note.text }
+    }
+    return "-"
+}
+
+extension PersistentStoreCoordinator {
+    func fetchIDs(_ noteAuthor: String, _ sequence: Int) throws -> [ObjectID] {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: self)
+        return try context.performAndWait { try notes(context, noteAuthor, sequence).map(\.objectID) }
+    }
+}
+
+say("READY")
+let lines = AsyncStream<String> { continuation in
+    Thread {
+        while let line = readLine() { continuation.yield(line) }
+        continuation.finish()
+    }.start()
+}
+/// Follows the commands until `quit` or the end of standard input.
+@MainActor func runCommands() async throws {
+    var events = viewEvents.makeAsyncIterator()
+    lineLoop: for await line in lines {
+        let words = line.split(separator: " ", maxSplits: 3).map(String.init)
+        switch words.first {
+        case "insert"?:
+            let n = Int(words[1]) ?? 0
+            try save { c in
+                let note = RemoteNote(context: c)
+                note.author = author
+                note.sequence = n
+                note.text = "\(author) \(n)"
+            }
+        case "batch-insert"?:
+            let objects: [[String: any Sendable]] = words.dropFirst().flatMap { $0.split(separator: " ") }.map {
+                ["author": author, "sequence": Int($0) ?? 0, "text": "\(author) \($0)"]
+            }
+            let context = connect.newBackgroundContext()
+            context.transactionAuthor = author
+            _ = try context.performAndWait { try context.execute(BatchInsertRequest<RemoteNote>(objects: objects)) }
+            let token = try connect.persistentStoreCoordinator.currentPersistentHistoryToken()
+            say("SAVED \(token?.transactionNumber ?? 0)")
+        case "update"?:
+            let a = words[1], n = Int(words[2]) ?? 0, text = words.count > 3 ? words[3] : ""
+            try save { c in for note in try notes(c, a, n) { note.text = text } }
+        case "delete"?:
+            let a = words[1], n = Int(words[2]) ?? 0
+            try save { c in for note in try notes(c, a, n) { c.delete(note) } }
+        case "expect"?:
+            let a = words[1], n = Int(words[2]) ?? 0, text = words.count > 3 ? words[3] : ""
+            let deadline = Date().addingTimeInterval(30)
+            var seen = await MainActor.run { shown(a, n) }
+            while seen != text && Date() < deadline {
+                // Each merge posts an event on the view context: look again after each.
+                guard await events.next() != nil else { break }
+                seen = await MainActor.run { shown(a, n) }
+            }
+            say(seen == text ? "OK" : "TIMEOUT \(seen)")
+        case "own"?:
+            say("OWN \(ownMerged.withLock { $0 })")
+        case "quit"?:
+            break lineLoop
+        default:
+            fail("unknown command: \(line)")
+        }
+    }
+}
+
+do {
+    try await runCommands()
+} catch {
+    fail("\(error)")
+}
+kit?.stop()
+say("DONE")
+exit(0)

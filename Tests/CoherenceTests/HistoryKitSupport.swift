@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+@testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceStore
+
+/// History and remote-change notifications on: what the history kits need.
+let kitStoreOptions = StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: true)
+
+/// A container on the notes store of a test's directory (history and remote changes on), as
+/// one author: its view context and background contexts write as `author`.
+final class KitStack: Sendable {
+    let connect: GenericConnect<ContextStrategy.Direct>
+    let author: String
+
+    init(_ directory: TemporaryDirectory, author: String) throws {
+        connect = GenericConnect<ContextStrategy.Direct>(
+            name: "Notes", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
+        self.author = author
+        try connect.attachPersistentStore(at: directory.url, for: StoreConfiguration(fileName: "notes.sqlite", options: kitStoreOptions))
+        connect.viewContext.transactionAuthor = author
+    }
+
+    var coordinator: PersistentStoreCoordinator { connect.persistentStoreCoordinator }
+    var view: ManagedObjectContext { connect.viewContext }
+    var store: PersistentStore { coordinator.persistentStores[0] }
+
+    /// Saves what `body` does in a new background context of this author (nil: no author).
+    func write(as writer: String?? = .none, _ body: @escaping (ManagedObjectContext) throws -> Void) throws {
+        let context = connect.newBackgroundContext()
+        context.transactionAuthor = writer ?? author
+        try context.performAndWait {
+            try body(context)
+            try context.save()
+        }
+    }
+
+    /// Inserts note `sequence` of this author.
+    @discardableResult
+    func insert(_ sequence: Int, as writer: String?? = .none) throws -> ObjectID {
+        let holder = LockedValue<ObjectID?>(nil)
+        let author = self.author
+        try write(as: writer) { c in
+            let note = RemoteNote(context: c)
+            note.author = author
+            note.sequence = sequence
+            note.text = "\(author) \(sequence)"
+            try c.obtainPermanentIDs(for: [note])
+            holder.withLock { $0 = note.objectID }
+        }
+        return try #require(holder.withLock { $0 })
+    }
+
+    /// Sets the text of every note of `noteAuthor` with `sequence`.
+    func setText(_ text: String, of noteAuthor: String, _ sequence: Int) throws {
+        try write { c in
+            for note in try c.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == noteAuthor && $0.sequence == sequence }))
+            {
+                note.text = text
+            }
+        }
+    }
+
+    /// Deletes every note of `noteAuthor` with `sequence`.
+    func delete(of noteAuthor: String, _ sequence: Int) throws {
+        try write { c in
+            for note in try c.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == noteAuthor && $0.sequence == sequence }))
+            {
+                c.delete(note)
+            }
+        }
+    }
+
+    /// `id` (of any coordinator on the store) as this container's ID.
+    func local(_ id: ObjectID) throws -> ObjectID {
+        try #require(coordinator.managedObjectID(forURIRepresentation: id.uriRepresentation()))
+    }
+
+    /// The view context's note with `id`, faulted in and kept by the context (nil: not there).
+    func viewText(_ id: ObjectID) async throws -> String? {
+        let local = try local(id)
+        return await view.perform { [view] () -> String? in
+            guard let note = try? view.existingObject(with: local) as? RemoteNote else { return nil }
+            return note.text
+        }
+    }
+
+    /// The text the view context's registered object `id` has now, without reading the store
+    /// (nil: not registered, or deleted).
+    func registeredText(_ id: ObjectID) async throws -> String? {
+        let local = try local(id)
+        return await view.perform { [view] () -> String? in
+            guard let note = view.registeredObject(for: local) as? RemoteNote, !note.isDeleted else { return nil }
+            return note.text
+        }
+    }
+
+    /// What the view context shows of note `noteAuthor`/`sequence`: its registered object's text
+    /// (registering it from the store the first time); "-" when there is none.
+    func shown(_ noteAuthor: String, _ sequence: Int) async throws -> String {
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let ids = try reader.performAndWait {
+            try reader.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == noteAuthor && $0.sequence == sequence }))
+                .map(\.objectID)
+        }
+        return await view.perform { [view] () -> String in
+            for id in ids {
+                if let note = view.registeredObject(for: id) as? RemoteNote { return note.isDeleted ? "-" : note.text }
+                if let note = try? view.existingObject(with: id) as? RemoteNote { return note.text }
+            }
+            return "-"
+        }
+    }
+
+    /// The numbers of the store's remaining history transactions.
+    func historyNumbers() throws -> [Int64] {
+        try coordinator.execute(.fetchHistory(after: nil as PersistentHistoryToken?)).transactions.map(\.transactionNumber)
+    }
+
+    /// The number of the store's latest transaction.
+    func lastNumber() throws -> Int64 {
+        try #require(try coordinator.currentPersistentHistoryToken(fromStores: [store])).transactionNumber
+    }
+
+    /// Every author's progress in the store.
+    func progress() throws -> [String: Int64] {
+        (try coordinator.historyProgress(in: store) ?? [:]).mapValues(\.transactionNumber)
+    }
+}
+
+/// Reads the rounds of a history kit's engine.
+final class RoundReader: @unchecked Sendable {
+    // @unchecked Sendable: used by one test task at a time.
+    private var iterator: AsyncStream<HistoryKitRound>.Iterator
+
+    init(_ engine: HistoryKitEngine) { iterator = engine.rounds.stream().makeAsyncIterator() }
+
+    /// The next round that satisfies `condition` (nil: the stream ended).
+    func next(where condition: (HistoryKitRound) -> Bool = { _ in true }) async -> HistoryKitRound? {
+        while let round = await iterator.next() {
+            if condition(round) { return round }
+        }
+        return nil
+    }
+
+    /// The next round that merged transaction `number` or a later one.
+    func through(_ number: Int64) async -> HistoryKitRound? { await next { ($0.lastMerged ?? -1) >= number } }
+
+    /// Waits, round after round, until `condition` holds; false when the rounds end first.
+    func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
+        while true {
+            if try await condition() { return true }
+            guard await next() != nil else { return false }
+        }
+    }
+
+    /// The next round that merged something.
+    func nextMerge() async -> HistoryKitRound? { await next { $0.merged > 0 } }
+}
+
+/// A clock the test moves.
+final class TestClock: Sendable {
+    let now = LockedValue(Date())
+    func advance(by seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    var function: @Sendable () -> Date { { [now] in now.withLock { $0 } } }
+}
+
+/// Collects a kit's messages.
+final class KitLogRecorder: PersistentHistoryTrackingKitLoggerProtocol {
+    let messages = LockedValue<[(PersistentHistoryTrackingKitLogType, String)]>([])
+    func log(type: PersistentHistoryTrackingKitLogType, message: String) { messages.withLock { $0.append((type, message)) } }
+    var all: [(PersistentHistoryTrackingKitLogType, String)] { messages.withLock { $0 } }
+}
+
+/// A one-shot gate a merge hook waits on (async, without blocking a thread).
+final class KitGate: Sendable {
+    private let state = LockedValue<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    func open() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.open = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume() }
+    }
+    func wait() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { s -> Bool in
+                if s.open { return true }
+                s.waiters.append(c)
+                return false
+            }
+            if resumeNow { c.resume() }
+        }
+    }
+}
