@@ -11,13 +11,14 @@ import Foundation
 //   DONE               every save committed; the process exits 0
 //
 //   CoherenceTestWriter --store PATH --author NAME [--inserts N] [--set-text TEXT] [--step]
-//                       [--await-others N]
+//                       [--await-others N] [--history]
 //
 //   --inserts N     N saves, each inserting one RemoteNote (author, sequence 1...N); 0: forever
 //   --set-text T    one save setting `text` of every RemoteNote to T
 //   --step          before each save, wait for a line on standard input (the parent's "go")
 //   --await-others N  after the saves, wait (through remote-change notifications, at most 60 s)
 //                   until the store holds N notes of other authors
+//   --history       open the store with persistent history tracking
 //
 // Errors go to standard error with exit status 1.
 
@@ -35,6 +36,7 @@ struct Arguments {
     var setText: String?
     var step = false
     var awaitOthers: Int?
+    var history = false
 
     init(_ args: [String]) {
         var i = 1
@@ -46,6 +48,7 @@ struct Arguments {
             case "--inserts": inserts = value.flatMap { Int($0) }; i += 1
             case "--set-text": setText = value; i += 1
             case "--step": step = true
+            case "--history": history = true
             case "--await-others": awaitOthers = value.flatMap { Int($0) }; i += 1
             default: break
             }
@@ -70,7 +73,8 @@ do {
     let model = try ManagedObjectModel(types: [RemoteNote.self])
     let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
     try coordinator.addPersistentStore(
-        type: .sqlite, at: URL(fileURLWithPath: path), options: StoreOptions(remoteChangeNotificationPost: true))
+        type: .sqlite, at: URL(fileURLWithPath: path),
+        options: StoreOptions(persistentHistoryTracking: arguments.history, remoteChangeNotificationPost: true))
     let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: arguments.author)
     say("READY")
     var saves = 0
