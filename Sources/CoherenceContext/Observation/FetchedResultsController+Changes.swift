@@ -1,0 +1,283 @@
+import Foundation
+
+extension FetchedResultsController {
+    /// How many IDs one query checks when reading objects the context had not loaded.
+    static var unloadedBatchSize: Int { 500 }
+
+    /// A context notification (on its executor). Notifications posted while changes are being
+    /// reported (a delegate that saves, say) wait until the report is over.
+    func receive(_ note: Notification) {
+        guard compiled != nil else { return }
+        queued.append(note)
+        guard !isReporting else { return }
+        isReporting = true
+        defer { isReporting = false }
+        while !queued.isEmpty {
+            let next = queued.removeFirst()
+            if next.name == ManagedObjectContext.didSaveNotification {
+                didSave(next)
+            } else {
+                objectsDidChange(next)
+            }
+        }
+    }
+
+    /// After a save: inserted objects have permanent IDs, which the snapshots carry, and their
+    /// last edits (changes to an inserted object are not announced before it is saved) are
+    /// applied.
+    private func didSave(_ note: Notification) {
+        guard let fetch = compiled else { return }
+        let info = note.userInfo ?? [:]
+        let inserted = (info[ManagedObjectContext.NotificationKey.insertedObjects] as? Set<ManagedObject> ?? [])
+            .compactMap { $0 as? ResultType }.filter { relevant($0.entity, fetch) }
+        let before = shared.withLock { $0.latest }
+        if !inserted.isEmpty && !refetchesOnChange {
+            apply(candidates: inserted, removed: [], quiet: Set(inserted.map(ObjectIdentifier.init)), fetch: fetch)
+        }
+        guard let ids = info[ManagedObjectContext.NotificationKey.permanentObjectIDs] as? [ObjectID: ObjectID], !ids.isEmpty,
+            shared.withLock({ $0.latest }) == before
+        else { return }
+        let permanent = Set(ids.values)
+        guard rows.contains(where: { permanent.contains($0.object.objectID) }) else { return }
+        publish(makeSnapshot(FetchedResultsDifference()), toDelegate: true)
+    }
+
+    /// Whether objects of `entity` can be in the results.
+    private func relevant(_ entity: EntityDescription, _ fetch: StoreFetch) -> Bool {
+        fetch.includesSubentities ? entity.isKindOf(fetch.entity) : entity === fetch.entity
+    }
+
+    /// Applies an ObjectsDidChange notification to the results and reports the difference.
+    private func objectsDidChange(_ note: Notification) {
+        typealias Key = ManagedObjectContext.NotificationKey
+        guard let fetch = compiled else { return }
+        let info = note.userInfo ?? [:]
+        let context = managedObjectContext
+        if info[Key.invalidatedAllObjects] as? Bool == true {
+            // A reset: every object is new; results are told apart by ID.
+            refetch(changed: [], byID: true)
+            return
+        }
+        func objects(_ key: String) -> Set<ManagedObject> { info[key] as? Set<ManagedObject> ?? [] }
+        func relevant(_ entity: EntityDescription) -> Bool { self.relevant(entity, fetch) }
+        // Objects that may have entered, left or moved in the results.
+        var candidates: [ResultType] = []
+        var seen = Set<ObjectIdentifier>()
+        for key in [Key.insertedObjects, Key.updatedObjects, Key.refreshedObjects] {
+            for o in objects(key) where relevant(o.entity) {
+                guard let t = o as? ResultType, seen.insert(ObjectIdentifier(o)).inserted else { continue }
+                candidates.append(t)
+            }
+        }
+        // Inserted objects may have been edited since they were announced (such edits are not
+        // announced): they are placed again, and reported only when they move.
+        var quiet = Set<ObjectIdentifier>()
+        for row in rows where row.object.isInserted && seen.insert(ObjectIdentifier(row.object)).inserted {
+            candidates.append(row.object)
+            quiet.insert(ObjectIdentifier(row.object))
+        }
+        var removed = Set<ObjectIdentifier>()
+        for key in [Key.deletedObjects, Key.invalidatedObjects] {
+            for o in objects(key) { removed.insert(ObjectIdentifier(o)) }
+        }
+        // IDs merged from other contexts' saves: objects that are registered are candidates; the
+        // others were not loaded here, and are read if they match.
+        var unloaded: [ObjectID] = []
+        for key in [Key.insertedObjectIDs, Key.updatedObjectIDs] {
+            for id in info[key] as? Set<ObjectID> ?? [] where relevant(id.entity) {
+                if let o = context.registeredObject(for: id) {
+                    guard let t = o as? ResultType, seen.insert(ObjectIdentifier(o)).inserted else { continue }
+                    candidates.append(t)
+                } else if !id.isTemporaryID {
+                    unloaded.append(id)
+                }
+            }
+        }
+        for o in loadMatching(unloaded, fetch) where seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
+        if candidates.isEmpty && (removed.isEmpty || !rows.contains(where: { removed.contains(ObjectIdentifier($0.object)) })) {
+            return
+        }
+        if refetchesOnChange {
+            refetch(changed: seen, byID: false)
+            return
+        }
+        apply(candidates: candidates, removed: removed, quiet: quiet, fetch: fetch)
+    }
+
+    /// Reads the objects of `ids` that match the request (objects the context had not loaded),
+    /// registering only those, in batches of ``unloadedBatchSize`` IDs per query.
+    private func loadMatching(_ ids: [ObjectID], _ fetch: StoreFetch) -> [ResultType] {
+        guard !ids.isEmpty else { return [] }
+        var result: [ResultType] = []
+        var start = 0
+        while start < ids.count {
+            let batch = ids[start..<min(start + Self.unloadedBatchSize, ids.count)]
+            start += batch.count
+            var byID = fetch
+            let idTest = QueryExpression.inList(.path(PropertyPath(scope: 0)), batch.map { .object($0) })
+            byID.predicate = fetch.predicate.map { .and([idTest, $0]) } ?? idTest
+            byID.sortKeys = []
+            byID.limit = nil
+            byID.offset = 0
+            do throws(CoherenceError) {
+                let objects = try managedObjectContext.fetchObjects(byID, includesPendingChanges: false, asFaults: false, prefetching: [])
+                result.append(contentsOf: objects.compactMap { $0 as? ResultType })
+            } catch {
+                managedObjectContext.reportPropagationError(error)
+            }
+        }
+        return result
+    }
+
+    /// Whether an object belongs in the results (the request's entity is checked by the caller).
+    private func matches(_ o: ResultType, _ fetch: StoreFetch) -> Bool {
+        guard !o.isDeleted, o.managedObjectContext === managedObjectContext else { return false }
+        let flags = o._state.flags
+        if flags.contains(.inaccessible) { return false }
+        if flags.contains(.fault) && !flags.contains(.prefilled) {
+            o._willAccess()
+            if o._state.flags.contains(.inaccessible) || o._state.flags.contains(.loadFailed) { return false }
+        }
+        guard let predicate = fetch.predicate else { return true }
+        return QueryEvaluator.matches(predicate, row: o)
+    }
+
+    /// Applies changes in memory: the candidates leave the results and come back where they
+    /// now sort if they match; removed objects leave. Candidates in `quiet` are reported only
+    /// when they move (they may not have changed).
+    private func apply(candidates: [ResultType], removed: Set<ObjectIdentifier>, quiet: Set<ObjectIdentifier>, fetch: StoreFetch) {
+        var changed = removed
+        for o in candidates { changed.insert(ObjectIdentifier(o)) }
+        let remaining = rows.filter { !changed.contains(ObjectIdentifier($0.object)) }
+        var additions: [Row] = []
+        for o in candidates where matches(o, fetch) {
+            additions.append(Row(object: o, section: sectionName?(o) ?? "", sortValues: order.values(of: o)))
+        }
+        let order = self.order
+        additions.sort { order.compare($0.sortValues, $1.sortValues) < 0 }
+        // Each addition goes after the remaining rows it ties with.
+        var merged: [Row] = []
+        merged.reserveCapacity(remaining.count + additions.count)
+        var from = 0
+        for a in additions {
+            var lo = from, hi = remaining.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if order.compare(remaining[mid].sortValues, a.sortValues) <= 0 { lo = mid + 1 } else { hi = mid }
+            }
+            merged.append(contentsOf: remaining[from..<lo])
+            merged.append(a)
+            from = lo
+        }
+        merged.append(contentsOf: remaining[from...])
+        if let limit = fetch.limit {
+            if merged.count > limit {
+                merged.removeLast(merged.count - limit)
+            } else if merged.count < limit && rows.count >= limit {
+                // Rows beyond the limit may now belong in the results.
+                refetch(changed: Set(candidates.map(ObjectIdentifier.init)), byID: false)
+                return
+            }
+        }
+        let changedCandidates = Set(candidates.map(ObjectIdentifier.init)).subtracting(quiet)
+        report(new: merged) { changedCandidates.contains(ObjectIdentifier($0)) }
+    }
+
+    /// Fetches the results again and reports the difference (`byID`: objects are told apart by
+    /// ID, after a reset made every object new).
+    private func refetch(changed: Set<ObjectIdentifier>, byID: Bool) {
+        let context = managedObjectContext
+        let objects: [ResultType]
+        do throws(CoherenceError) {
+            objects = try context.fetch(fetchRequest)
+        } catch {
+            context.reportPropagationError(error)
+            return
+        }
+        let order = self.order
+        let newRows = objects.map { Row(object: $0, section: sectionName?($0) ?? "", sortValues: order.values(of: $0)) }
+        if byID {
+            report(new: newRows, byID: true) { _ in false }
+        } else {
+            report(new: newRows) { changed.contains(ObjectIdentifier($0)) }
+        }
+    }
+
+    /// Makes `new` the results and reports the difference to the delegate, the change handlers
+    /// and the streams (nothing when nothing changed).
+    private func report(new: [Row], byID: Bool = false, isChanged: (ResultType) -> Bool) {
+        let newLayout = SectionLayout(rowSectionNames: new.lazy.map(\.section))
+        let (difference, flat) = Self.difference(old: rows, layout, new: new, newLayout, byID: byID, changed: isChanged)
+        guard !difference.isEmpty else {
+            rows = new
+            layout = newLayout
+            return
+        }
+        let oldRows = rows, oldLayout = layout
+        rows = new
+        layout = newLayout
+        let snapshot = makeSnapshot(difference)
+        if let delegate {
+            delegate.controllerWillChangeContent(self)
+            for change in difference.sectionChanges {
+                let info: FetchedResultsSection<ResultType>
+                if change.type == .delete {
+                    info = FetchedResultsSection(
+                        name: change.name, objects: oldRows[oldLayout.range(of: change.sectionIndex)].map(\.object))
+                } else {
+                    info = FetchedResultsSection(name: change.name, objects: new[newLayout.range(of: change.sectionIndex)].map(\.object))
+                }
+                delegate.controller(self, didChange: info, atSectionIndex: change.sectionIndex, for: change.type)
+            }
+            for (change, f) in zip(difference.objectChanges, flat) {
+                let object = f.new.map { new[$0].object } ?? f.old.map { oldRows[$0].object }
+                guard let object else { continue }
+                delegate.controller(self, didChange: object, at: change.indexPath, for: change.type, newIndexPath: change.newIndexPath)
+            }
+            delegate.controllerDidChangeContent(self)
+        }
+        publish(snapshot, toDelegate: true)
+    }
+
+    /// The difference between two states of the results, and the flat indexes of each object
+    /// change (in the same order).
+    static func difference(
+        old: [Row], _ oldLayout: SectionLayout, new: [Row], _ newLayout: SectionLayout, byID: Bool = false,
+        changed isChanged: (ResultType) -> Bool
+    ) -> (difference: FetchedResultsDifference, flat: [FlatChange]) {
+        var flat: [FlatChange]
+        if byID {
+            flat = ResultsDiff.changes(old: old.map(\.object.objectID), new: new.map(\.object.objectID)) { isChanged(new[$0].object) }
+        } else {
+            flat = ResultsDiff.changes(old: old.map { ObjectIdentifier($0.object) }, new: new.map { ObjectIdentifier($0.object) }) {
+                isChanged(new[$0].object)
+            }
+        }
+        // Deletes, inserts, moves, updates; each by position.
+        func rank(_ c: FlatChange) -> (Int, Int) {
+            switch c.type {
+            case .delete: return (0, c.old ?? 0)
+            case .insert: return (1, c.new ?? 0)
+            case .move: return (2, c.new ?? 0)
+            case .update: return (3, c.new ?? 0)
+            }
+        }
+        flat.sort { rank($0) < rank($1) }
+        // A changed object that stays in place but changes section moves (as in Core Data).
+        let oldSections = oldLayout.identities, newSections = newLayout.identities
+        for k in flat.indices where flat[k].type == .update {
+            if let o = flat[k].old, let n = flat[k].new,
+                oldSections[oldLayout.indexPath(of: o).section] != newSections[newLayout.indexPath(of: n).section]
+            {
+                flat[k].type = .move
+            }
+        }
+        let objectChanges = flat.map { c in
+            FetchedResultsChange(
+                type: c.type, objectID: (c.new.map { new[$0].object } ?? old[c.old ?? 0].object).objectID,
+                indexPath: c.old.map { oldLayout.indexPath(of: $0) }, newIndexPath: c.new.map { newLayout.indexPath(of: $0) })
+        }
+        let sectionChanges = ResultsDiff.sectionChanges(old: oldLayout, new: newLayout)
+        return (FetchedResultsDifference(sectionChanges: sectionChanges, objectChanges: objectChanges), flat)
+    }
+}
