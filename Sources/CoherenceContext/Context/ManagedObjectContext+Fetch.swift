@@ -34,7 +34,7 @@ extension ManagedObjectContext {
     }
 
     /// The IDs of the objects a request matches (unsaved changes included).
-    /// - Throws: as ``fetch(_:)``.
+    /// - Throws: as ``fetch(_:)->[T]``.
     public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [ObjectID] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
@@ -46,7 +46,7 @@ extension ManagedObjectContext {
     }
 
     /// The number of objects a request matches (unsaved changes included).
-    /// - Throws: as ``fetch(_:)``.
+    /// - Throws: as ``fetch(_:)->[T]``.
     public func count<T: ManagedObject>(for request: FetchRequest<T>) throws(CoherenceError) -> Int {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)

@@ -353,7 +353,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     // MARK: Registration
 
     /// The object for an ID: the registered one, or a new fault. Touching a fault whose row is
-    /// gone leaves it with default values and marks it inaccessible (``existingObject(with:)``
+    /// gone leaves it with default values and marks it inaccessible (``existingObject(with:)->ManagedObject``
     /// checks first). Touching one whose row cannot be read (store detached, damaged file)
     /// leaves it a fault and reports the error; ``ManagedObject/fulfillFault()`` throws it.
     public func object(with id: ObjectID) -> ManagedObject {

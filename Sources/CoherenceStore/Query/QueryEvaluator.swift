@@ -109,8 +109,8 @@ package enum QueryEvaluator {
                     number(evaluate(b, &scopes), floatingPoint: floatingPoint), floatingPoint: floatingPoint))
         case .negate(let x):
             return .stored(negate(number(evaluate(x, &scopes), floatingPoint: isFloatingPoint(x)), floatingPoint: isFloatingPoint(x)))
-        case .fold(let x):
-            return fold(evaluate(x, &scopes))
+        case .fold(let x, let options):
+            return fold(evaluate(x, &scopes), options: options)
         case .coalesce(let a, let b):
             let v = evaluate(a, &scopes)
             return v.isNull ? evaluate(b, &scopes) : v
@@ -157,6 +157,8 @@ package enum QueryEvaluator {
             case .contains: return TextSearch.contains(s, t)
             case .beginsWith: return TextSearch.hasPrefix(s, t)
             case .endsWith: return TextSearch.hasSuffix(s, t)
+            case .like: return TextPattern.like(s, t)
+            case .matches: return TextPattern.matches(s, t)
             }
         case .inList(let x, let xs):
             let v = evaluate(x, &scopes)
@@ -348,8 +350,8 @@ package enum QueryEvaluator {
 
     // MARK: Conversions and arithmetic
 
-    static func fold(_ v: Value) -> Value {
-        if case .stored(.text(let s)) = v { return .stored(.text(TextFolding.fold(s))) }
+    static func fold(_ v: Value, options: TextFoldOptions = .caseAndDiacritics) -> Value {
+        if case .stored(.text(let s)) = v { return .stored(.text(TextFolding.fold(s, options: options))) }
         return v
     }
 

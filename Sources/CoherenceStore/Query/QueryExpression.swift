@@ -36,9 +36,10 @@ package indirect enum QueryExpression: Sendable, CustomStringConvertible {
     case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
     /// Unary minus.
     case negate(QueryExpression)
-    /// Case- and diacritic-folded text (see `TextFolding`).
-    case fold(QueryExpression)
-    /// A string test: whether the first operand contains / begins with / ends with the second.
+    /// Folded text (see `TextFolding`): case and diacritics unless `options` says otherwise.
+    case fold(QueryExpression, options: TextFoldOptions = .caseAndDiacritics)
+    /// A string test: whether the first operand contains / begins with / ends with the second,
+    /// or matches it as a wildcard pattern or a regular expression (see `TextPattern`).
     case string(StringOperator, QueryExpression, QueryExpression)
     /// Whether the operand equals one of the values (null-safe).
     case inList(QueryExpression, [QueryExpression])
@@ -68,7 +69,7 @@ package indirect enum QueryExpression: Sendable, CustomStringConvertible {
         case .isNull(let x): return "(\(x) IS NULL)"
         case .arithmetic(let op, let a, let b): return "(\(a) \(op.rawValue) \(b))"
         case .negate(let x): return "-\(x)"
-        case .fold(let x): return "fold(\(x))"
+        case .fold(let x, let options): return options == .caseAndDiacritics ? "fold(\(x))" : "fold\(options.rawValue)(\(x))"
         case .string(let op, let a, let b): return "\(op.rawValue)(\(a), \(b))"
         case .inList(let x, let xs): return "(\(x) IN [\(xs.map(\.description).joined(separator: ", "))])"
         case .between(let x, let lo, let hi, let inc): return "(\(x) BETWEEN \(lo) AND \(hi)\(inc ? "" : " exclusive"))"
@@ -103,9 +104,10 @@ package enum ArithmeticOperator: String, Sendable {
     case add = "+", subtract = "-", multiply = "*", divide = "/", realDivide = "/.", remainder = "%"
 }
 
-/// A string test.
+/// A string test. `like` matches a wildcard pattern (`?` one character, `*` any run), `matches`
+/// a regular expression, both over the whole string (see `TextPattern`).
 package enum StringOperator: String, Sendable {
-    case contains, beginsWith, endsWith
+    case contains, beginsWith, endsWith, like, matches
 }
 
 /// A property reached from a scope through zero or more to-one relationships.

@@ -19,12 +19,12 @@ package enum TextSearch {
     }
 
     /// Whether `text` begins with `prefix`, byte-wise.
-    static func hasPrefix(_ text: String, _ prefix: String) -> Bool {
+    package static func hasPrefix(_ text: String, _ prefix: String) -> Bool {
         text.utf8.starts(with: prefix.utf8)
     }
 
     /// Whether `text` ends with `suffix`, byte-wise.
-    static func hasSuffix(_ text: String, _ suffix: String) -> Bool {
+    package static func hasSuffix(_ text: String, _ suffix: String) -> Bool {
         let t = text.utf8, s = suffix.utf8
         return t.count >= s.count && t.suffix(s.count).elementsEqual(s)
     }

@@ -6,8 +6,13 @@ import Foundation
 package enum SQLFunctions {
     /// Collation for Decimal columns: compares decimal text numerically.
     static let decimalCollation = "COHERENCE_DECIMAL"
-    /// `coherence_fold(text)`: case- and diacritic-folded text (for case-insensitive matching).
+    /// `coherence_fold(text)`: case- and diacritic-folded text (for case-insensitive matching);
+    /// `coherence_fold(text, options)` folds what the ``TextFoldOptions`` raw value names.
     static let foldFunction = "coherence_fold"
+    /// `coherence_like(text, pattern)`: ``TextPattern/like(_:_:)`` — 1, 0 or NULL.
+    static let likeFunction = "coherence_like"
+    /// `coherence_matches(text, regex)`: ``TextPattern/matches(_:_:)`` — 1, 0 or NULL.
+    static let matchesFunction = "coherence_matches"
     /// `coherence_compare(op, a, b)`: a comparison (`op` is a ``ComparisonOperator`` raw value)
     /// of floating-point values as ``QueryEvaluator`` makes it: 1, 0 or NULL (unknown).
     static let compareFunction = "coherence_compare"
@@ -39,6 +44,23 @@ package enum SQLFunctions {
         guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
         // Floating-point comparisons and arithmetic call the evaluator, so both stores agree.
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
+        rc = sqlite3_create_function_v2(
+            db, foldFunction, 2, flags, nil,
+            { ctx, argc, argv in
+                guard argc == 2, let argv, let text = SQLFunctions.text(argv[0]) else { sqlite3_result_null(ctx); return }
+                let options = TextFoldOptions(rawValue: Int(sqlite3_value_int64(argv[1])))
+                SQLFunctions.setResult(ctx, .text(TextFolding.fold(text, options: options)))
+            }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        // Pattern tests evaluate as the in-memory evaluator does (text of numbers included).
+        rc = sqlite3_create_function_v2(
+            db, likeFunction, 2, flags, nil,
+            { ctx, argc, argv in SQLFunctions.setPatternResult(ctx, argc, argv, TextPattern.like) }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        rc = sqlite3_create_function_v2(
+            db, matchesFunction, 2, flags, nil,
+            { ctx, argc, argv in SQLFunctions.setPatternResult(ctx, argc, argv, TextPattern.matches) }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
         rc = sqlite3_create_function_v2(
             db, compareFunction, 3, flags, nil,
             { ctx, argc, argv in
@@ -72,6 +94,22 @@ package enum SQLFunctions {
                 SQLFunctions.setResult(ctx, QueryEvaluator.negate(x, floatingPoint: true))
             }, nil, nil, nil)
         guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+    }
+
+    /// Returns the result of a pattern test of the two arguments' text: 1, 0, or NULL when an
+    /// argument is NULL or the test is unknown.
+    static func setPatternResult(
+        _ ctx: OpaquePointer?, _ argc: Int32, _ argv: UnsafeMutablePointer<OpaquePointer?>?, _ test: (String, String) -> Bool?
+    ) {
+        guard argc == 2, let argv,
+            let text = QueryEvaluator.text(.stored(storedValue(argv[0]))),
+            let pattern = QueryEvaluator.text(.stored(storedValue(argv[1])))
+        else { sqlite3_result_null(ctx); return }
+        switch test(text, pattern) {
+        case true?: sqlite3_result_int(ctx, 1)
+        case false?: sqlite3_result_int(ctx, 0)
+        case nil: sqlite3_result_null(ctx)
+        }
     }
 
     /// A function argument's text, or nil when it is not text.

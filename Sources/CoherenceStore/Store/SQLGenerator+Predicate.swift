@@ -160,8 +160,9 @@ final class QueryBuilder {
         case .negate(let x):
             if QueryEvaluator.isFloatingPoint(x) { return "\(SQLFunctions.negateFunction)(\(try sql(x)))" }
             return "(- \(try sql(x)))"
-        case .fold(let x):
-            return "\(SQLFunctions.foldFunction)(\(try sql(x)))"
+        case .fold(let x, let options):
+            if options == .caseAndDiacritics { return "\(SQLFunctions.foldFunction)(\(try sql(x)))" }
+            return "\(SQLFunctions.foldFunction)(\(try sql(x)), \(options.rawValue))"
         case .string(let op, let a, let b):
             // Prefixes and suffixes are cut from the UTF-8 bytes (text cast to a blob): on text,
             // `length` and `substr` count characters and stop at the first NUL. `substr` of an
@@ -180,6 +181,10 @@ final class QueryBuilder {
                 let r1 = try sql(b), l2 = try sql(a), r2 = try sql(b), r3 = try sql(b), r4 = try sql(b), l3 = try sql(a)
                 return
                     "(CASE WHEN \(l) = '' THEN \(r1) = '' ELSE (substr(CAST(\(l2) AS BLOB), -length(CAST(\(r2) AS BLOB))) = CAST(\(r3) AS BLOB) OR (length(CAST(\(r4) AS BLOB)) = 0 AND \(l3) IS NOT NULL)) END)"
+            case .like:
+                return "\(SQLFunctions.likeFunction)(\(l), \(try sql(b)))"
+            case .matches:
+                return "\(SQLFunctions.matchesFunction)(\(l), \(try sql(b)))"
             }
         case .inList(let x, let values):
             if values.isEmpty { return "0" }
