@@ -11,7 +11,7 @@ extension QueryExpression {
         case .compare(_, let a, let b), .arithmetic(_, let a, let b), .string(_, let a, let b), .coalesce(let a, let b):
             return a.followsRelationships || b.followsRelationships
         case .and(let xs), .or(let xs): return xs.contains { $0.followsRelationships }
-        case .not(let x), .isNull(let x), .negate(let x), .fold(let x): return x.followsRelationships
+        case .not(let x), .isNull(let x), .negate(let x), .fold(let x, _): return x.followsRelationships
         case .inList(let x, let xs): return x.followsRelationships || xs.contains { $0.followsRelationships }
         case .between(let x, let lower, let upper, _):
             return x.followsRelationships || lower.followsRelationships || upper.followsRelationships
