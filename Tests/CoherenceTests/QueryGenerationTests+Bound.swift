@@ -34,15 +34,8 @@ extension QueryGenerationTests {
     func theWriteAheadLogStopsGrowingOnceThePinIsReleased(_ release: Release) throws {
         let f = try Fixture(.sqlite)
         let url = f.directory.file("store.sqlite")
-        // A clock the test moves (no waiting).
-        let now = LockedValue<UInt64>(1_000_000_000)
-        f.coordinator.queryGenerations.clock.withLock { $0 = { now.withLock { $0 } } }
-        f.coordinator.queryGenerationIdleTimeout = 60
-        let view = f.context("view")
-        try view.performAndWait {
-            try view.setQueryGeneration(from: .current)
-            #expect(try view.count(for: FetchRequest<Person>()) == 3)
-        }
+        let now = f.movableClock()
+        let view = try f.pinnedContext("view")
         let writer = f.context("writer")
         // 40 saves of 128 KB: past the 1000-page automatic checkpoint, which cannot restart the
         // log while the snapshot holds it.
@@ -80,14 +73,8 @@ extension QueryGenerationTests {
 
     @Test func aGenerationInUseIsNotReleasedForBeingIdle() throws {
         let f = try Fixture(.inMemory)
-        let now = LockedValue<UInt64>(1_000_000_000)
-        f.coordinator.queryGenerations.clock.withLock { $0 = { now.withLock { $0 } } }
-        f.coordinator.queryGenerationIdleTimeout = 60
-        let view = f.context("view")
-        try view.performAndWait {
-            try view.setQueryGeneration(from: .current)
-            _ = try view.count(for: FetchRequest<Person>())
-        }
+        let now = f.movableClock()
+        let view = try f.pinnedContext("view")
         for _ in 0..<3 {
             now.withLock { $0 += 50_000_000_000 }
             #expect(try Self.peopleCount(view) == 3)  // a read within the timeout
