@@ -84,3 +84,30 @@ extension QueryGenerationTests {
         #expect(try Self.peopleCount(view) == 3)
     }
 }
+
+extension QueryGenerationTests {
+    /// A commit goes through while a pinned read is in the middle of its statement (on the
+    /// snapshot's connection), and the read goes on seeing its snapshot.
+    @Test func readersNeverBlockTheWriter() throws {
+        let f = try Fixture(.sqlite)
+        let generation = try f.coordinator.pinQueryGeneration()
+        defer { f.coordinator.queryGenerations.release(generation) }
+        let person = try #require(f.coordinator.managedObjectModel.entitiesByName["Person"])
+        var fetch = StoreFetch(entity: person)
+        fetch.generation = generation
+        let store = try #require(f.coordinator.persistentStores.first)
+        var names: [StoredValue] = []
+        var committed: Result<[ObjectID], any Error>?
+        try store.engine.fetch(fetch, expecting: { _ in }) { row in
+            // The writer commits between two rows of the pinned read.
+            if committed == nil {
+                committed = Result { try insertObjects(f.coordinator, [rowInsert(person, ["name": .text("Dee")])]) }
+            }
+            names.append(row.values[person.propertiesByName["name"]?.slot ?? 0])
+        }
+        #expect(try committed?.get().count == 1)
+        #expect(names.count == 3)
+        #expect(try f.coordinator.count(StoreFetch(entity: person)) == 4)
+        #expect(try f.coordinator.count(fetch) == 3)
+    }
+}

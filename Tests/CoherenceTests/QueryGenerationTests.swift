@@ -54,7 +54,7 @@ import Testing
         /// timeout of 60 s; returns the clock's time in nanoseconds.
         func movableClock() -> LockedValue<UInt64> {
             let now = LockedValue<UInt64>(1_000_000_000)
-            coordinator.queryGenerations.clock.withLock { $0 = { now.withLock { $0 } } }
+            coordinator.queryGenerations.clock.withLock { $0.now = { now.withLock { $0 } } }
             coordinator.queryGenerationIdleTimeout = 60
             return now
         }
