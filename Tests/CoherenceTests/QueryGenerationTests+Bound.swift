@@ -34,15 +34,8 @@ extension QueryGenerationTests {
     func theWriteAheadLogStopsGrowingOnceThePinIsReleased(_ release: Release) throws {
         let f = try Fixture(.sqlite)
         let url = f.directory.file("store.sqlite")
-        // A clock the test moves (no waiting).
-        let now = LockedValue<UInt64>(1_000_000_000)
-        f.coordinator.queryGenerations.clock.withLock { $0 = { now.withLock { $0 } } }
-        f.coordinator.queryGenerationIdleTimeout = 60
-        let view = f.context("view")
-        try view.performAndWait {
-            try view.setQueryGeneration(from: .current)
-            #expect(try view.count(for: FetchRequest<Person>()) == 3)
-        }
+        let now = f.movableClock()
+        let view = try f.pinnedContext("view")
         let writer = f.context("writer")
         // 40 saves of 128 KB: past the 1000-page automatic checkpoint, which cannot restart the
         // log while the snapshot holds it.
@@ -80,14 +73,8 @@ extension QueryGenerationTests {
 
     @Test func aGenerationInUseIsNotReleasedForBeingIdle() throws {
         let f = try Fixture(.inMemory)
-        let now = LockedValue<UInt64>(1_000_000_000)
-        f.coordinator.queryGenerations.clock.withLock { $0 = { now.withLock { $0 } } }
-        f.coordinator.queryGenerationIdleTimeout = 60
-        let view = f.context("view")
-        try view.performAndWait {
-            try view.setQueryGeneration(from: .current)
-            _ = try view.count(for: FetchRequest<Person>())
-        }
+        let now = f.movableClock()
+        let view = try f.pinnedContext("view")
         for _ in 0..<3 {
             now.withLock { $0 += 50_000_000_000 }
             #expect(try Self.peopleCount(view) == 3)  // a read within the timeout
@@ -95,5 +82,32 @@ extension QueryGenerationTests {
         }
         #expect(f.coordinator.queryGenerations.liveCount == 1)
         #expect(try Self.peopleCount(view) == 3)
+    }
+}
+
+extension QueryGenerationTests {
+    /// A commit goes through while a pinned read is in the middle of its statement (on the
+    /// snapshot's connection), and the read goes on seeing its snapshot.
+    @Test func readersNeverBlockTheWriter() throws {
+        let f = try Fixture(.sqlite)
+        let generation = try f.coordinator.pinQueryGeneration()
+        defer { f.coordinator.queryGenerations.release(generation) }
+        let person = try #require(f.coordinator.managedObjectModel.entitiesByName["Person"])
+        var fetch = StoreFetch(entity: person)
+        fetch.generation = generation
+        let store = try #require(f.coordinator.persistentStores.first)
+        var names: [StoredValue] = []
+        var committed: Result<[ObjectID], any Error>?
+        try store.engine.fetch(fetch, expecting: { _ in }) { row in
+            // The writer commits between two rows of the pinned read.
+            if committed == nil {
+                committed = Result { try insertObjects(f.coordinator, [rowInsert(person, ["name": .text("Dee")])]) }
+            }
+            names.append(row.values[person.propertiesByName["name"]?.slot ?? 0])
+        }
+        #expect(try committed?.get().count == 1)
+        #expect(names.count == 3)
+        #expect(try f.coordinator.count(StoreFetch(entity: person)) == 4)
+        #expect(try f.coordinator.count(fetch) == 3)
     }
 }

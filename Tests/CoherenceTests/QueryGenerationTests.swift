@@ -40,6 +40,25 @@ import Testing
             ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: name)
         }
 
+        /// A context pinned to the current generation by a first read (a count of the people).
+        func pinnedContext(_ name: String) throws -> ManagedObjectContext {
+            let c = context(name)
+            try c.performAndWait {
+                try c.setQueryGeneration(from: .current)
+                #expect(try c.count(for: FetchRequest<Person>()) == 3)
+            }
+            return c
+        }
+
+        /// Gives the coordinator's generations a clock the test moves (no waiting), and an idle
+        /// timeout of 60 s; returns the clock's time in nanoseconds.
+        func movableClock() -> LockedValue<UInt64> {
+            let now = LockedValue<UInt64>(1_000_000_000)
+            coordinator.queryGenerations.clock.withLock { $0.now = { now.withLock { $0 } } }
+            coordinator.queryGenerationIdleTimeout = 60
+            return now
+        }
+
         /// Deletes a person and renames the town in another context, and saves; returns the save's notification.
         @discardableResult
         func deleteElsewhere(_ id: ObjectID, renameTownTo newName: String = "Paris") throws -> Notification {
@@ -231,11 +250,7 @@ import Testing
     @Test(arguments: [StoreType.sqlite, .inMemory])
     func unpinningReadsTheStoresAsTheyAreNow(_ type: StoreType) throws {
         let f = try Fixture(type)
-        let view = f.context("view")
-        try view.performAndWait {
-            try view.setQueryGeneration(from: .current)
-            #expect(try view.count(for: FetchRequest<Person>()) == 3)
-        }
+        let view = try f.pinnedContext("view")
         try f.insertElsewhere("Dee")
         #expect(try Self.peopleCount(view) == 3)
         try view.performAndWait {

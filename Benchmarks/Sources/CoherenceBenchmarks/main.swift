@@ -47,4 +47,7 @@ try run("B2") { try Workloads.b2(options) }
 try run("R1") { try Workloads.r1(options) }
 try run("R1P") { try Workloads.r1(options, pause: 0.010) }
 try run("R2") { try Workloads.r2(options) }
+// Query generations: W2 pinned against unpinned; the cost of pinning and advancing.
+try run("G2") { try Workloads.g2(options) }
+try run("G3") { try Workloads.g3(options) }
 report(results, options: options)

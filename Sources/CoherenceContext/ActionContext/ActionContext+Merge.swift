@@ -194,8 +194,9 @@ extension ActionContext {
         }
         let start = DispatchTime.now().uptimeNanoseconds
         var stored: MergeStored
-        if parent == nil {
+        if parent == nil, source === persistentStoreCoordinator {
             // Rows straight from the stores: snapshots are made only for the objects made later.
+            // (A context pinned to a query generation reads through it, below.)
             stored = MergeStored(rows: try persistentStoreCoordinator.fetchRows(fetch))
         } else {
             stored = MergeStored(snapshots: try source.sourceFetch(fetch))

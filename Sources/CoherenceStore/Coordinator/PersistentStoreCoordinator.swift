@@ -416,6 +416,9 @@ public final class PersistentStoreCoordinator: Sendable {
     /// conflict.
     package func save(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
         if changes.isEmpty { return StoreSaveResult() }
+        // The bound on forgotten pins: after the save (outside the lock, so that the writer
+        // never waits for a snapshot's reader), a generation idle too long is released.
+        defer { queryGenerations.releaseIdle() }
         return try saveLock.withLock { () throws(CoherenceError) -> StoreSaveResult in
             let parts = try partition(changes)
             var begun: [PersistentStore] = []
@@ -478,8 +481,6 @@ public final class PersistentStoreCoordinator: Sendable {
             }
         }
         announceCommit(to: begun)
-        // The bound on forgotten pins: a generation idle too long is released here.
-        queryGenerations.releaseIdle()
     }
 
     private func updateRowCache(_ changes: StoreChangeSet, _ result: StoreSaveResult) {

@@ -5,7 +5,7 @@ extension PersistentStoreCoordinator {
     /// it, in seconds (default 300). A pinned generation holds a read transaction on each SQLite
     /// store, which keeps the write-ahead log from being checkpointed back to its start: the log
     /// grows with every commit while it is held. So a generation that no context has read for
-    /// this long is released at the coordinator's next commit or pin; its contexts move to the
+    /// this long is released after the coordinator's next save, or at its next pin; its contexts move to the
     /// generation current at their next read, as after
     /// ``ManagedObjectContext/setQueryGeneration(from:)`` with ``QueryGenerationToken/current``,
     /// and a warning is logged.
