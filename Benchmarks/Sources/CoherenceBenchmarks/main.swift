@@ -13,6 +13,10 @@ if let store = options.r1Child {
     try Workloads.r1Child(store: store)
     exit(0)
 }
+if let store = options.k1Child {
+    try Workloads.r1Child(store: store, options: Workloads.kitOptions, author: "extension")
+    exit(0)
+}
 print(
     "Coherence benchmarks — scale \(options.scale), \(options.repetitions) repetitions, \(ProcessInfo.processInfo.activeProcessorCount) cores"
 )
@@ -47,4 +51,14 @@ try run("B2") { try Workloads.b2(options) }
 try run("R1") { try Workloads.r1(options) }
 try run("R1P") { try Workloads.r1(options, pause: 0.010) }
 try run("R2") { try Workloads.r2(options) }
+// The history-tracking kit.
+try run("K1") { try Workloads.k1(options) }
+if options.wants("K2") {
+    print("running K2…")
+    results.append(try await Workloads.k2(options))
+}
+if options.wants("K3") {
+    print("running K3…")
+    results.append(try await Workloads.k3(options))
+}
 report(results, options: options)
