@@ -140,6 +140,9 @@ struct HistoryKitTests {
                 HistoryProgress(transactionNumber: number, timestamp: Date(), updated: Date()), author: "widget", in: widget.store)
         }
         try widgetMerged(0)
+        // The importer's progress (it merged nothing) does not count: it is a batch author.
+        try importer.coordinator.recordHistoryProgress(
+            HistoryProgress(transactionNumber: 0, timestamp: Date(), updated: Date()), author: "importer", in: importer.store)
         let appKit = PersistentHistoryTrackingKit(
             container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget", "importer", "never"], batchAuthors: ["importer"],
             logLevel: 0)
