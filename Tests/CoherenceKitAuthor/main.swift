@@ -1,6 +1,5 @@
 import Coherence
 import Foundation
-import Synchronization
 
 // An author process for the history-kit tests (Tests/CoherenceTests/HistoryKitProcessTests.swift):
 // opens the notes store (persistent history and remote changes on) in a container whose view
@@ -66,7 +65,7 @@ do {
 }
 let view = connect.viewContext
 view.transactionAuthor = author
-let ownMerged = Mutex(0)
+let ownMerged = LockedValue(0)
 let kit: PersistentHistoryTrackingKit? =
     batchOnly
     ? nil

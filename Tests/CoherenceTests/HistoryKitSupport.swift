@@ -10,16 +10,29 @@ let kitStoreOptions = StoreOptions(persistentHistoryTracking: true, remoteChange
 
 /// A container on the notes store of a test's directory (history and remote changes on), as
 /// one author: its view context and background contexts write as `author`.
-final class KitStack: Sendable {
+final class KitStack: @unchecked Sendable {
+    // @unchecked Sendable: `directory` is only kept alive (it removes the files when released).
+    let directory: TemporaryDirectory
     let connect: GenericConnect<ContextStrategy.Direct>
     let author: String
 
     init(_ directory: TemporaryDirectory, author: String) throws {
+        self.directory = directory
         connect = GenericConnect<ContextStrategy.Direct>(
             name: "Notes", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
         self.author = author
         try connect.attachPersistentStore(at: directory.url, for: StoreConfiguration(fileName: "notes.sqlite", options: kitStoreOptions))
         connect.viewContext.transactionAuthor = author
+    }
+
+    /// A kit of this author (logging nothing), started unless `autoStart` is false.
+    func kit(
+        allAuthors: [String] = ["app", "widget"], cleanStrategy: TransactionCleanStrategy = .byNotification(times: 1),
+        autoStart: Bool = true
+    ) -> PersistentHistoryTrackingKit {
+        PersistentHistoryTrackingKit(
+            container: connect, currentAuthor: author, allAuthors: allAuthors, cleanStrategy: cleanStrategy, logLevel: 0,
+            autoStart: autoStart)
     }
 
     var coordinator: PersistentStoreCoordinator { connect.persistentStoreCoordinator }
@@ -129,6 +142,12 @@ final class KitStack: Sendable {
     }
 }
 
+/// The app's and the widget's containers on the notes store of a new directory.
+func kitPair(_ name: String = #function) throws -> (app: KitStack, widget: KitStack) {
+    let directory = try TemporaryDirectory(name)
+    return (try KitStack(directory, author: "app"), try KitStack(directory, author: "widget"))
+}
+
 /// Reads the rounds of a history kit's engine.
 final class RoundReader: @unchecked Sendable {
     // @unchecked Sendable: used by one test task at a time.
@@ -171,27 +190,4 @@ final class KitLogRecorder: PersistentHistoryTrackingKitLoggerProtocol {
     let messages = LockedValue<[(PersistentHistoryTrackingKitLogType, String)]>([])
     func log(type: PersistentHistoryTrackingKitLogType, message: String) { messages.withLock { $0.append((type, message)) } }
     var all: [(PersistentHistoryTrackingKitLogType, String)] { messages.withLock { $0 } }
-}
-
-/// A one-shot gate a merge hook waits on (async, without blocking a thread).
-final class KitGate: Sendable {
-    private let state = LockedValue<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-    func open() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.open = true
-            defer { s.waiters = [] }
-            return s.waiters
-        }
-        for w in waiters { w.resume() }
-    }
-    func wait() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { s -> Bool in
-                if s.open { return true }
-                s.waiters.append(c)
-                return false
-            }
-            if resumeNow { c.resume() }
-        }
-    }
 }

@@ -14,10 +14,8 @@ struct HistoryKitTests {
     /// merge), then shows the new one; inserts are announced; deletes applied; the kit never
     /// merges its own author's saves.
     @Test func mergesOthersIntoTheViewContext() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
-        let kit = PersistentHistoryTrackingKit(container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0)
+        let (app, widget) = try kitPair()
+        let kit = app.kit()
         defer { kit.stop() }
         let rounds = RoundReader(kit.engine)
         let authorsSeen = LockedValue<[String?]>([])
@@ -41,8 +39,8 @@ struct HistoryKitTests {
         #expect(try await app.viewText(id) == "widget 1")
 
         // Update: the registered object keeps its value until the kit merges.
-        let gate = KitGate()
-        let held = KitGate()
+        let gate = ActLatch()
+        let held = ActLatch()
         let hook = await kit.registerMergeHook { _ in
             held.open()
             await gate.wait()
@@ -69,11 +67,9 @@ struct HistoryKitTests {
     /// The kit's progress is the number of the last transaction it merged, kept in the store:
     /// readable through another coordinator.
     @Test func progressIsKeptInTheStore() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
-        let kit = PersistentHistoryTrackingKit(
-            container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], cleanStrategy: .none, logLevel: 0)
+        let (app, widget) = try kitPair()
+        let dir = app.directory
+        let kit = app.kit(cleanStrategy: .none)
         defer { kit.stop() }
         let rounds = RoundReader(kit.engine)
         try widget.insert(1)
@@ -136,15 +132,17 @@ struct HistoryKitTests {
     /// Cleaning waits for every required author with progress; batch authors never hold it
     /// back; authors that never ran are not waited for (the seed's V1 rule).
     @Test func cleaningWaitsForTheAuthorsWithProgress() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
+        let dir = app.directory
         let importer = try KitStack(dir, author: "importer")
         func widgetMerged(_ number: Int64) throws {
             try widget.coordinator.recordHistoryProgress(
                 HistoryProgress(transactionNumber: number, timestamp: Date(), updated: Date()), author: "widget", in: widget.store)
         }
         try widgetMerged(0)
+        // The importer's progress (it merged nothing) does not count: it is a batch author.
+        try importer.coordinator.recordHistoryProgress(
+            HistoryProgress(transactionNumber: 0, timestamp: Date(), updated: Date()), author: "importer", in: importer.store)
         let appKit = PersistentHistoryTrackingKit(
             container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget", "importer", "never"], batchAuthors: ["importer"],
             logLevel: 0)
@@ -175,9 +173,7 @@ struct HistoryKitTests {
     /// clock is the kit's); an author whose progress was cleaned away recovers: it refreshes,
     /// merges from the oldest remaining transaction and logs it.
     @Test func maximumDurationCleansAndLaggingAuthorsRecover() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         let clock = TestClock()
         let appKit = PersistentHistoryTrackingKit(
             container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], maximumDuration: 100, logLevel: 0,
@@ -214,9 +210,8 @@ struct HistoryKitTests {
     /// Kits of two authors cleaning at once, while an author's progress moves: every
     /// transaction from that author's progress on is kept.
     @Test func concurrentCleanersKeepWhatAnAuthorNeeds() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
+        let dir = app.directory
         let importer = try KitStack(dir, author: "importer")
         for n in 1...12 { try importer.insert(n) }
         let numbers = try app.historyNumbers()
@@ -252,11 +247,8 @@ struct HistoryKitTests {
     /// With `.none` nothing is cleaned automatically; the manual cleaner deletes what every
     /// author merged.
     @Test func cleanerBuilderCleansOnDemand() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
-        let kit = PersistentHistoryTrackingKit(
-            container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], cleanStrategy: .none, logLevel: 0)
+        let (app, widget) = try kitPair()
+        let kit = app.kit(cleanStrategy: .none)
         defer { kit.stop() }
         let rounds = RoundReader(kit.engine)
         for n in 1...3 { try widget.insert(n) }
@@ -272,13 +264,10 @@ struct HistoryKitTests {
     /// mergePendingHistory() catches up at once with what was written before the kit started
     /// (no remote change comes for it); a stopped kit merges nothing.
     @Test func mergePendingHistoryCatchesUp() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         let id = try widget.insert(1)
         try widget.insert(2)
-        let kit = PersistentHistoryTrackingKit(
-            container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0, autoStart: false)
+        let kit = app.kit(autoStart: false)
         #expect(await kit.mergePendingHistory() == 0)
         kit.start()
         #expect(await kit.mergePendingHistory() == 2)
@@ -291,11 +280,9 @@ struct HistoryKitTests {
     /// start() twice makes one listener; stop() stops merging; start() again merges what came
     /// meanwhile with the next change.
     @Test func startStopStart() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         let subscribersBefore = app.coordinator.remoteChangeBroadcaster.subscriberCount
-        let kit = PersistentHistoryTrackingKit(container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0)
+        let kit = app.kit()
         kit.start()
         kit.start()
         #expect(kit.isRunning)
@@ -320,18 +307,32 @@ struct HistoryKitTests {
         kit.stop()
     }
 
-    /// stop() while a round is in its merge hooks: nothing is merged or recorded.
-    @Test func stopStopsARoundAtOnce() async throws {
+    /// Releasing a started kit stops it: its listener does not keep it alive.
+    @Test func releasingAStartedKitStopsIt() throws {
         let dir = try TemporaryDirectory()
         let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
-        let kit = PersistentHistoryTrackingKit(container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0)
+        weak var released: PersistentHistoryTrackingKit?
+        let engine: HistoryKitEngine
+        do {
+            let kit = app.kit()
+            released = kit
+            engine = kit.engine
+            #expect(engine.isActive)
+        }
+        #expect(released == nil)
+        #expect(!engine.isActive)
+    }
+
+    /// stop() while a round is in its merge hooks: nothing is merged or recorded.
+    @Test func stopStopsARoundAtOnce() async throws {
+        let (app, widget) = try kitPair()
+        let kit = app.kit()
         let rounds = RoundReader(kit.engine)
         let id = try widget.insert(1)
         #expect(await rounds.nextMerge() != nil)
         #expect(try await app.viewText(id) == "widget 1")
         let progress = try app.progress()["app"]
-        let gate = KitGate(), held = KitGate()
+        let gate = ActLatch(), held = ActLatch()
         await kit.registerMergeHook { _ in
             held.open()
             await gate.wait()
@@ -351,10 +352,8 @@ struct HistoryKitTests {
     /// tombstones; merge hooks run in order (`before:` first), `.finish` skips the kit's merge,
     /// and a hook that throws leaves progress so the same transactions come again.
     @Test func observersAndMergeHooks() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
-        let kit = PersistentHistoryTrackingKit(container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0)
+        let (app, widget) = try kitPair()
+        let kit = app.kit()
         defer { kit.stop() }
         let rounds = RoundReader(kit.engine)
         let observed = LockedValue<[[HookContext]]>([])
@@ -414,10 +413,8 @@ struct HistoryKitTests {
     /// A crash between merging and recording progress (a hook throws there): the next round
     /// merges the same transactions again, harmlessly.
     @Test func aCrashBeforeProgressMergesAgain() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
-        let kit = PersistentHistoryTrackingKit(container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0)
+        let (app, widget) = try kitPair()
+        let kit = app.kit()
         defer { kit.stop() }
         let rounds = RoundReader(kit.engine)
         struct Crash: Error {}
@@ -438,10 +435,9 @@ struct HistoryKitTests {
 
     /// A started kit keeps working when its container detaches and reattaches the store.
     @Test func keepsWorkingAcrossDetachAndReattach() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
-        let kit = PersistentHistoryTrackingKit(container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], logLevel: 0)
+        let (app, widget) = try kitPair()
+        let dir = app.directory
+        let kit = app.kit()
         defer { kit.stop() }
         let rounds = RoundReader(kit.engine)
         try widget.insert(1)
@@ -457,9 +453,7 @@ struct HistoryKitTests {
     /// The logger gets nothing at level 0, start/stop and errors at 1, details at 2; without a
     /// logger, the messages go through CoherenceLogging.
     @Test func loggerLevels() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         var counts: [Int: [(PersistentHistoryTrackingKitLogType, String)]] = [:]
         for level in 0...2 {
             let logs = KitLogRecorder()
@@ -492,9 +486,7 @@ struct HistoryKitTests {
     /// With `userDefaults`, progress is kept there under the seed's keys (a date per author)
     /// plus the transaction number, which decides what is fetched.
     @Test func userDefaultsKeepTheSeedsKeys() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         let suite = "coherence-tests-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
         defer { defaults.removePersistentDomain(forName: suite) }

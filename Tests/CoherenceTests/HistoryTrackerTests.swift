@@ -11,9 +11,7 @@ struct HistoryTrackerTests {
     /// The tracker merges every other author's transactions, those without an author included,
     /// never its own; a second startMonitoring() makes no second listener.
     @Test func mergesOthersAndAuthorlessTransactions() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         let before = app.coordinator.remoteChangeBroadcaster.subscriberCount
         let tracker = PersistentHistoryTracker(container: app.connect, currentAuthor: "app")
         await tracker.startMonitoring()
@@ -41,9 +39,7 @@ struct HistoryTrackerTests {
     /// everything older than `maxTransactionAge` (on its clock), even history an author has
     /// not merged.
     @Test func alwaysCleansPastTheMaximumAge() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         try widget.coordinator.recordHistoryProgress(
             HistoryProgress(transactionNumber: 0, timestamp: .distantPast, updated: Date()), author: "laggard", in: widget.store)
         let clock = TestClock()
@@ -62,9 +58,7 @@ struct HistoryTrackerTests {
 
     /// Injected fetcher, merger, cleaner and timestamp manager replace the tracker's steps.
     @Test func injectedSteps() async throws {
-        let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let widget = try KitStack(dir, author: "widget")
+        let (app, widget) = try kitPair()
         struct Fetcher: PersistentHistoryFetcher {
             let dates: LockedValue<[Date]>
             func fetchTransactions(workerContext: ManagedObjectContext, minimumDate: Date) throws -> [PersistentHistoryTransaction] {

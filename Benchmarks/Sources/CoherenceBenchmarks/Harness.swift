@@ -8,6 +8,8 @@ struct Options {
     var w9Child = false
     /// The store of R1's writer process (this executable started again as process A).
     var r1Child: String?
+    /// The store of K1's writer process.
+    var k1Child: String?
     var implementations: Set<String>?
 
     static func parse(_ args: [String]) -> Options {
@@ -20,6 +22,7 @@ struct Options {
             case "--only": i += 1; o.only = Set((args[safe: i] ?? "").split(separator: ",").map { $0.uppercased() })
             case "--w9-child": o.w9Child = true
             case "--r1-child": i += 1; o.r1Child = args[safe: i]
+            case "--k1-child": i += 1; o.k1Child = args[safe: i]
             case "--impl": i += 1; o.implementations = Set((args[safe: i] ?? "").split(separator: ",").map { $0.lowercased() })
             case "--help", "-h":
                 print(
@@ -28,7 +31,7 @@ struct Options {
                       --scale X        multiply every N by X (default 1: 100,000 objects)
                       --repetitions N  repetitions per implementation (default 5)
                       --only LIST      run a subset of W1…W10, H1,H4,H6,H7 (history), B1, B2 (batch), R1, R1P, R2 (remote changes),
-                       G2, G3 (query generations)
+                       G2, G3 (query generations), K1, K2, K3 (history kit)
                       --impl LIST      run only some implementations (coherence,raw,grdb,baseline,singles), e.g. to profile
                     """)
                 exit(0)

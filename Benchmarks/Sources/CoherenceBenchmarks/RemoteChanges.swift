@@ -42,18 +42,45 @@ final class LineReader {
     }
 }
 
+/// The times (monotonic clock) at which a notification was posted, and a semaphore signalled
+/// each time.
+final class Arrivals: @unchecked Sendable {
+    // @unchecked Sendable: `times` is only used under `lock`; `observer` is set once, in init.
+    private let lock = NSLock()
+    private var times: [UInt64] = []
+    let arrived = DispatchSemaphore(value: 0)
+    private var observer: (any NSObjectProtocol)?
+
+    init(of name: Notification.Name, from object: AnyObject) {
+        observer = NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { [weak self] _ in
+            self?.note(monotonicNanoseconds())
+        }
+    }
+
+    private func note(_ time: UInt64) {
+        lock.withLock { times.append(time) }
+        arrived.signal()
+    }
+
+    /// The latest time noted, removed.
+    func popLast() -> UInt64? { lock.withLock { times.popLast() } }
+
+    deinit { if let observer { NotificationCenter.default.removeObserver(observer) } }
+}
+
 extension Workloads {
     /// The options of a store whose commits other coordinators hear.
     static let remoteOptions = StoreOptions(remoteChangeNotificationPost: true)
 
     // MARK: R1 remote-change latency between two processes
 
-    /// Process A: one save per line read from standard input, each reported as
-    /// `T <start ns> <end ns>` (monotonic clock) once `save()` returned.
-    static func r1Child(store path: String) throws {
+    /// Process A: one save per line read from standard input (by `author`, when given), each
+    /// reported as `T <start ns> <end ns>` (monotonic clock) once `save()` returned.
+    static func r1Child(store path: String, options: StoreOptions = remoteOptions, author: String? = nil) throws {
         let c = PersistentStoreCoordinator(managedObjectModel: benchmarkModel)
-        try c.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path), options: remoteOptions)
+        try c.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path), options: options)
         let context = backgroundContext(c)
+        context.transactionAuthor = author
         let out = FileHandle.standardOutput
         out.write(Data("READY\n".utf8))
         var i = 0
@@ -79,49 +106,13 @@ extension Workloads {
             let url = dir.appendingPathComponent("r1.sqlite")
             let listener = PersistentStoreCoordinator(managedObjectModel: benchmarkModel)
             try listener.addPersistentStore(type: .sqlite, at: url, options: remoteOptions)
-            let arrivals = Mutex<[UInt64]>([])
-            let arrived = DispatchSemaphore(value: 0)
-            let observer = NotificationCenter.default.addObserver(
-                forName: .persistentStoreRemoteChange, object: listener, queue: nil
-            ) { _ in
-                let now = monotonicNanoseconds()
-                arrivals.withLock { $0.append(now) }
-                arrived.signal()
-            }
-            defer { NotificationCenter.default.removeObserver(observer) }
-
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            child.arguments = ["--r1-child", url.path]
-            let input = Pipe(), output = Pipe()
-            child.standardInput = input
-            child.standardOutput = output
-            try child.run()
-            let lines = LineReader(output.fileHandleForReading)
-            guard lines.next() == "READY" else {
+            let arrivals = Arrivals(of: .persistentStoreRemoteChange, from: listener)
+            guard let run = try latencies(child: ["--r1-child", url.path], commits: commits, pause: pause, arrivals: arrivals)
+            else {
                 result.note = "the writer process did not start"
                 return
             }
-            var latencies: [Double] = []
-            var saves: [Double] = []
-            var missed = 0
-            for _ in 0..<commits {
-                // One commit at a time: the next is asked for once this one was heard.
-                if pause > 0 { Thread.sleep(forTimeInterval: pause) }
-                input.fileHandleForWriting.write(Data("go\n".utf8))
-                let heard = arrived.wait(timeout: .now() + 10) == .success
-                guard let line = lines.next() else { break }
-                let parts = line.split(separator: " ")
-                guard parts.count == 3, let start = UInt64(parts[1]), let end = UInt64(parts[2]) else { break }
-                saves.append(Double(end - start) / 1e9)
-                guard heard, let at = arrivals.withLock({ $0.popLast() }) else {
-                    missed += 1
-                    continue
-                }
-                latencies.append(Double(at &- start) / 1e9)
-            }
-            try input.fileHandleForWriting.close()
-            child.waitUntilExit()
+            let (latencies, saves, missed) = run
 
             // What the listener costs while nothing happens: its CPU time over 2 s of quiet.
             let idleBefore = cpuSeconds()
@@ -129,19 +120,62 @@ extension Workloads {
             let idleCPU = cpuSeconds() - idleBefore
 
             result.times["coherence"] = latencies
-            let sorted = latencies.sorted()
-            func percentile(_ p: Double) -> Double {
-                sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
-            }
+            let percentile = percentiles(latencies)
             let savesSorted = saves.sorted()
             let saveMedian = savesSorted.isEmpty ? 0 : savesSorted[savesSorted.count / 2]
             result.note = String(
                 format: "from the start of A's save to B's notification: p50 %.2f ms, p99 %.2f ms, max %.2f ms"
                     + " (targets ≤ 20 / ≤ 100 ms); A's save %.2f ms; missed %d; B idle CPU %.1f ms over 2 s",
-                percentile(0.5) * 1000, percentile(0.99) * 1000, (sorted.last ?? 0) * 1000, saveMedian * 1000, missed,
+                percentile(0.5) * 1000, percentile(0.99) * 1000, percentile(1) * 1000, saveMedian * 1000, missed,
                 idleCPU * 1000)
         }
         return result
+    }
+
+    /// Runs this executable again as process A with `arguments` (a writer like ``r1Child(store:options:author:)``)
+    /// and asks it for `commits` commits, one at a time (each once the one before was heard,
+    /// `pause` seconds later): the seconds from the start of each save to its arrival (a
+    /// notification `arrivals` noted), each save's seconds, and how
+    /// many were not heard within 10 s. Nil when the child did not start.
+    static func latencies(child arguments: [String], commits: Int, pause: Double, arrivals: Arrivals) throws -> (
+        latencies: [Double], saves: [Double], missed: Int
+    )? {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        child.arguments = arguments
+        let input = Pipe(), output = Pipe()
+        child.standardInput = input
+        child.standardOutput = output
+        try child.run()
+        let lines = LineReader(output.fileHandleForReading)
+        guard lines.next() == "READY" else { return nil }
+        var latencies: [Double] = []
+        var saves: [Double] = []
+        var missed = 0
+        for _ in 0..<commits {
+            // One commit at a time: the next is asked for once this one was heard.
+            if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+            input.fileHandleForWriting.write(Data("go\n".utf8))
+            let heard = arrivals.arrived.wait(timeout: .now() + 10) == .success
+            guard let line = lines.next() else { break }
+            let parts = line.split(separator: " ")
+            guard parts.count == 3, let start = UInt64(parts[1]), let end = UInt64(parts[2]) else { break }
+            saves.append(Double(end - start) / 1e9)
+            guard heard, let at = arrivals.popLast() else {
+                missed += 1
+                continue
+            }
+            latencies.append(Double(at &- start) / 1e9)
+        }
+        try input.fileHandleForWriting.close()
+        child.waitUntilExit()
+        return (latencies, saves, missed)
+    }
+
+    /// The `p`-th quantile of `values` (0 < p ≤ 1; 0 when empty), as a function of p.
+    static func percentiles(_ values: [Double]) -> (Double) -> Double {
+        let sorted = values.sorted()
+        return { p in sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)] }
     }
 
     /// User + system CPU seconds of this process.

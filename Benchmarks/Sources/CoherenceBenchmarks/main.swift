@@ -13,6 +13,10 @@ if let store = options.r1Child {
     try Workloads.r1Child(store: store)
     exit(0)
 }
+if let store = options.k1Child {
+    try Workloads.r1Child(store: store, options: Workloads.kitOptions, author: "extension")
+    exit(0)
+}
 print(
     "Coherence benchmarks — scale \(options.scale), \(options.repetitions) repetitions, \(ProcessInfo.processInfo.activeProcessorCount) cores"
 )
@@ -50,4 +54,14 @@ try run("R2") { try Workloads.r2(options) }
 // Query generations: W2 pinned against unpinned; the cost of pinning and advancing.
 try run("G2") { try Workloads.g2(options) }
 try run("G3") { try Workloads.g3(options) }
+// The history-tracking kit.
+try run("K1") { try Workloads.k1(options) }
+if options.wants("K2") {
+    print("running K2…")
+    results.append(try await Workloads.k2(options))
+}
+if options.wants("K3") {
+    print("running K3…")
+    results.append(try await Workloads.k3(options))
+}
 report(results, options: options)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Which transactions a history kit fetches.
 enum HistoryKitSelection: Sendable {
@@ -53,7 +52,7 @@ final class HistoryKitEngine: Sendable {
         var active = false
         var task: Task<Void, Never>?
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     /// Each round's outcome.
     let rounds = Broadcaster<HistoryKitRound>()
     /// Test hook: called after a round merged and before it records progress; throwing stands

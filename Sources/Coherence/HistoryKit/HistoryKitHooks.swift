@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The observer and merge hooks registered with a ``PersistentHistoryTrackingKit``.
 final class HistoryKitHooks: Sendable {
@@ -12,8 +11,8 @@ final class HistoryKitHooks: Sendable {
         let id: UUID
         let callback: MergeHookCallback
     }
-    private let observers = Mutex<[Observer]>([])
-    private let mergeHooks = Mutex<[MergeHook]>([])
+    private let observers = LockedValue<[Observer]>([])
+    private let mergeHooks = LockedValue<[MergeHook]>([])
 
     static func key(_ entityName: String, _ operation: HookOperation) -> String { entityName + "." + operation.rawValue }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// How far an author got in one store: the last transaction it processed (its number, when
 /// known) and that transaction's timestamp.
@@ -26,7 +25,7 @@ struct StoreProgressBook: HistoryKitProgressBook {
     let clock: @Sendable () -> Date
 
     /// Progress of stores that keep none, by store and author (one process sees those stores).
-    private static let inProcess = Mutex<[UUID: [String: HistoryKitMark]]>([:])
+    private static let inProcess = LockedValue<[UUID: [String: HistoryKitMark]]>([:])
 
     func marks(of authors: [String], in store: PersistentStore) throws -> [String: HistoryKitMark] {
         let wanted = Set(authors)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Merges what other authors write to a store into this process's contexts, and trims the
 /// history once every author has merged it: PersistentHistoryTrackingKit's API on Coherence.
@@ -52,7 +51,7 @@ public final class PersistentHistoryTrackingKit: Sendable {
     private let merger: (any TransactionMergerProtocol)?
     private let deduplicator: (any TransactionDeduplicatorProtocol)?
     /// The clean strategy's memory: the notifications since the last clean, the last clean's date.
-    private let cleanState = Mutex<(sinceLast: Int?, lastClean: Date?)>((nil, nil))
+    private let cleanState = LockedValue<(sinceLast: Int?, lastClean: Date?)>((nil, nil))
 
     /// The author PersistentHistoryTrackingKit adds when `includingCloudKitMirroring` is true.
     public static let cloudKitMirroringAuthor = "NSCloudKitMirroringDelegate.import"

@@ -87,34 +87,31 @@ extension SQLiteStore {
     }
 
     package func recordHistoryProgress(_ progress: HistoryProgress, author: String) throws(CoherenceError) -> Bool {
-        let c = try writerConnectionForSave()
-        do {
-            try c.writeTransaction {
-                try c.execute(HistoryProgressSQL.create)
-                let st = try c.prepare(HistoryProgressSQL.upsert)
-                st.bind(author, at: 1)
-                st.bind(progress.transactionNumber, at: 2)
-                st.bind(progress.timestamp.timeIntervalSinceReferenceDate, at: 3)
-                st.bind(progress.updated.timeIntervalSinceReferenceDate, at: 4)
-                try st.execute()
-            }
-        } catch {
-            throw storeError(.storeWriteFailed, error, "Recording the history progress of '\(author)' failed")
+        try writeProgress(HistoryProgressSQL.upsert, "Recording the history progress of '\(author)' failed") { st in
+            st.bind(author, at: 1)
+            st.bind(progress.transactionNumber, at: 2)
+            st.bind(progress.timestamp.timeIntervalSinceReferenceDate, at: 3)
+            st.bind(progress.updated.timeIntervalSinceReferenceDate, at: 4)
         }
-        return true
     }
 
     package func removeHistoryProgress(author: String) throws(CoherenceError) -> Bool {
+        try writeProgress(HistoryProgressSQL.delete, "Removing the history progress of '\(author)' failed") { $0.bind(author, at: 1) }
+    }
+
+    /// Runs one statement on the progress table (made if missing) in a write transaction of its
+    /// own, on the writer connection.
+    private func writeProgress(_ sql: String, _ what: String, bind: (SQLiteStatement) -> Void) throws(CoherenceError) -> Bool {
         let c = try writerConnectionForSave()
         do {
             try c.writeTransaction {
                 try c.execute(HistoryProgressSQL.create)
-                let st = try c.prepare(HistoryProgressSQL.delete)
-                st.bind(author, at: 1)
+                let st = try c.prepare(sql)
+                bind(st)
                 try st.execute()
             }
         } catch {
-            throw storeError(.storeWriteFailed, error, "Removing the history progress of '\(author)' failed")
+            throw storeError(.storeWriteFailed, error, what)
         }
         return true
     }
