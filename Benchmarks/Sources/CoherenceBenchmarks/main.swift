@@ -47,4 +47,6 @@ try run("B2") { try Workloads.b2(options) }
 try run("R1") { try Workloads.r1(options) }
 try run("R1P") { try Workloads.r1(options, pause: 0.010) }
 try run("R2") { try Workloads.r2(options) }
+// Observation: a fetched-results controller's diff.
+try run("F1") { try Workloads.f1(options) }
 report(results, options: options)
