@@ -32,6 +32,7 @@ let package = Package(
         .target(name: "CoherenceExampleSupport", dependencies: ["Coherence"], path: "Examples/Support"),
         .executableTarget(name: "QuickStart", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/QuickStart"),
         .executableTarget(name: "ContextsDemo", dependencies: ["Coherence"], path: "Examples/ContextsDemo"),
+        .executableTarget(name: "ImportDemo", dependencies: ["Coherence"], path: "Examples/ImportDemo"),
         .executableTarget(name: "ActionsDemo", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/ActionsDemo"),
         .executableTarget(name: "StartupDefault", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/StartupDefault"),
         .executableTarget(

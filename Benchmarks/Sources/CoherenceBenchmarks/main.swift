@@ -49,4 +49,13 @@ try run("R1P") { try Workloads.r1(options, pause: 0.010) }
 try run("R2") { try Workloads.r2(options) }
 // Observation: a fetched-results controller's diff.
 try run("F1") { try Workloads.f1(options) }
+// The dual-coordinator container: propagation to the view context, and its cost there.
+if options.wants("D1") {
+    print("running D1…")
+    results.append(try await Workloads.d1(options))
+}
+if options.wants("D2") {
+    print("running D2…")
+    results.append(try await Workloads.d2(options))
+}
 report(results, options: options)

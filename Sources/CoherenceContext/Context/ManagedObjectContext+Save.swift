@@ -40,6 +40,7 @@ extension ManagedObjectContext {
         let postedUpdates = postedUpdated
         postedUpdated = nil
         guard hasChanges else { return }
+        if let refusal = hooks.saveRefusal?() { throw refusal }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 

@@ -19,6 +19,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case objectNotFound, conflict, invalidURI, corruptRow, invalidRequest, invalidLocation
             case deleteDenied, contextMismatch, alreadyAttached, crossStoreRelationship
             case historyTokenExpired, invalidHistoryToken, historyTrackingRequired
+            case readOnlyContext
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -99,6 +100,12 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// left as it was (history included); open it with the option on. (Core Data opens such a
         /// store read-only instead.)
         public static let historyTrackingRequired = Code(kind: .historyTrackingRequired)
+        /// A save from a context that may not write: the read-only view context of a
+        /// `DualCoordinatorContainer` (or of its strategy), one of its temporary contexts, or an
+        /// editor context while the view context is read-only. Nothing is written or pushed, and
+        /// the context keeps its changes (roll them back, or save them from a context that
+        /// writes).
+        public static let readOnlyContext = Code(kind: .readOnlyContext)
         /// The code's name, for example `storeIncompatible`.
         public var description: String { kind.rawValue }
     }
