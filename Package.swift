@@ -33,6 +33,7 @@ let package = Package(
         .executableTarget(name: "QuickStart", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/QuickStart"),
         .executableTarget(name: "ContextsDemo", dependencies: ["Coherence"], path: "Examples/ContextsDemo"),
         .executableTarget(name: "QueryGenerationsDemo", dependencies: ["Coherence"], path: "Examples/QueryGenerationsDemo"),
+        .executableTarget(name: "ImportDemo", dependencies: ["Coherence"], path: "Examples/ImportDemo"),
         .executableTarget(name: "ActionsDemo", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/ActionsDemo"),
         .executableTarget(name: "StartupDefault", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/StartupDefault"),
         .executableTarget(

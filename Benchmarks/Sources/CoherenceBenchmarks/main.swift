@@ -64,4 +64,15 @@ if options.wants("K3") {
     print("running K3…")
     results.append(try await Workloads.k3(options))
 }
+// Observation: a fetched-results controller's diff.
+try run("F1") { try Workloads.f1(options) }
+// The dual-coordinator container: propagation to the view context, and its cost there.
+if options.wants("D1") {
+    print("running D1…")
+    results.append(try await Workloads.d1(options))
+}
+if options.wants("D2") {
+    print("running D2…")
+    results.append(try await Workloads.d2(options))
+}
 report(results, options: options)

@@ -58,7 +58,8 @@ final class QueuedParentSaves: Sendable {
     }
 }
 
-/// The four built-in context strategies.
+/// The built-in context strategies: ``Direct``, ``DirectIndependent``, ``IndirectNested``, ``Mixed`` and
+/// ``DualCoordinator``.
 public enum ContextStrategy {
     /// View and background contexts on the coordinator; a background save is merged into the
     /// view context.

@@ -32,8 +32,8 @@ public protocol Connect: PersistentStack, ActionManager {
 
 /// The Coherence container: a ``GenericPersistentContainer`` with a start/stop lifecycle and
 /// actions. `Strategy` arranges the contexts: ``ContextStrategy/Direct``,
-/// ``ContextStrategy/DirectIndependent``, ``ContextStrategy/IndirectNested`` or
-/// ``ContextStrategy/Mixed``.
+/// ``ContextStrategy/DirectIndependent``, ``ContextStrategy/IndirectNested``,
+/// ``ContextStrategy/Mixed`` or ``ContextStrategy/DualCoordinator``.
 ///
 /// The four start-up scenarios:
 ///

@@ -43,6 +43,7 @@ extension ManagedObjectContext {
             advanceQueryGeneration()
             return
         }
+        if let refusal = hooks.saveRefusal?() { throw refusal }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { statistics.saveTime += Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 

@@ -158,6 +158,10 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         package var checksStoresOnSave = false
         /// Called with every error met while loading an object's data (after it is logged).
         package var loadErrorObserver: (@Sendable (CoherenceError) -> Void)?
+        /// Asked by a save that has changes, before anything is written or pushed: an error
+        /// refuses the save (a read-only or temporary context of a container), which throws it
+        /// and leaves the stores and the context's changes as they were.
+        package var saveRefusal: (@Sendable () -> CoherenceError?)?
     }
     private let hookStorage = LockedValue(Hooks())
     /// The strategy hooks.

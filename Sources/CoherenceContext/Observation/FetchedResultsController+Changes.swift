@@ -93,37 +93,84 @@ extension FetchedResultsController {
                 }
             }
         }
-        for o in loadMatching(unloaded, fetch) where seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
-        if candidates.isEmpty && (removed.isEmpty || !rows.contains(where: { removed.contains(ObjectIdentifier($0.object)) })) {
-            return
-        }
+        let removesRows = !removed.isEmpty && rows.contains { removed.contains(ObjectIdentifier($0.object)) }
         if refetchesOnChange {
-            refetch(changed: seen, byID: false)
+            // (The fetch finds the objects the context had not loaded too.)
+            if !candidates.isEmpty || !unloaded.isEmpty || removesRows { refetch(changed: seen, byID: false) }
             return
         }
+        for o in loadMatching(unloaded, fetch) where seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
+        if candidates.isEmpty && !removesRows { return }
         apply(candidates: candidates, removed: removed, quiet: quiet, fetch: fetch)
     }
 
-    /// Reads the objects of `ids` that match the request (objects the context had not loaded),
-    /// registering only those, in batches of ``unloadedBatchSize`` IDs per query.
+    /// Reads the objects of `ids` (objects the context had not loaded) and registers those that
+    /// match the request. Runs of consecutive primary keys (an import's) are read with one query
+    /// each that applies the predicate; the other objects are read by primary key, in batches of
+    /// ``unloadedBatchSize``, and tested in memory. Only for a predicate that reads the objects'
+    /// own attributes (see `refetchesOnChange`).
     private func loadMatching(_ ids: [ObjectID], _ fetch: StoreFetch) -> [ResultType] {
         guard !ids.isEmpty else { return [] }
         var result: [ResultType] = []
+        var scattered: [ObjectID] = []
+        for (_, group) in Dictionary(grouping: ids, by: \.storeIdentifier) {
+            let sorted = group.sorted { $0.primaryKey < $1.primaryKey }
+            var i = 0
+            while i < sorted.count {
+                var j = i
+                while j + 1 < sorted.count && sorted[j + 1].primaryKey == sorted[j].primaryKey + 1 { j += 1 }
+                if j - i + 1 >= 16 {
+                    result.append(contentsOf: loadRange(sorted[i], sorted[j], fetch))
+                } else {
+                    scattered.append(contentsOf: sorted[i...j])
+                }
+                i = j + 1
+            }
+        }
+        result.append(contentsOf: loadScattered(scattered, fetch))
+        return result
+    }
+
+    /// The objects with primary keys from `first`'s to `last`'s (none of them registered) that
+    /// match the request, fetched and registered.
+    private func loadRange(_ first: ObjectID, _ last: ObjectID, _ fetch: StoreFetch) -> [ResultType] {
+        var range = fetch
+        let keys = QueryExpression.between(.path(PropertyPath(scope: 0)), lower: .object(first), upper: .object(last), upperInclusive: true)
+        range.predicate = fetch.predicate.map { .and([keys, $0]) } ?? keys
+        range.sortKeys = []
+        range.limit = nil
+        range.offset = 0
+        do throws(CoherenceError) {
+            let objects = try managedObjectContext.fetchObjects(range, includesPendingChanges: false, asFaults: false, prefetching: [])
+            return objects.compactMap { o in o.objectID.storeIdentifier == first.storeIdentifier ? o as? ResultType : nil }
+        } catch {
+            managedObjectContext.reportPropagationError(error)
+            return []
+        }
+    }
+
+    /// The objects of `ids` (none of them registered) that match the request, read by primary
+    /// key, tested in memory and registered.
+    private func loadScattered(_ ids: [ObjectID], _ fetch: StoreFetch) -> [ResultType] {
+        let context = managedObjectContext
+        var result: [ResultType] = []
         var start = 0
         while start < ids.count {
-            let batch = ids[start..<min(start + Self.unloadedBatchSize, ids.count)]
+            let batch = Array(ids[start..<min(start + Self.unloadedBatchSize, ids.count)])
             start += batch.count
-            var byID = fetch
-            let idTest = QueryExpression.inList(.path(PropertyPath(scope: 0)), batch.map { .object($0) })
-            byID.predicate = fetch.predicate.map { .and([idTest, $0]) } ?? idTest
-            byID.sortKeys = []
-            byID.limit = nil
-            byID.offset = 0
+            let snapshots: [ObjectID: ObjectSnapshot]
             do throws(CoherenceError) {
-                let objects = try managedObjectContext.fetchObjects(byID, includesPendingChanges: false, asFaults: false, prefetching: [])
-                result.append(contentsOf: objects.compactMap { $0 as? ResultType })
+                snapshots = try context.source.sourceSnapshots(for: batch)
             } catch {
-                managedObjectContext.reportPropagationError(error)
+                context.reportPropagationError(error)
+                continue
+            }
+            for snapshot in snapshots.values {
+                guard relevant(snapshot.id.entity, fetch), context.registeredObject(for: snapshot.id) == nil else { continue }
+                if let predicate = fetch.predicate, !QueryEvaluator.matches(predicate, row: SnapshotRow(snapshot: snapshot)) { continue }
+                let o = context.materialize(snapshot, asFault: false, group: nil)
+                o.awakeFromFetch()
+                if let t = o as? ResultType { result.append(t) }
             }
         }
         return result

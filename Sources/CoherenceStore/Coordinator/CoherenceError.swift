@@ -20,6 +20,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case deleteDenied, contextMismatch, alreadyAttached, crossStoreRelationship
             case historyTokenExpired, invalidHistoryToken, historyTrackingRequired
             case queryGenerationsUnsupported, invalidQueryGenerationToken
+            case readOnlyContext
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -111,6 +112,12 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// ``PersistentStoreCoordinator/queryGenerationIdleTimeout``), or it belongs to another
         /// coordinator. The context's generation is left as it was.
         public static let invalidQueryGenerationToken = Code(kind: .invalidQueryGenerationToken)
+        /// A save from a context that may not write: the read-only view context of a
+        /// `DualCoordinatorContainer` (or of its strategy), one of its temporary contexts, or an
+        /// editor context while the view context is read-only. Nothing is written or pushed, and
+        /// the context keeps its changes (roll them back, or save them from a context that
+        /// writes).
+        public static let readOnlyContext = Code(kind: .readOnlyContext)
         /// The code's name, for example `storeIncompatible`.
         public var description: String { kind.rawValue }
     }

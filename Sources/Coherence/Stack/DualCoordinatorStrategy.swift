@@ -1,0 +1,173 @@
+import Dispatch
+import Foundation
+
+extension ContextStrategy {
+    /// Two coordinators on the same stores, as Ambar's container: the container's coordinator
+    /// serves the view context, a second ``writerCoordinator`` on the same files serves
+    /// background imports, so a long import never holds up the view context's reads. Saves made
+    /// on the writer coordinator are merged into the view context.
+    ///
+    /// ```
+    ///  view (main) ── editor (child) ┐
+    ///  temporary ─────────────────── coordinator ─┐
+    ///                                              ├─ the same files
+    ///  importer ─────────────── writerCoordinator ┘   (importer saves merged into view)
+    /// ```
+    ///
+    /// - ``viewContext``: main queue, merge policy ``MergePolicy/mergeByPropertyStoreTrump``;
+    ///   read-only while ``isViewContextReadOnly`` (its saves throw `.readOnlyContext`).
+    /// - ``importerContext()`` (and ``newBackgroundContext()``, so actions too): private queue on
+    ///   the writer coordinator, ``MergePolicy/mergeByPropertyObjectTrump``.
+    /// - ``temporaryContext()``: private queue on the view context's coordinator,
+    ///   ``MergePolicy/rollback``; its saves always throw `.readOnlyContext`.
+    /// - ``editorContext()``: a private-queue child of the view context,
+    ///   ``MergePolicy/mergeByPropertyObjectTrump``; its save goes into the view context, which
+    ///   then saves to the stores.
+    ///
+    /// Only saves of root contexts on the writer coordinator are merged into the view context:
+    /// asynchronously, on its queue, in the order they were made; the view context's own saves
+    /// and its children's never come back to it. A merge refreshes the objects the view context
+    /// holds and only names the others, so an import of 100,000 objects costs a view context
+    /// that holds 10 about ten objects' work (its fetched-results controllers still report the
+    /// objects that match them).
+    ///
+    /// The writer coordinator is made at its first use once a store is attached, and opens the
+    /// container's SQLite stores (stores attached later are opened at its next use; a detached
+    /// store is closed then). When a store in memory is attached at that point, the writer
+    /// coordinator is the container's coordinator (a store in memory cannot be shared), as with
+    /// no store at all.
+    public final class DualCoordinator: ContextStrategyType {
+        public let viewContext: ManagedObjectContext
+        let coordinator: PersistentStoreCoordinator
+        let errorHandler: @Sendable (any Error) -> Void
+        /// Whether the view context (and editor contexts) may not save.
+        let readOnly = LockedValue(false)
+        private let writer = LockedValue<PersistentStoreCoordinator?>(nil)
+        let merger: WriterSaveMerger
+        /// View-context saves queued by editor-context saves.
+        let viewSaves = QueuedParentSaves()
+
+        public init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void) {
+            coordinator = persistentStoreCoordinator
+            self.errorHandler = errorHandler
+            let view = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: persistentStoreCoordinator, name: "viewContext")
+            view.mergePolicy = .mergeByPropertyStoreTrump
+            view.hooks.errorHandler = errorHandler
+            view.hooks.saveRefusal = Self.refusal(readOnly, "the view context is read-only (isViewContextReadOnly)")
+            viewContext = view
+            merger = WriterSaveMerger(view: view, viewCoordinator: persistentStoreCoordinator)
+        }
+
+        /// A save refusal while `flag` is set.
+        static func refusal(_ flag: LockedValue<Bool>, _ why: String) -> @Sendable () -> CoherenceError? {
+            { flag.withLock { $0 } ? CoherenceError(.readOnlyContext, "Nothing was saved: \(why).") : nil }
+        }
+
+        /// The coordinator background imports write through: a second coordinator on the same
+        /// SQLite files, or the view context's coordinator when a store in memory is attached.
+        /// Its store list follows the container's at each use.
+        public var writerCoordinator: PersistentStoreCoordinator {
+            writer.withLock { current in
+                let stores = coordinator.persistentStores
+                let chosen: PersistentStoreCoordinator
+                if let current {
+                    chosen = current
+                } else if stores.isEmpty {
+                    return coordinator  // decided once a store is attached
+                } else if stores.contains(where: { $0.url == nil }) {
+                    chosen = coordinator
+                } else {
+                    chosen = PersistentStoreCoordinator(managedObjectModel: coordinator.managedObjectModel)
+                }
+                if current == nil {
+                    current = chosen
+                    chosen.subscribe(merger)
+                }
+                if chosen !== coordinator { follow(stores, in: chosen) }
+                return chosen
+            }
+        }
+
+        /// Opens in `writer` the SQLite stores of `stores` it lacks, and closes those it has
+        /// that are no longer attached.
+        private func follow(_ stores: [PersistentStore], in writer: PersistentStoreCoordinator) {
+            let urls = Set(stores.compactMap { $0.url?.standardizedFileURL })
+            for s in writer.persistentStores where !urls.contains(s.url?.standardizedFileURL ?? URL(fileURLWithPath: "/")) {
+                do { try writer.remove(s) } catch { errorHandler(error) }
+            }
+            let open = Set(writer.persistentStores.compactMap { $0.url?.standardizedFileURL })
+            for s in stores {
+                guard let url = s.url, !open.contains(url.standardizedFileURL) else { continue }
+                do {
+                    try writer.addPersistentStore(type: .sqlite, configuration: s.configurationName, at: url, options: s.options)
+                } catch {
+                    errorHandler(error)
+                }
+            }
+        }
+
+        /// Whether the view context is read-only: its saves (and editor contexts' saves) throw
+        /// `.readOnlyContext` and write nothing, and its merge policy is ``MergePolicy/rollback``
+        /// (``MergePolicy/mergeByPropertyStoreTrump`` when false). Setting the value it has
+        /// does nothing.
+        @MainActor public var isViewContextReadOnly: Bool {
+            get { readOnly.withLock { $0 } }
+            set {
+                let changed = readOnly.withLock { value -> Bool in
+                    defer { value = newValue }
+                    return value != newValue
+                }
+                if changed { viewContext.mergePolicy = newValue ? .rollback : .mergeByPropertyStoreTrump }
+            }
+        }
+
+        /// A new private-queue context on the writer coordinator, merge policy
+        /// ``MergePolicy/mergeByPropertyObjectTrump``: for imports. Its saves are merged into the
+        /// view context.
+        public func importerContext() -> ManagedObjectContext {
+            let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writerCoordinator, name: "importer")
+            c.mergePolicy = .mergeByPropertyObjectTrump
+            c.hooks.errorHandler = errorHandler
+            return c
+        }
+
+        /// An importer context (see ``importerContext()``): background work, actions included,
+        /// writes through the writer coordinator.
+        public func newBackgroundContext() -> ManagedObjectContext { importerContext() }
+
+        /// A new private-queue context on the view context's coordinator, merge policy
+        /// ``MergePolicy/rollback``, that never writes: a save with changes throws
+        /// `.readOnlyContext`, and nothing it holds reaches the stores.
+        public func temporaryContext() -> ManagedObjectContext {
+            let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "temporary")
+            c.mergePolicy = .rollback
+            c.hooks.errorHandler = errorHandler
+            c.hooks.saveRefusal = { CoherenceError(.readOnlyContext, "Nothing was saved: a temporary context never writes.") }
+            return c
+        }
+
+        /// A new private-queue child of the view context, merge policy
+        /// ``MergePolicy/mergeByPropertyObjectTrump``: its save goes into the view context, which
+        /// then saves to the stores on its own queue.
+        ///
+        /// - Throws: `.readOnlyContext` while the view context is read-only (Ambar stops the
+        ///   program there). An editor context made before the view context became read-only
+        ///   refuses its saves with the same error.
+        @MainActor public func editorContext() throws(CoherenceError) -> ManagedObjectContext {
+            guard !isViewContextReadOnly else {
+                throw CoherenceError(
+                    .readOnlyContext,
+                    "No editor context while the view context is read-only: set isViewContextReadOnly to false, save, and set it back.")
+            }
+            let c = ManagedObjectContext(concurrencyType: .privateQueue, parent: viewContext, name: "editor")
+            c.mergePolicy = .mergeByPropertyObjectTrump
+            c.hooks.errorHandler = errorHandler
+            c.hooks.didSave = ContextStrategy.saveParent(viewContext, errorHandler, queued: viewSaves)
+            c.hooks.saveRefusal = Self.refusal(readOnly, "the view context is read-only (isViewContextReadOnly)")
+            return c
+        }
+
+        /// Runs the view-context saves that editor saves queued.
+        public func waitForPendingSaves() { viewSaves.drain(viewContext, errorHandler) }
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+
+/// Merges saves made on a dual-coordinator container's writer coordinator into its view
+/// context, by Ambar's rule: a save of the view context or of a direct child of it is never
+/// merged back (possible when one coordinator serves both); every other save is merged
+/// asynchronously on the view context's queue, in order.
+final class WriterSaveMerger: CoordinatorObserver {
+    weak let view: ManagedObjectContext?
+    let viewCoordinator: PersistentStoreCoordinator
+
+    init(view: ManagedObjectContext, viewCoordinator: PersistentStoreCoordinator) {
+        self.view = view
+        self.viewCoordinator = viewCoordinator
+    }
+
+    func coordinatorDidSave(_ event: ContextEvent, from source: AnyObject) {
+        guard let view, source !== view else { return }
+        if let context = source as? ManagedObjectContext, context.parent === view { return }
+        if let saving = source as? ManagedObjectContext, saving.persistentStoreCoordinator !== viewCoordinator {
+            // Written by the other coordinator: the view context's coordinator's cached rows of
+            // these objects are stale.
+            viewCoordinator.rowCache.remove(Array(event.updated.union(event.deleted)))
+        }
+        view.perform { view.merge(event) }
+    }
+}
