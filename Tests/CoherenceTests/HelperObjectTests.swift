@@ -191,6 +191,17 @@ struct HelperObjectTests {
             #expect(harry.hasChanges && hogwarts.hasChanges)
             #expect(!hogwarts.students.contains(harry))
             context.rollback()
+            // To-one add / remove: set when different, clear when it is the object.
+            let durmstrang = try #require(schools.first { $0.id == "durmstrang" })
+            #expect(harry.add(\.school, relation: hogwarts) == false)
+            #expect(harry.add(\.school, relation: nil) == false)
+            #expect(harry.remove(\.school, relation: durmstrang) == false)
+            #expect(!context.hasChanges)
+            #expect(harry.add(\.school, relation: durmstrang) == true)
+            #expect(durmstrang.students.contains(harry) && !hogwarts.students.contains(harry))
+            #expect(harry.remove(\.school, relation: durmstrang) == true)
+            #expect(harry.school == nil && !durmstrang.students.contains(harry))
+            context.rollback()
 
             // To-many add / remove.
             #expect(hogwarts.add(\.students, relation: harry) == false)

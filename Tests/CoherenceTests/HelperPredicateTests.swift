@@ -241,6 +241,16 @@ struct HelperPredicateTests {
                     try ids(\.school == hogwarts && .beginsWith(\.firstName, "H"))
                         == specIDs { $0.school == 0 && $0.firstName.hasPrefix("H") },
                     "\(label)")
+                // Key paths through to-one relationships.
+                #expect(try ids(\.school?.name == "Hogwarts") == specIDs { $0.school == 0 }, "\(label)")
+                #expect(try ids(\.school?.name != "Hogwarts") == specIDs { $0.school != 0 }, "\(label)")
+                #expect(
+                    try ids(.contains(\.school?.name, "B", options: .caseAndDiacriticInsensitive))
+                        == specIDs { s in s.school.map { SchoolData.schools[$0].name.lowercased().contains("b") } ?? false }, "\(label)")
+                #expect(
+                    try ids(.in(\.school?.teacher?.id, [2]))
+                        == specIDs { s in s.school.map { SchoolData.schools[$0].teacher == 1 } ?? false },
+                    "\(label)")
                 let withHarry = try context.fetch(FetchRequest<School>().where(.contains(\.students, harry))).map(\.id)
                 #expect(withHarry == ["hogwarts"], "\(label)")
                 let snapes = try context.fetch(FetchRequest<School>().where(\.teacher == snape)).map(\.id).sorted()
@@ -269,10 +279,21 @@ struct HelperPredicateTests {
         }
         let cases: [(Predicate<TestSubject>, String)] = [
             (.matches(\.name, "([a-z"), "'([a-z' is not a valid regular expression"),
+            (\.displayName == "Zoë!", "PredicateExpressions.ModelKeyPath"),
+            (\.name.utf8.count == 3, "PredicateExpressions.ModelKeyPath"),
             (\.score > 3 && regex, "StringContainsRegex"),
             (!(!regex), "StringContainsRegex"),
             (notAnObject, "PredicateExpressions.ObjectIdentity")
         ]
+        // A key path through a to-one relationship to another relationship is not an attribute.
+        let teacherOfSchool: Predicate<Student> = \.school?.teacher == nil
+        for (label, context) in stores.both {
+            let error = #expect(throws: CoherenceError.self, "\(label)") {
+                try context.performAndWait { () throws in _ = try context.fetch(FetchRequest<Student>().where(teacherOfSchool)) }
+            }
+            #expect(error?.message.contains("ModelKeyPath") == true)
+            #expect(error?.message.contains("school") == true)
+        }
         for (label, context) in stores.both {
             for (predicate, named) in cases {
                 let error = #expect(throws: CoherenceError.self, "\(named) (\(label))") {

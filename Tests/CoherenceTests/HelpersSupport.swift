@@ -43,6 +43,11 @@ final class TestSubject: ManagedObject, Updatable {
     @Attribute var isMale: Bool = false
 }
 
+extension TestSubject {
+    /// A computed property: not in the store, so predicates cannot use it.
+    var displayName: String { name + "!" }
+}
+
 func makeHelpersModel() throws -> ManagedObjectModel {
     try ManagedObjectModel(types: [SchoolTeacher.self, School.self, Student.self, TestSubject.self])
 }

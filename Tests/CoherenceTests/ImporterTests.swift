@@ -6,6 +6,11 @@ import Testing
 @testable import CoherenceSQLite
 @testable import CoherenceStore
 
+/// Objects by a key (the first of equal keys wins).
+func keyed<K: Hashable, O>(_ objects: [O], by key: (O) -> K) -> [K: O] {
+    Dictionary(objects.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
+}
+
 /// A teacher from a web service: no importer data (always inserted).
 struct IncomingTeacher: Persistable, Identifiable {
     let id: Int
@@ -46,9 +51,7 @@ struct IncomingSchool: Persistable, Identifiable {
         if failingPrefetch.withLock({ $0 }) == test { throw ImportProblem(message: "prefetch failed") }
         let schools = try context.fetch(FetchRequest<School>().where(.in(\.id, objects.map(\.id))))
         let teachers = try context.fetch(FetchRequest<SchoolTeacher>().where(.in(\.id, objects.compactMap(\.teacherID))))
-        return Data(
-            schools: Dictionary(schools.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }),
-            teachers: Dictionary(teachers.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }))
+        return Data(schools: keyed(schools, by: \.id), teachers: keyed(teachers, by: \.id))
     }
 
     func importIntoContext(_ context: ManagedObjectContext, importerData: inout Data) -> PersistenceResult {
@@ -80,10 +83,7 @@ struct IncomingStudent: Persistable, Identifiable {
     {
         let students = try context.fetch(FetchRequest<Student>().where(.in(\.id, objects.map(\.id))))
         let schools = try context.fetch(FetchRequest<School>().where(.in(\.id, objects.compactMap(\.schoolID))))
-        return (
-            Dictionary(students.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }),
-            Dictionary(schools.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        )
+        return (keyed(students, by: \.id), keyed(schools, by: \.id))
     }
 
     func importIntoContext(_ context: ManagedObjectContext, importerData: inout ([Int: Student], [String: School])) -> PersistenceResult {

@@ -39,6 +39,7 @@ if options.wants("W8") {
 }
 try run("W9") { try Workloads.w9(options) }
 try run("W10") { try Workloads.w10(options) }
+try run("W11") { try Workloads.w11(options) }
 // Persistent history: W1, W4 and W6 with history on against off; a fetch of history.
 try run("H1") { try Workloads.h1(options) }
 try run("H4") { try Workloads.h4(options) }

@@ -8,14 +8,14 @@ import Foundation
 /// `\T.x == value`, null-safe (`\Person.email == nil` matches objects without an email).
 public func == <T: ManagedObject, V: Equatable & Codable & Sendable>(lhs: KeyPath<T, V> & Sendable, rhs: V) -> Predicate<T> {
     Predicate<T> {
-        PredicateExpressions.Equal(lhs: PredicateExpressions.KeyPath(root: $0, keyPath: lhs), rhs: PredicateExpressions.Value(rhs))
+        PredicateExpressions.Equal(lhs: PredicateExpressions.ModelKeyPath(root: $0, keyPath: lhs), rhs: PredicateExpressions.Value(rhs))
     }
 }
 
 /// `\T.x != value`, null-safe (`\Person.email != "a"` matches objects without an email).
 public func != <T: ManagedObject, V: Equatable & Codable & Sendable>(lhs: KeyPath<T, V> & Sendable, rhs: V) -> Predicate<T> {
     Predicate<T> {
-        PredicateExpressions.NotEqual(lhs: PredicateExpressions.KeyPath(root: $0, keyPath: lhs), rhs: PredicateExpressions.Value(rhs))
+        PredicateExpressions.NotEqual(lhs: PredicateExpressions.ModelKeyPath(root: $0, keyPath: lhs), rhs: PredicateExpressions.Value(rhs))
     }
 }
 
@@ -68,7 +68,7 @@ public func >= <T: ManagedObject, V: Comparable & Codable & Sendable>(lhs: KeyPa
 /// ```
 public func == <T: ManagedObject, R: ManagedObject>(lhs: KeyPath<T, R?> & Sendable, rhs: R?) -> Predicate<T> {
     Predicate<T> {
-        PredicateExpressions.ObjectIdentity(root: PredicateExpressions.KeyPath(root: $0, keyPath: lhs), objectIDs: [rhs?.objectID])
+        PredicateExpressions.ObjectIdentity(root: PredicateExpressions.ModelKeyPath(root: $0, keyPath: lhs), objectIDs: [rhs?.objectID])
     }
 }
 
@@ -83,7 +83,7 @@ private func keyPathComparison<T: ManagedObject, V: Comparable & Codable & Senda
 ) -> Predicate<T> {
     Predicate<T> {
         PredicateExpressions.Comparison(
-            lhs: PredicateExpressions.KeyPath(root: $0, keyPath: keyPath), rhs: PredicateExpressions.Value(value), op: op)
+            lhs: PredicateExpressions.ModelKeyPath(root: $0, keyPath: keyPath), rhs: PredicateExpressions.Value(value), op: op)
     }
 }
 
@@ -92,7 +92,7 @@ private func keyPathComparison<T: ManagedObject, V: Comparable & Codable & Senda
 ) -> Predicate<T> {
     Predicate<T> {
         PredicateExpressions.Comparison(
-            lhs: PredicateExpressions.ForcedUnwrap(PredicateExpressions.KeyPath(root: $0, keyPath: keyPath)),
+            lhs: PredicateExpressions.ForcedUnwrap(PredicateExpressions.ModelKeyPath(root: $0, keyPath: keyPath)),
             rhs: PredicateExpressions.Value(value), op: op)
     }
 }
@@ -117,7 +117,7 @@ extension Predicate {
             PredicateExpressions.RangeExpressionContains(
                 range: PredicateExpressions.ClosedRange(
                     lower: PredicateExpressions.Value(range.lowerBound), upper: PredicateExpressions.Value(range.upperBound)),
-                element: PredicateExpressions.KeyPath(root: $0, keyPath: keyPath))
+                element: PredicateExpressions.ModelKeyPath(root: $0, keyPath: keyPath))
         }
     }
 
@@ -131,7 +131,7 @@ extension Predicate {
             PredicateExpressions.RangeExpressionContains(
                 range: PredicateExpressions.ClosedRange(
                     lower: PredicateExpressions.Value(range.lowerBound), upper: PredicateExpressions.Value(range.upperBound)),
-                element: PredicateExpressions.ForcedUnwrap(PredicateExpressions.KeyPath(root: $0, keyPath: keyPath)))
+                element: PredicateExpressions.ForcedUnwrap(PredicateExpressions.ModelKeyPath(root: $0, keyPath: keyPath)))
         }
     }
 
@@ -149,7 +149,7 @@ extension Predicate {
         let list = Array(values)
         return Predicate<T> {
             PredicateExpressions.SequenceContains(
-                sequence: PredicateExpressions.Value(list), element: PredicateExpressions.KeyPath(root: $0, keyPath: keyPath))
+                sequence: PredicateExpressions.Value(list), element: PredicateExpressions.ModelKeyPath(root: $0, keyPath: keyPath))
         }
     }
 
@@ -237,7 +237,7 @@ extension Predicate {
     ) -> Predicate<T> where C.Element == R {
         let id = object.objectID
         return Predicate<T> {
-            PredicateExpressions.ToManyContainsObject(root: PredicateExpressions.KeyPath(root: $0, keyPath: keyPath), objectID: id)
+            PredicateExpressions.ToManyContainsObject(root: PredicateExpressions.ModelKeyPath(root: $0, keyPath: keyPath), objectID: id)
         }
     }
 
@@ -246,7 +246,7 @@ extension Predicate {
     ) -> Predicate<T> {
         Predicate<T> {
             PredicateExpressions.StringTest(
-                root: PredicateExpressions.KeyPath(root: $0, keyPath: keyPath), test: test, pattern: pattern, options: options)
+                root: PredicateExpressions.ModelKeyPath(root: $0, keyPath: keyPath), test: test, pattern: pattern, options: options)
         }
     }
 }

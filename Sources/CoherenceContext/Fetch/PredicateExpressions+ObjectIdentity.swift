@@ -61,11 +61,7 @@ extension PredicateExpressions.ObjectIdentity: Codable {
     /// Throws: object IDs cannot be archived.
     public func encode(to encoder: any Encoder) throws { throw PredicateCompiler.notArchivable(Self.self, encoder.codingPath) }
     /// Throws: object IDs cannot be archived.
-    public init(from decoder: any Decoder) throws {
-        throw DecodingError.dataCorrupted(
-            .init(
-                codingPath: decoder.codingPath, debugDescription: "\(Self.self) cannot be archived: object IDs belong to one coordinator."))
-    }
+    public init(from decoder: any Decoder) throws { throw PredicateCompiler.notUnarchivable(Self.self, decoder.codingPath) }
 }
 extension PredicateExpressions.ObjectIdentity: StandardPredicateExpression where Root: StandardPredicateExpression {}
 
@@ -74,20 +70,23 @@ extension PredicateExpressions.ToManyContainsObject: Codable {
     /// Throws: object IDs cannot be archived.
     public func encode(to encoder: any Encoder) throws { throw PredicateCompiler.notArchivable(Self.self, encoder.codingPath) }
     /// Throws: object IDs cannot be archived.
-    public init(from decoder: any Decoder) throws {
-        throw DecodingError.dataCorrupted(
-            .init(
-                codingPath: decoder.codingPath, debugDescription: "\(Self.self) cannot be archived: object IDs belong to one coordinator."))
-    }
+    public init(from decoder: any Decoder) throws { throw PredicateCompiler.notUnarchivable(Self.self, decoder.codingPath) }
 }
 extension PredicateExpressions.ToManyContainsObject: StandardPredicateExpression where Root: StandardPredicateExpression {}
 
 extension PredicateCompiler {
-    /// The error encoding an expression that cannot be archived throws.
+    /// The error encoding an expression that names objects throws.
     static func notArchivable(_ type: Any.Type, _ codingPath: [any CodingKey]) -> EncodingError {
-        EncodingError.invalidValue(
-            typeName(type),
-            .init(codingPath: codingPath, debugDescription: "\(typeName(type)) cannot be archived: object IDs belong to one coordinator."))
+        EncodingError.invalidValue(typeName(type), .init(codingPath: codingPath, debugDescription: notArchivableReason(type)))
+    }
+
+    /// The error decoding an expression that names objects throws.
+    static func notUnarchivable(_ type: Any.Type, _ codingPath: [any CodingKey]) -> DecodingError {
+        DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: notArchivableReason(type)))
+    }
+
+    private static func notArchivableReason(_ type: Any.Type) -> String {
+        "\(typeName(type)) cannot be archived: object IDs belong to one coordinator."
     }
 }
 

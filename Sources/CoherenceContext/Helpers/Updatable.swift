@@ -83,6 +83,27 @@ extension Updatable {
         return update(keyPath, value: value, minimumChange: minimumChange)
     }
 
+    // MARK: To-one relationships
+
+    /// Sets the to-one relationship to `object` unless it already holds it (as
+    /// ``update(_:value:)`` does; the inverse follows).
+    /// - Returns: whether it wrote.
+    @discardableResult
+    public func add<R: ManagedObject>(_ keyPath: ReferenceWritableKeyPath<Self, R?>, relation object: R?) -> Bool {
+        guard let object, self[keyPath: keyPath] !== object else { return false }
+        self[keyPath: keyPath] = object
+        return true
+    }
+
+    /// Clears the to-one relationship when it holds `object`.
+    /// - Returns: whether it cleared it.
+    @discardableResult
+    public func remove<R: ManagedObject>(_ keyPath: ReferenceWritableKeyPath<Self, R?>, relation object: R?) -> Bool {
+        guard let object, self[keyPath: keyPath] === object else { return false }
+        self[keyPath: keyPath] = nil
+        return true
+    }
+
     // MARK: To-many relationships
 
     /// Adds `object` to the to-many relationship unless it is already there.
