@@ -9,7 +9,8 @@ extension EntityDescription {
     }
 
     /// Creates an entity description (`recordsValuesInHistory`: see
-    /// ``EntityDescription/recordsValuesInHistory``).
+    /// ``EntityDescription/recordsValuesInHistory``; `renamingIdentifier`: its name in the
+    /// previous model version, when renamed).
     ///
     /// ```swift
     /// let person = EntityDescription(
@@ -19,12 +20,13 @@ extension EntityDescription {
     public convenience init(
         name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, isAbstract: Bool = false,
         superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
-        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:], recordsValuesInHistory: Bool = false
+        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:], recordsValuesInHistory: Bool = false,
+        renamingIdentifier: String? = nil
     ) {
         self.init(
             name: name, objectClass: managedObjectClass == ManagedObject.self ? nil : managedObjectClass, isAbstract: isAbstract,
             superentity: superentity, properties: properties, uniquenessConstraints: uniquenessConstraints, indexes: indexes,
-            userInfo: userInfo, recordsValuesInHistory: recordsValuesInHistory)
+            userInfo: userInfo, recordsValuesInHistory: recordsValuesInHistory, renamingIdentifier: renamingIdentifier)
     }
 
     /// The property a key path of the typed class leads to (`\Person.name` → `name`), found by

@@ -40,6 +40,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// update changes, for objects of this entity and its sub-entities (as
     /// ``AttributeDescription/recordsValuesInHistory`` on each attribute).
     public let recordsValuesInHistory: Bool
+    /// The entity's name in the previous model version, when it was renamed (Core Data's
+    /// `renamingIdentifier`; Xcode's "Renaming ID"). A lightweight migration moves the old
+    /// entity's rows into this one. Not part of the version hash.
+    public let renamingIdentifier: String?
 
     // The `internal(set)` fields below are written only while the model loads, before it is
     // shared; `@exclusivity(unchecked)` drops run-time exclusivity checks on every later read.
@@ -104,9 +108,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     package init(
         name: String, objectClass: (any EntityObjectClass.Type)?, isAbstract: Bool = false,
         superentity: String? = nil, properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
-        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:], recordsValuesInHistory: Bool = false
+        indexes: [[String]] = [], userInfo: [String: any Sendable] = [:], recordsValuesInHistory: Bool = false,
+        renamingIdentifier: String? = nil
     ) {
         self.name = name
+        self.renamingIdentifier = renamingIdentifier
         self.recordsValuesInHistory = recordsValuesInHistory
         self.objectClass = objectClass
         self.isAbstract = isAbstract

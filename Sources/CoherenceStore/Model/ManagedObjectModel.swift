@@ -26,8 +26,14 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     /// A hash of everything that shapes stored data; two models with equal hashes read and write
     /// the same stores.
     public let versionHash: String
-    /// Per-entity version hashes.
+    /// Per-entity version hashes (Core Data's `entityVersionHashesByName`): a store records them
+    /// in its metadata, so a migration knows which entities changed.
     public let entityVersionHashes: [String: String]
+    /// The model's version name, for example `"Model 2"` (Core Data's `versionIdentifiers`): for
+    /// an Xcode model, its "Core Data Model Version Identifier" or else the version's file name;
+    /// for a model in code, what the initializer was given. A store records it in its metadata.
+    /// Not part of the ``versionHash``.
+    public let versionIdentifier: String?
     package let entitiesByClass: [ObjectIdentifier: EntityDescription]
 
     /// Loads a model from entity descriptions.
@@ -37,8 +43,11 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     ///     expanded to whole inheritance hierarchies. A relationship may point at an entity of
     ///     another configuration (as in Core Data); relating two objects that live in different
     ///     stores fails at save (`CoherenceError.crossStoreRelationship`).
+    ///   - versionIdentifier: the model's version name (see ``versionIdentifier``).
     /// - Throws: ``ModelError`` when the model is inconsistent.
-    public init(entities: [EntityDescription], configurations: [String: [String]] = [:]) throws(ModelError) {
+    public init(
+        entities: [EntityDescription], configurations: [String: [String]] = [:], versionIdentifier: String? = nil
+    ) throws(ModelError) {
         let sorted = entities.sorted { $0.name < $1.name }
         var byName: [String: EntityDescription] = [:]
         for e in sorted {
@@ -98,6 +107,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         for e in sorted { hashes[e.name] = StableHash.hex(Self.canonicalDescription(of: e)) }
 
         self.entities = sorted
+        self.versionIdentifier = versionIdentifier
         self.entitiesByName = byName
         self.configurations = expanded
         self.entitiesByClass = classMap
@@ -119,6 +129,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     /// A model with no entities (what a container holds when its model could not be loaded).
     package init(empty: ()) {
         entities = []
+        versionIdentifier = nil
         entitiesByName = [:]
         configurations = [:]
         versionHash = StableHash.hex("")

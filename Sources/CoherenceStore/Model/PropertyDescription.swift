@@ -15,6 +15,10 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     public let isTransient: Bool
     /// Arbitrary information (for example from an Xcode model's user info).
     public let userInfo: [String: any Sendable]
+    /// The property's name in the previous model version, when it was renamed (Core Data's
+    /// `renamingIdentifier`; Xcode's "Renaming ID"). A lightweight migration moves the old
+    /// property's values into this one. Not part of the version hash.
+    public let renamingIdentifier: String?
 
     /// The entity that declares the property (inherited properties keep their declaring entity).
     ///
@@ -38,8 +42,9 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// Inherited properties have the same slot in every sub-entity.
     @exclusivity(unchecked) package internal(set) var slot: Int = -1
 
-    init(name: String, isOptional: Bool, isTransient: Bool, userInfo: [String: any Sendable]) {
+    init(name: String, isOptional: Bool, isTransient: Bool, userInfo: [String: any Sendable], renamingIdentifier: String?) {
         self.name = name
+        self.renamingIdentifier = renamingIdentifier
         self.isOptional = isOptional
         self.isTransient = isTransient
         self.userInfo = userInfo
@@ -129,11 +134,12 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     ///   - userInfo: arbitrary information.
     ///   - preservesValueInHistoryOnDeletion: keep the value in the history of a delete (its tombstone).
     ///   - recordsValuesInHistory: keep the old and new values in the history of an update.
+    ///   - renamingIdentifier: the attribute's name in the previous model version, when renamed.
     public init(
         name: String, type: AttributeType, isOptional: Bool = false, defaultValue: (any PersistentValue)? = nil,
         isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
         userInfo: [String: any Sendable] = [:], preservesValueInHistoryOnDeletion: Bool = false,
-        recordsValuesInHistory: Bool = false
+        recordsValuesInHistory: Bool = false, renamingIdentifier: String? = nil
     ) {
         self.type = type
         self.defaultValue = defaultValue.map { $0.storedValue }
@@ -141,7 +147,8 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         self.valueTransformerName = valueTransformerName
         self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
         self.recordsValuesInHistory = recordsValuesInHistory
-        super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
+        super.init(
+            name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo, renamingIdentifier: renamingIdentifier)
     }
 
     /// Creates an attribute with a default value already in stored form.
@@ -149,7 +156,7 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         name: String, type: AttributeType, isOptional: Bool, storedDefault: StoredValue?,
         isTransient: Bool = false, validation: AttributeValidation = .none, valueTransformerName: String? = nil,
         userInfo: [String: any Sendable] = [:], preservesValueInHistoryOnDeletion: Bool = false,
-        recordsValuesInHistory: Bool = false
+        recordsValuesInHistory: Bool = false, renamingIdentifier: String? = nil
     ) {
         self.type = type
         self.defaultValue = storedDefault
@@ -157,7 +164,8 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         self.valueTransformerName = valueTransformerName
         self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
         self.recordsValuesInHistory = recordsValuesInHistory
-        super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
+        super.init(
+            name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo, renamingIdentifier: renamingIdentifier)
     }
 
     /// The value a new object starts with.
@@ -239,11 +247,12 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     /// How the relationship is stored (decided when the model loads).
     @exclusivity(unchecked) package internal(set) var storage: RelationshipStorage = .foreignKey
 
-    /// Creates a relationship description.
+    /// Creates a relationship description (`renamingIdentifier`: its name in the previous model
+    /// version, when renamed).
     public init(
         name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
         deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int = 0,
-        isTransient: Bool = false, userInfo: [String: any Sendable] = [:]
+        isTransient: Bool = false, userInfo: [String: any Sendable] = [:], renamingIdentifier: String? = nil
     ) {
         self.destinationEntityName = destination
         self.inverseName = inverse
@@ -252,7 +261,8 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         self.deleteRule = deleteRule
         self.minCount = minCount
         self.maxCount = maxCount
-        super.init(name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo)
+        super.init(
+            name: name, isOptional: isOptional, isTransient: isTransient, userInfo: userInfo, renamingIdentifier: renamingIdentifier)
     }
 
     /// Whether this side holds the foreign key column.

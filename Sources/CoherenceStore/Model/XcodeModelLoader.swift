@@ -23,27 +23,35 @@ extension ManagedObjectModel {
             "No model named '\(name)' (\(name).xcdatamodeld or \(name).xcdatamodel) in \(bundle.resourceURL?.path ?? bundle.bundlePath).")
     }
 
-    /// The `contents` file of a model directory (the current version of a versioned model).
-    package static func contentsFile(of url: URL) throws(ModelError) -> URL {
+    /// The `contents` file of a model directory: of the version named `version` (with or
+    /// without `.xcdatamodel`) of a versioned model, else of its current version.
+    package static func contentsFile(of url: URL, version: String? = nil) throws(ModelError) -> URL {
         let fm = FileManager.default
         switch url.pathExtension {
         case "xcdatamodeld":
-            var version: String?
+            if let version {
+                let file = version.hasSuffix(".xcdatamodel") ? version : version + ".xcdatamodel"
+                guard fm.fileExists(atPath: url.appendingPathComponent(file).path) else {
+                    let names = versionNames(of: url).joined(separator: ", ")
+                    throw ModelError(.modelNotFound, "\(url.path) has no version named '\(version)' (it has: \(names)).")
+                }
+                return try contentsFile(of: url.appendingPathComponent(file))
+            }
+            var current: String?
             let marker = url.appendingPathComponent(".xccurrentversion")
             if let data = try? Data(contentsOf: marker),
                 let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
             {
-                version = plist["_XCCurrentVersionName"] as? String
+                current = plist["_XCCurrentVersionName"] as? String
             }
-            if version == nil {
-                let items = (try? fm.contentsOfDirectory(atPath: url.path)) ?? []
-                version = items.filter { $0.hasSuffix(".xcdatamodel") }.sorted { $0.localizedStandardCompare($1) == .orderedAscending }.last
-            }
-            guard let version else {
+            guard let name = current ?? versionNames(of: url).last else {
                 throw ModelError(.modelNotFound, "\(url.path) contains no .xcdatamodel version.")
             }
-            return try contentsFile(of: url.appendingPathComponent(version))
+            return try contentsFile(of: url.appendingPathComponent(name.hasSuffix(".xcdatamodel") ? name : name + ".xcdatamodel"))
         case "xcdatamodel":
+            guard version == nil || version == url.deletingPathExtension().lastPathComponent else {
+                throw ModelError(.modelNotFound, "\(url.path) is a single model version, not '\(version ?? "")'.")
+            }
             let contents = url.appendingPathComponent("contents")
             guard fm.fileExists(atPath: contents.path) else {
                 throw ModelError(.modelNotFound, "\(url.path) has no 'contents' file.")
@@ -53,6 +61,15 @@ extension ManagedObjectModel {
             guard fm.fileExists(atPath: url.path) else { throw ModelError(.modelNotFound, "No model at \(url.path).") }
             return url
         }
+    }
+
+    /// The version names (without `.xcdatamodel`) of a `.xcdatamodeld` directory, in natural
+    /// order ("Model", "Model 2", …, "Model 10").
+    package static func versionNames(of url: URL) -> [String] {
+        let items = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+        return items.filter { $0.hasSuffix(".xcdatamodel") }
+            .map { String($0.dropLast(".xcdatamodel".count)) }
+            .sorted { $0.localizedStandardCompare($1) == .orderedAscending }
     }
 }
 
@@ -67,9 +84,13 @@ package final class XcodeModelParser: NSObject, XMLParserDelegate {
         package var constraints: [[String]] = []
         package var indexes: [[String]] = []
         package var userInfo: [String: any Sendable] = [:]
+        /// Xcode's "Renaming ID" (`elementID`).
+        package var renamingIdentifier: String?
     }
 
     package struct Result {
+        /// The model's "Core Data Model Version Identifier", if set.
+        package var versionIdentifier: String?
         package var entities: [EntitySpec] = []
         package var configurations: [String: [String]] = [:]
     }
@@ -119,6 +140,7 @@ package final class XcodeModelParser: NSObject, XMLParserDelegate {
         switch element {
         case "model":
             sawModel = true
+            if let v = attributes["userDefinedModelVersionIdentifier"], !v.isEmpty { result.versionIdentifier = v }
         case "entity":
             guard let name = attributes["name"], !name.isEmpty else {
                 fail(ModelError(.modelParse, "An <entity> without a name in \(file) (line \(parser.lineNumber))."), parser)
@@ -126,7 +148,7 @@ package final class XcodeModelParser: NSObject, XMLParserDelegate {
             }
             entity = EntitySpec(
                 name: name, className: attributes["representedClassName"], parent: attributes["parentEntity"],
-                isAbstract: attributes["isAbstract"] == "YES")
+                isAbstract: attributes["isAbstract"] == "YES", renamingIdentifier: attributes["elementID"])
             userInfoTarget = .entity
         case "attribute":
             pendingProperty = (attributes, false, [:])
@@ -252,7 +274,8 @@ package final class XcodeModelParser: NSObject, XMLParserDelegate {
         return AttributeDescription(
             name: name, type: type, isOptional: a["optional"] == "YES", storedDefault: defaultValue,
             isTransient: transient, validation: validation, valueTransformerName: a["valueTransformerName"],
-            userInfo: userInfo, preservesValueInHistoryOnDeletion: a["preserveAfterDeletion"] == "YES")
+            userInfo: userInfo, preservesValueInHistoryOnDeletion: a["preserveAfterDeletion"] == "YES",
+            renamingIdentifier: a["elementID"])
     }
 
     static func storedDefault(_ text: String, type: AttributeType, entity: String, property: String, file: String) throws -> StoredValue {
@@ -295,6 +318,6 @@ package final class XcodeModelParser: NSObject, XMLParserDelegate {
             isToMany: a["toMany"] == "YES", isOrdered: a["ordered"] == "YES", deleteRule: rule,
             isOptional: a["optional"] == "YES", minCount: Int(a["minCount"] ?? "") ?? 0,
             maxCount: a["toMany"] == "YES" ? (Int(a["maxCount"] ?? "") ?? 0) : 0,
-            isTransient: a["transient"] == "YES", userInfo: userInfo)
+            isTransient: a["transient"] == "YES", userInfo: userInfo, renamingIdentifier: a["elementID"])
     }
 }

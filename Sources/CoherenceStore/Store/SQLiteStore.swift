@@ -143,8 +143,14 @@ package final class SQLiteStore: StoreEngine {
                         store: path)
                 }
                 try switchJournal()
-                if historyTracking && !hasHistory {
-                    try connection.writeTransaction { try Self.createHistoryTables(connection) }
+                // Stores made before versions were recorded get them now (same model).
+                let version = metadata["schema"] == nil ? StoredSchema.versionMetadata(entities: entities, model: model) : [:]
+                if (historyTracking && !hasHistory) || !version.isEmpty {
+                    try connection.writeTransaction {
+                        if historyTracking && !hasHistory { try Self.createHistoryTables(connection) }
+                        try Self.writeMetadata(version, connection)
+                    }
+                    metadata.merge(version) { _, new in new }
                 }
             } else {
                 let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
@@ -159,17 +165,13 @@ package final class SQLiteStore: StoreEngine {
                     "storeType": "SQLite",
                     "formatVersion": "1"
                 ]
+                metadata.merge(StoredSchema.versionMetadata(entities: entities, model: model)) { _, new in new }
                 let meta = metadata
                 try connection.writeTransaction {
                     for sql in generator.createMetadataTables() { try connection.execute(sql) }
                     for sql in generator.createSchema(for: entities) { try connection.execute(sql) }
                     if historyTracking { try Self.createHistoryTables(connection) }
-                    let insert = try connection.prepare(generator.writeMetadata)
-                    for (k, v) in meta.sorted(by: { $0.key < $1.key }) {
-                        insert.bind(k, at: 1)
-                        insert.bind(v, at: 2)
-                        try insert.execute()
-                    }
+                    try Self.writeMetadata(meta, connection)
                     let keys = try connection.prepare(generator.initPrimaryKey)
                     for e in entities where e.superentity == nil {
                         keys.bind(Int64(e.entityNumber), at: 1)
@@ -198,6 +200,43 @@ package final class SQLiteStore: StoreEngine {
         self.tracksHistory = historyTracking
         self.writer = ConnectionBox(connection)
         self.journalMode = journalMode
+    }
+
+    /// Writes metadata entries (inside the caller's transaction).
+    static func writeMetadata(_ entries: [String: String], _ connection: SQLiteConnection) throws {
+        guard !entries.isEmpty else { return }
+        let insert = try connection.prepare(SQLGenerator(dialect: .sqlite).writeMetadata)
+        for (k, v) in entries.sorted(by: { $0.key < $1.key }) {
+            insert.bind(k, at: 1)
+            insert.bind(v, at: 2)
+            try insert.execute()
+        }
+    }
+
+    /// The metadata of the SQLite store at `url`, read without opening the store (the file is
+    /// opened read-only and nothing is changed).
+    /// - Throws: `.storeNotFound` (no file), `.storeOpenFailed` (not a SQLite database),
+    ///   `.storeIncompatible` (a database without Coherence metadata).
+    package static func metadata(at url: URL) throws(CoherenceError) -> [String: String] {
+        let path = url.path
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CoherenceError(.storeNotFound, "No store at this location.", store: path)
+        }
+        let generator = SQLGenerator(dialect: .sqlite)
+        do {
+            let connection = try SQLiteConnection(location: .file(path), readOnly: true, switchesToWAL: false)
+            let hasMetadata = try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0
+            guard hasMetadata > 0 else {
+                throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
+            }
+            var metadata: [String: String] = [:]
+            for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) { metadata[k] = v }
+            return metadata
+        } catch let error as CoherenceError {
+            throw error
+        } catch {
+            throw openError(error, path: path)
+        }
     }
 
     /// The error of a connection that could not be opened: `.storeOpenFailed` while the store is
