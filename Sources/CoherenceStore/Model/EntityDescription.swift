@@ -79,7 +79,12 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) package internal(set) var descendantNumbers: [Int] = []
     /// The root entity's address, set when the model loads (0 before): identity-map hashing
     /// reads it per row without walking (and reference counting) the chain.
-    @exclusivity(unchecked) package internal(set) var rootIdentity: UInt = 0
+    @inlinable package var rootIdentity: UInt { _rootIdentity }
+    // The hot fields other targets read go through inlinable accessors: a target reading a
+    // class's stored property of another target checks exclusivity at run time on every access
+    // (the field's `@exclusivity(unchecked)` does not cross the module boundary); the inlined
+    // accessor brings its unchecked access along.
+    @exclusivity(unchecked) @usableFromInline var _rootIdentity: UInt = 0
     /// The top of the inheritance chain (self when there is no superentity).
     public var rootEntity: EntityDescription {
         var e = self
@@ -91,10 +96,23 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     /// Data the class of the entity's objects keeps for it (see ``EntityObjectClass``), set
     /// when the model loads (for `ManagedObject` subclasses: their slot plan).
-    package var objectClassData: AnyObject?
+    @inlinable package var objectClassData: AnyObject? {
+        get { _objectClassData }
+        set { _objectClassData = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _objectClassData: AnyObject?
     /// The object every new object of the entity's class refers to (for `ManagedObject`
     /// subclasses: their slot template), set with ``objectClassData``; read once per new object.
-    @exclusivity(unchecked) package var objectTemplate: AnyObject?
+    @inlinable package var objectTemplate: AnyObject? {
+        get { _objectTemplate }
+        set { _objectTemplate = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _objectTemplate: AnyObject?
+    /// ``objectTemplate`` without retaining it (the entity keeps it alive): read once per new
+    /// object.
+    @inlinable package var unretainedObjectTemplate: UnretainedReference<AnyObject>? {
+        _objectTemplate.map { UnretainedReference($0) }
+    }
     /// The same data for other classes (subclasses outside the model), made on first use.
     package let otherClassData = LockedValue<[ObjectIdentifier: AnyObject]>([:])
     package let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
