@@ -193,7 +193,7 @@ final class ParentSource: ContextSource, @unchecked Sendable {
 
     func sourceFetch(_ fetch: StoreFetch, into registration: inout RowRegistration) throws(CoherenceError) {
         var snapshots = try sourceFetch(fetch)
-        registration.begin(store: nil, expectedRows: snapshots.count)
+        registration.begin(expectedRows: snapshots.count)
         snapshots.reverse()  // taken from the end, in fetch order, so each snapshot's values move
         while let snapshot = snapshots.popLast() { registration.add(snapshot) }
     }
@@ -277,13 +277,11 @@ package struct RowRegistration: ~Copyable {
     /// the typed fetch needs no pass over the objects to check it.
     var commonClass: ObjectIdentifier?
     var mixedClasses = false
-    /// The store the rows come from, from ``begin(store:expectedRows:)`` (nil: rows or snapshots
-    /// that come with their IDs).
-    var storeIdentifier: UUID?
     /// The number of rows the store expected (0: no estimate).
     var expected = 0
-    /// The first row's ID: later rows' IDs copy its store identifier.
-    var firstID: ObjectID?
+    /// The entity of the last object made and its class: looked up once per entity, not per row.
+    var classEntity: EntityDescription?
+    var entityClass: ManagedObject.Type = ManagedObject.self
 
     init(context: ManagedObjectContext, asFaults: Bool, group: FetchGroup) {
         self.context = context
@@ -294,14 +292,13 @@ package struct RowRegistration: ~Copyable {
         context.handle.generation &+= 1  // for the insertions below, made through `_registered`
     }
 
-    /// Learns the rows' store and how many rows it expects, before the first row: the result
+    /// Learns how many rows the source expects, before the first row: the result
     /// list makes room for them once, instead of growing; so do the identity map and the fetch
     /// group when the map is empty (every row is then a new object; a fetch into a map that
     /// holds objects may find its rows registered already, and reserving for them would double
     /// the map). Each growth of the map moves every entry. `finish()` gives back what an
     /// estimate that was too high reserved.
-    package mutating func begin(store: UUID?, expectedRows: Int) {
-        storeIdentifier = store
+    package mutating func begin(expectedRows: Int) {
         guard expectedRows > 0 else { return }
         expected = expectedRows
         results.reserveCapacity(expectedRows)
@@ -311,17 +308,9 @@ package struct RowRegistration: ~Copyable {
         }
     }
 
-    /// Registers a row of the store named by ``begin(store:expectedRows:)``.
-    package mutating func add(_ row: consuming StoreRow) {
-        let id: ObjectID
-        if let first = firstID {
-            id = first.inSameStore(entity: row.entity, primaryKey: row.primaryKey)
-        } else {
-            assert(storeIdentifier != nil, "The store names itself (begin(store:expectedRows:)) before the first row.")
-            id = ObjectID(entity: row.entity, storeIdentifier: storeIdentifier, primaryKey: row.primaryKey)
-            firstID = id
-        }
-        register(id, values: &row.values, version: row.version, toOne: nil)
+    /// Registers a row read by a store (with its ID).
+    package mutating func add(_ row: consuming FetchedRow) {
+        register(row.id, values: &row.values, version: row.version, toOne: nil)
     }
 
     /// Registers a row with its ID (rows of several stores).
@@ -344,7 +333,12 @@ package struct RowRegistration: ~Copyable {
             reuse(o, id: id, values: &values, version: version, toOne: toOne)
             return
         }
-        let o = entity.managedObjectClass.init(entity: entity)
+        if entity !== classEntity {
+            classEntity = entity
+            entityClass = entity.managedObjectClass
+        }
+        let objectClass = entityClass
+        let o = objectClass.init(entity: entity)
         // A new object is in no context or group (unless its initializer did something odd).
         o._contextHandle = handle
         if o._groupReference == nil { group.add(o) }
@@ -369,7 +363,7 @@ package struct RowRegistration: ~Copyable {
             reuse(registered, id: id, values: &values, version: version, toOne: toOne)
             return
         }
-        noteClass(ObjectIdentifier(entity.managedObjectClass))
+        noteClass(ObjectIdentifier(objectClass))
         if mayBeRegistered {
             newObjects.append(o)
             if !asFaults { awaken.append((o, false)) }

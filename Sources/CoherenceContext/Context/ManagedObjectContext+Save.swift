@@ -137,7 +137,7 @@ extension ManagedObjectContext {
     func validateChanges(candidates: [ManagedObject]) throws(CoherenceError) -> [ManagedObject] {
         var failures: [CoherenceError] = []
         insertedList.forEachBorrowed { o in
-            failures += validateProperties(o)
+            validateProperties(o, into: &failures)
             do { try o.validateForInsert() } catch { failures.append(Self.wrap(error, o)) }
         }
         var updated: [ManagedObject] = []
@@ -145,7 +145,7 @@ extension ManagedObjectContext {
         candidates.forEachBorrowed { o in
             guard o.isUpdated else { return }
             updated.append(o)
-            failures += validateProperties(o)
+            validateProperties(o, into: &failures)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
         }
         for o in deletedList {
@@ -183,9 +183,9 @@ extension ManagedObjectContext {
         return CoherenceError(.validation, "\(o.entity.name) \(o.objectID): \(error)", entity: o.entity.name, objectID: o.objectID)
     }
 
-    /// Checks required values, ranges, lengths, patterns and relationship counts.
-    func validateProperties(_ o: ManagedObject) -> [CoherenceError] {
-        var failures: [CoherenceError] = []
+    /// Checks required values, ranges, lengths, patterns and relationship counts; appends a
+    /// failure per broken rule to `failures` (no array per object).
+    func validateProperties(_ o: ManagedObject, into failures: inout [CoherenceError]) {
         func fail(_ p: PropertyDescription, _ message: String) {
             failures.append(
                 CoherenceError(
@@ -223,7 +223,6 @@ extension ManagedObjectContext {
                 if o._toOne(r) == nil { fail(r, "is required") }
             }
         }
-        return failures
     }
 
     // MARK: Saving to stores

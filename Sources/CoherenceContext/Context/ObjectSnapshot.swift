@@ -35,7 +35,7 @@ package protocol ContextSource: AnyObject, Sendable {
     /// changes for a parent context).
     func sourceFetch(_ fetch: StoreFetch) throws(CoherenceError) -> [ObjectSnapshot]
     /// Hands the objects a fetch matches to `registration`, in order, as it reads them (the
-    /// single way fetched objects are registered): ``RowRegistration/begin(store:expectedRows:)``
+    /// single way fetched objects are registered): ``RowRegistration/begin(expectedRows:)``
     /// first, then one `add` per object. On an error the registration is left as it is (the
     /// caller abandons it).
     func sourceFetch(_ fetch: StoreFetch, into registration: inout RowRegistration) throws(CoherenceError)
@@ -55,13 +55,11 @@ extension PersistentStoreCoordinator: ContextSource {
     package func sourceFetch(_ fetch: StoreFetch, into registration: inout RowRegistration) throws(CoherenceError) {
         // One store: rows become objects as the store reads them (their IDs share its identifier).
         let read = try forEachSingleStoreRow(
-            fetch,
-            begin: { store, expected in registration.begin(store: store, expectedRows: expected) },
-            { row in registration.add(row) })
+            fetch, begin: { expected in registration.begin(expectedRows: expected) }, { row in registration.add(row) })
         if read { return }
         // Several stores: their rows merged and sorted first.
         var rows = try fetchRows(fetch)
-        registration.begin(store: nil, expectedRows: rows.count)
+        registration.begin(expectedRows: rows.count)
         rows.reverse()  // taken from the end, in fetch order, so each row's values move
         while let (id, row) = rows.popLast() { registration.add(row, id: id) }
     }

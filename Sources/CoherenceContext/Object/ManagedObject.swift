@@ -101,7 +101,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public required init(entity: EntityDescription) {
         self.entity = entity
         self._state = ObjectState(values: entity.initialValues)
-        self._slotTemplate = entity.slotTemplate(for: Self.self).map { UnretainedReference($0) }
+        self._slotTemplate = entity.slotTemplate(for: Self.self)
     }
 
     deinit {

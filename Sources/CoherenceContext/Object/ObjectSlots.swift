@@ -5,16 +5,25 @@ import Foundation
 // storage key path it would use on the object itself.
 
 extension EntityDescription {
-    /// The slot template for a new object of `type` with this entity: the entity's own for its
-    /// class, one made on first use for another class (a subclass outside the model); nil for the
-    /// probes reflection makes, and when the class has no template. (Each template was checked
-    /// through `Mirror` when it was made, and never changes; debug builds check its class here.)
+    /// The slot template for a new object of `type` with this entity, unretained (the entity's
+    /// slot plans keep it alive): the entity's own for its class, one made on first use for
+    /// another class (a subclass outside the model); nil for the probes reflection makes, and
+    /// when the class has no template. (Each template was checked through `Mirror` when it was
+    /// made, and never changes; debug builds check its class here.)
     @inline(__always)
-    func slotTemplate(for type: ManagedObject.Type) -> AnyObject? {
+    func slotTemplate(for type: ManagedObject.Type) -> UnretainedReference<AnyObject>? {
         let own = objectClass.map { ObjectIdentifier($0) == ObjectIdentifier(type) } ?? false
-        let template = own ? objectTemplate : slotPlan(for: type)?.template
-        assert(template.map { ObjectIdentifier(Swift.type(of: $0)) == ObjectIdentifier(type) } ?? true, "a slot template of another class")
+        let template = own ? unretainedObjectTemplate : otherSlotTemplate(for: type)
+        assert(
+            template.map { ObjectIdentifier(Swift.type(of: $0.object)) == ObjectIdentifier(type) } ?? true,
+            "a slot template of another class")
         return template
+    }
+
+    /// The slot template of a class other than the entity's (see ``slotTemplate(for:)``).
+    @inline(never)
+    private func otherSlotTemplate(for type: ManagedObject.Type) -> UnretainedReference<AnyObject>? {
+        slotPlan(for: type)?.template.map { UnretainedReference($0) }
     }
 
     /// Makes the slot plan of the entity's class. Called when the model loads.

@@ -2,8 +2,12 @@ import CCoherenceSQLite
 import Foundation
 
 /// A prepared statement. Owned by one ``SQLiteConnection``; used on one thread at a time.
+///
+/// The calls a store makes per row (``step()``, ``value(_:)``, ``int64(_:)``) are inlinable, so
+/// that the store's row loop, in another target, reads a row without a call per column.
+@usableFromInline
 package final class SQLiteStatement {
-    package let handle: OpaquePointer
+    @usableFromInline package let handle: OpaquePointer
     package let sql: String
     // Invariant: the connection owns its statements (its cache) and finalizes them before it
     // closes; `unowned` (checked) traps rather than read a freed connection.
@@ -12,7 +16,7 @@ package final class SQLiteStatement {
     package let parameterCount: Int32
     /// The connection's ``SQLiteConnection/textIsUTF8`` when the statement was prepared (it
     /// never changes: it is read once, when the connection opens).
-    let textIsUTF8: Bool
+    @usableFromInline let textIsUTF8: Bool
     init(connection: SQLiteConnection, sql: String) throws(SQLiteError) {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(connection.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
@@ -129,13 +133,18 @@ package final class SQLiteStatement {
     // MARK: Stepping
 
     /// Steps once. Returns true when a row is available.
-    @inline(__always) package func step() throws(SQLiteError) -> Bool {
+    @inlinable @inline(__always) package func step() throws(SQLiteError) -> Bool {
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }
+        throw stepError(rc)
+    }
+
+    /// The error of a step that failed with `rc`; resets the statement.
+    @usableFromInline func stepError(_ rc: Int32) -> SQLiteError {
         let error = connection.error(code: rc, sql: sql)
         sqlite3_reset(handle)
-        throw error
+        return error
     }
 
     /// Runs a statement that returns no rows.
@@ -150,11 +159,11 @@ package final class SQLiteStatement {
         sqlite3_column_type(handle, column) == SQLITE_NULL
     }
 
-    @inline(__always) package func int64(_ column: Int32) -> Int64 {
+    @inlinable @inline(__always) package func int64(_ column: Int32) -> Int64 {
         sqlite3_column_int64(handle, column)
     }
 
-    @inline(__always) package func double(_ column: Int32) -> Double {
+    @inlinable @inline(__always) package func double(_ column: Int32) -> Double {
         sqlite3_column_double(handle, column)
     }
 
@@ -185,7 +194,7 @@ package final class SQLiteStatement {
     /// only until the next step, reset or finalize, and is never kept. (It is "unprotected" in
     /// SQLite's terms, which only matters to connections shared between threads; a connection
     /// is used by one thread at a time and opened with `SQLITE_OPEN_NOMUTEX`.)
-    @inline(__always) package func value(_ column: Int32) -> StoredValue {
+    @inlinable @inline(__always) package func value(_ column: Int32) -> StoredValue {
         guard let v = sqlite3_column_value(handle, column) else { return .null }
         switch sqlite3_value_type(v) {
         case SQLITE_INTEGER: return .integer(sqlite3_value_int64(v))

@@ -14,7 +14,7 @@ import Synchronization
 /// ```
 public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     /// The object's entity (an ID keeps it alive).
-    public private(set) var entity: EntityDescription
+    public let entity: EntityDescription
     /// The identifier of the store holding the object; nil for temporary IDs.
     public var storeIdentifier: UUID? {
         guard hasStore else { return nil }
@@ -31,11 +31,14 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     /// no layout known to this module, and every copy of an ID — and of every change-set row,
     /// snapshot or key holding one — went through run-time value witnesses instead of plain
     /// moves.
-    private let storeHigh: UInt64
-    private let storeLow: UInt64
-    private let hasStore: Bool
+    /// (`@usableFromInline`, like the helpers below that contexts call per fetched row: other
+    /// targets inline them.)
+    @usableFromInline let storeHigh: UInt64
+    @usableFromInline let storeLow: UInt64
+    @usableFromInline let hasStore: Bool
     /// The primary key in the store, or the temporary number.
-    package private(set) var primaryKey: Int64
+    @inlinable package var primaryKey: Int64 { _primaryKey }
+    @usableFromInline var _primaryKey: Int64
 
     package init(entity: EntityDescription, storeIdentifier: UUID?, primaryKey: Int64) {
         self.entity = entity
@@ -49,29 +52,52 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
             self.storeLow = 0
             self.hasStore = false
         }
-        self.primaryKey = primaryKey
+        self._primaryKey = primaryKey
     }
 
     /// An ID of another object in this ID's store (the store identifier copied as it is, not
     /// converted from a `UUID` again: a fetch makes one per row).
-    @inline(__always)
+    @inlinable @inline(__always)
     package func inSameStore(entity: EntityDescription, primaryKey: Int64) -> ObjectID {
         ObjectID(entity: entity, storeHigh: storeHigh, storeLow: storeLow, hasStore: hasStore, primaryKey: primaryKey)
     }
 
+    /// Makes the IDs of the rows of one store, one per row: the first from the store's
+    /// identifier, the others copying its words (no `UUID` conversion per row).
+    package struct RowIDs {
+        let storeIdentifier: UUID
+        @usableFromInline var first: ObjectID?
+
+        package init(storeIdentifier: UUID) { self.storeIdentifier = storeIdentifier }
+
+        /// The ID of the row of `entity` with key `primaryKey`.
+        @inlinable @inline(__always)
+        package mutating func next(entity: EntityDescription, primaryKey: Int64) -> ObjectID {
+            if let first { return first.inSameStore(entity: entity, primaryKey: primaryKey) }
+            return makeFirst(entity: entity, primaryKey: primaryKey)
+        }
+
+        @usableFromInline
+        mutating func makeFirst(entity: EntityDescription, primaryKey: Int64) -> ObjectID {
+            let id = ObjectID(entity: entity, storeIdentifier: storeIdentifier, primaryKey: primaryKey)
+            first = id
+            return id
+        }
+    }
+
     /// An ID made of its parts (no copy of another ID's entity reference to replace).
-    @inline(__always)
-    private init(entity: EntityDescription, storeHigh: UInt64, storeLow: UInt64, hasStore: Bool, primaryKey: Int64) {
+    @inlinable @inline(__always)
+    init(entity: EntityDescription, storeHigh: UInt64, storeLow: UInt64, hasStore: Bool, primaryKey: Int64) {
         self.entity = entity
         self.storeHigh = storeHigh
         self.storeLow = storeLow
         self.hasStore = hasStore
-        self.primaryKey = primaryKey
+        self._primaryKey = primaryKey
     }
 
     /// Whether two IDs name the same store (both temporary counts as the same), without
     /// making `UUID`s.
-    @inline(__always)
+    @inlinable @inline(__always)
     package func sameStore(as other: ObjectID) -> Bool {
         hasStore == other.hasStore && storeHigh == other.storeHigh && storeLow == other.storeLow
     }
@@ -97,7 +123,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The store identifier folded into one word (for hashing; 0 for temporary IDs).
-    @inline(__always)
+    @inlinable @inline(__always)
     package var storeWord: UInt64 { hasStore ? storeHigh ^ storeLow ^ 1 : 0 }
 
     private static let temporaryCounter = Atomic<Int64>(0)
@@ -131,7 +157,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Two IDs are equal when they name the same row: same entity hierarchy, store and key.
-    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+    @inlinable public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
         lhs.primaryKey == rhs.primaryKey && lhs.sameStore(as: rhs)
             && (lhs.entity === rhs.entity || lhs.entity.rootEntity === rhs.entity.rootEntity)
     }
@@ -150,7 +176,7 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// SplitMix64's finalizer over a key and a seed: every input bit affects every output bit.
-    @inline(__always)
+    @inlinable @inline(__always)
     package static func mix(_ key: Int64, seed: Int) -> Int {
         var x = UInt64(bitPattern: key) &+ UInt64(UInt(bitPattern: seed)) &* 0x9E37_79B9_7F4A_7C15
         x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -273,20 +273,19 @@ public final class PersistentStoreCoordinator: Sendable {
         return try Self.mergeAcrossStores(all, fetch: fetch)
     }
 
-    /// When exactly one store holds the fetch's entity, hands each row to `body` as the store
-    /// reads it and returns true; returns false when several do. Before the first row, `begin`
-    /// learns the store's identifier and how many rows it expects (see
+    /// When exactly one store holds the fetch's entity, hands each row (with its object ID) to
+    /// `body` as the store reads it and returns true; returns false when several do. Before the
+    /// first row, `begin` learns how many rows the store expects (see
     /// ``StoreEngine/fetch(_:expecting:each:)``). Contexts register objects this way without
     /// holding every row first.
     /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     package func forEachSingleStoreRow(
-        _ fetch: StoreFetch, begin: (_ store: UUID, _ expectedRows: Int) -> Void,
-        _ body: (consuming StoreRow) -> Void
+        _ fetch: StoreFetch, begin: (_ expectedRows: Int) -> Void,
+        _ body: (consuming FetchedRow) -> Void
     ) throws(CoherenceError) -> Bool {
         let stores = try readStores(for: fetch.entity)
         guard stores.count == 1, let store = stores.first else { return false }
-        let identifier = store.identifier
-        try store.engine.fetch(fetch, expecting: { begin(identifier, $0) }, each: body)
+        try store.engine.fetch(fetch, expecting: begin, each: body)
         return true
     }
 

@@ -47,8 +47,15 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     // The `internal(set)` fields below are written only while the model loads, before it is
     // shared; `@exclusivity(unchecked)` drops run-time exclusivity checks on every later read.
+    // Other targets (contexts, per object) read them through inlinable getters: a class's
+    // stored property read from another module is checked at run time (`swift_beginAccess`)
+    // whatever its `@exclusivity(unchecked)`; the inlined getter brings the unchecked access.
     /// The superentity (set when the model loads).
-    @exclusivity(unchecked) public internal(set) var superentity: EntityDescription?
+    public internal(set) var superentity: EntityDescription? {
+        @inlinable get { _superentity }
+        set { _superentity = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _superentity: EntityDescription?
     /// The direct sub-entities (set when the model loads; empty once the model is gone).
     public internal(set) var subentities: [EntityDescription] {
         get {
@@ -62,28 +69,61 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// each sub-entity owns its ``superentity``).
     @exclusivity(unchecked) private var subentityLinks: [EntityLink] = []
     /// All properties: inherited ones first, in the superentity's order, then own ones.
-    @exclusivity(unchecked) public internal(set) var properties: [PropertyDescription] = []
+    public internal(set) var properties: [PropertyDescription] {
+        @inlinable get { _properties }
+        set { _properties = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _properties: [PropertyDescription] = []
     /// All properties by name.
-    @exclusivity(unchecked) public internal(set) var propertiesByName: [String: PropertyDescription] = [:]
+    public internal(set) var propertiesByName: [String: PropertyDescription] {
+        @inlinable get { _propertiesByName }
+        set { _propertiesByName = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _propertiesByName: [String: PropertyDescription] = [:]
     /// All attributes, in property order.
-    @exclusivity(unchecked) public internal(set) var attributes: [AttributeDescription] = []
+    public internal(set) var attributes: [AttributeDescription] {
+        @inlinable get { _attributes }
+        set { _attributes = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _attributes: [AttributeDescription] = []
     /// All attributes by name.
-    @exclusivity(unchecked) public internal(set) var attributesByName: [String: AttributeDescription] = [:]
+    public internal(set) var attributesByName: [String: AttributeDescription] {
+        @inlinable get { _attributesByName }
+        set { _attributesByName = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _attributesByName: [String: AttributeDescription] = [:]
     /// All relationships, in property order.
-    @exclusivity(unchecked) public internal(set) var relationships: [RelationshipDescription] = []
+    public internal(set) var relationships: [RelationshipDescription] {
+        @inlinable get { _relationships }
+        set { _relationships = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _relationships: [RelationshipDescription] = []
     /// All relationships by name.
-    @exclusivity(unchecked) public internal(set) var relationshipsByName: [String: RelationshipDescription] = [:]
+    public internal(set) var relationshipsByName: [String: RelationshipDescription] {
+        @inlinable get { _relationshipsByName }
+        set { _relationshipsByName = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _relationshipsByName: [String: RelationshipDescription] = [:]
     /// The model this entity belongs to (set when the model loads; nil once the model is
     /// gone: the model owns its entities, and an object or ID can outlive it).
     public internal(set) weak var managedObjectModel: ManagedObjectModel?
 
     /// The entity's number in its model (1-based; stored in each row).
-    @exclusivity(unchecked) package internal(set) var entityNumber: Int = 0
+    package internal(set) var entityNumber: Int {
+        @inlinable get { _entityNumber }
+        set { _entityNumber = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _entityNumber: Int = 0
     /// This entity and all its descendants' numbers.
-    @exclusivity(unchecked) package internal(set) var descendantNumbers: [Int] = []
+    package internal(set) var descendantNumbers: [Int] {
+        @inlinable get { _descendantNumbers }
+        set { _descendantNumbers = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _descendantNumbers: [Int] = []
     /// The root entity's address, set when the model loads (0 before): identity-map hashing
     /// reads it per row without walking (and reference counting) the chain.
-    @exclusivity(unchecked) package internal(set) var rootIdentity: UInt = 0
+    @inlinable package var rootIdentity: UInt { _rootIdentity }
+    @exclusivity(unchecked) @usableFromInline var _rootIdentity: UInt = 0
     /// The top of the inheritance chain (self when there is no superentity).
     public var rootEntity: EntityDescription {
         var e = self
@@ -95,10 +135,23 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     /// Data the class of the entity's objects keeps for it (see ``EntityObjectClass``), set
     /// when the model loads (for `ManagedObject` subclasses: their slot plan).
-    package var objectClassData: AnyObject?
+    @inlinable package var objectClassData: AnyObject? {
+        get { _objectClassData }
+        set { _objectClassData = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _objectClassData: AnyObject?
     /// The object every new object of the entity's class refers to (for `ManagedObject`
     /// subclasses: their slot template), set with ``objectClassData``; read once per new object.
-    @exclusivity(unchecked) package var objectTemplate: AnyObject?
+    @inlinable package var objectTemplate: AnyObject? {
+        get { _objectTemplate }
+        set { _objectTemplate = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _objectTemplate: AnyObject?
+    /// ``objectTemplate`` without retaining it (the entity keeps it alive): read once per new
+    /// object.
+    @inlinable package var unretainedObjectTemplate: UnretainedReference<AnyObject>? {
+        _objectTemplate.map { UnretainedReference($0) }
+    }
     /// The same data for other classes (subclasses outside the model), made on first use.
     package let otherClassData = LockedValue<[ObjectIdentifier: AnyObject]>([:])
     package let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])
@@ -160,26 +213,62 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     /// The properties kept in a store's row: attributes and foreign-key relationships that are
     /// not transient.
-    @exclusivity(unchecked) package internal(set) var storedProperties: [PropertyDescription] = []
+    package internal(set) var storedProperties: [PropertyDescription] {
+        @inlinable get { _storedProperties }
+        set { _storedProperties = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _storedProperties: [PropertyDescription] = []
     /// Slots of the stored (non-transient) attributes, ascending.
-    @exclusivity(unchecked) package internal(set) var storedAttributeSlots: [Int] = []
+    package internal(set) var storedAttributeSlots: [Int] {
+        @inlinable get { _storedAttributeSlots }
+        set { _storedAttributeSlots = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _storedAttributeSlots: [Int] = []
     /// Whether each slot is a stored attribute's (indexed by slot).
-    @exclusivity(unchecked) package internal(set) var isStoredAttributeSlot: [Bool] = []
+    package internal(set) var isStoredAttributeSlot: [Bool] {
+        @inlinable get { _isStoredAttributeSlot }
+        set { _isStoredAttributeSlot = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _isStoredAttributeSlot: [Bool] = []
     /// Slots of the stored attributes that must not be nil.
-    @exclusivity(unchecked) package internal(set) var requiredAttributeSlots: [Int] = []
+    package internal(set) var requiredAttributeSlots: [Int] {
+        @inlinable get { _requiredAttributeSlots }
+        set { _requiredAttributeSlots = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _requiredAttributeSlots: [Int] = []
     /// Relationships a save must check: to-many ones with count bounds, required to-one ones.
-    @exclusivity(unchecked) package internal(set) var constrainedRelationships: [RelationshipDescription] = []
+    package internal(set) var constrainedRelationships: [RelationshipDescription] {
+        @inlinable get { _constrainedRelationships }
+        set { _constrainedRelationships = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _constrainedRelationships: [RelationshipDescription] = []
     /// Stored attributes with validation rules (range, length or pattern).
-    @exclusivity(unchecked) package internal(set) var ruledAttributes: [AttributeDescription] = []
+    package internal(set) var ruledAttributes: [AttributeDescription] {
+        @inlinable get { _ruledAttributes }
+        set { _ruledAttributes = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _ruledAttributes: [AttributeDescription] = []
     /// Stored to-one relationships (foreign keys) in property order; inherited ones keep their
     /// position in every sub-entity.
-    @exclusivity(unchecked) package internal(set) var foreignKeyRelationships: [RelationshipDescription] = []
+    package internal(set) var foreignKeyRelationships: [RelationshipDescription] {
+        @inlinable get { _foreignKeyRelationships }
+        set { _foreignKeyRelationships = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _foreignKeyRelationships: [RelationshipDescription] = []
     /// The values of a new object, computed when the model loads.
-    @exclusivity(unchecked) package internal(set) var _initialValues: [StoredValue]?
+    package internal(set) var _initialValues: [StoredValue]? {
+        @inlinable get { __initialValues }
+        set { __initialValues = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var __initialValues: [StoredValue]?
     /// The values of a new object: each attribute's default, nil for relationships.
-    package var initialValues: [StoredValue] {
-        if let cached = _initialValues { return cached }
-        return properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
+    @inlinable package var initialValues: [StoredValue] {
+        if let cached = __initialValues { return cached }
+        return uncachedInitialValues()
+    }
+
+    @usableFromInline func uncachedInitialValues() -> [StoredValue] {
+        properties.map { ($0 as? AttributeDescription)?.initialValue ?? .null }
     }
 }
 

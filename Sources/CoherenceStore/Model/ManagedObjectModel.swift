@@ -116,7 +116,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         for (i, e) in sorted.enumerated() {
             e.managedObjectModel = self
             e.entityNumber = i + 1
-            e.rootIdentity = UInt(bitPattern: ObjectIdentifier(e.rootEntity))
+            e._rootIdentity = UInt(bitPattern: ObjectIdentifier(e.rootEntity))
         }
         for e in sorted {
             var numbers: [Int] = []

@@ -40,7 +40,11 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     @exclusivity(unchecked) package internal(set) var isClaimed = false
     /// The index of this property's value in a managed object's value storage and row snapshots.
     /// Inherited properties have the same slot in every sub-entity.
-    @exclusivity(unchecked) package internal(set) var slot: Int = -1
+    package internal(set) final var slot: Int {
+        @inlinable get { _slot }
+        set { _slot = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _slot: Int = -1
 
     init(name: String, isOptional: Bool, isTransient: Bool, userInfo: [String: any Sendable], renamingIdentifier: String?) {
         self.name = name
@@ -243,9 +247,17 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     @exclusivity(unchecked) private var inverseOwner = EntityLink(loading: nil)
     @exclusivity(unchecked) private var inverseSlot = -1
     /// The index of this relationship in `entity.foreignKeyRelationships` (foreign keys only).
-    @exclusivity(unchecked) package internal(set) var fkOrdinal: Int = -1
+    package internal(set) var fkOrdinal: Int {
+        @inlinable get { _fkOrdinal }
+        set { _fkOrdinal = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _fkOrdinal: Int = -1
     /// How the relationship is stored (decided when the model loads).
-    @exclusivity(unchecked) package internal(set) var storage: RelationshipStorage = .foreignKey
+    package internal(set) var storage: RelationshipStorage {
+        @inlinable get { _storage }
+        set { _storage = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _storage: RelationshipStorage = .foreignKey
 
     /// Creates a relationship description (`renamingIdentifier`: its name in the previous model
     /// version, when renamed).
@@ -278,7 +290,7 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
 }
 
 /// How a relationship is kept in a store.
-package enum RelationshipStorage: Hashable, Sendable {
+@usableFromInline package enum RelationshipStorage: Hashable, Sendable {
     /// A column on the source row holds the destination's primary key (to-one).
     case foreignKey
     /// The destination rows hold this object's key in the inverse's foreign-key column.

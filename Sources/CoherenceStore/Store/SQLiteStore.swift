@@ -408,6 +408,18 @@ package final class SQLiteStore: StoreEngine {
     /// Reads the current row of a statement positioned on a row.
     @inline(__always)
     private func readRow(_ st: SQLiteStatement, plan: SelectPlan, layout: inout RowLayout) throws(CoherenceError) -> StoreRow {
+        try readRow(st, plan: plan, layout: &layout) { entity, pk, version, values in
+            StoreRow(entity: entity, primaryKey: pk, version: version, values: values)
+        }
+    }
+
+    /// Reads the current row of a statement positioned on a row, and makes it with `make`
+    /// (from the row's entity, key, version and values).
+    @inline(__always)
+    private func readRow<Row>(
+        _ st: SQLiteStatement, plan: SelectPlan, layout: inout RowLayout,
+        make: (EntityDescription, Int64, Int64, consuming [StoredValue]) -> Row
+    ) throws(CoherenceError) -> Row {
         let pk = st.int64(0)
         let number = plan.singleEntityNumber ?? Int(st.int64(1))
         if layout.number != number {
@@ -437,7 +449,7 @@ package final class SQLiteStore: StoreEngine {
                 }
             }
         }
-        return StoreRow(entity: entity, primaryKey: pk, version: st.int64(2), values: values)
+        return make(entity, pk, st.int64(2), values)
     }
 
     package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
@@ -461,7 +473,7 @@ package final class SQLiteStore: StoreEngine {
     /// ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming StoreRow) -> Void
+        each body: (consuming FetchedRow) -> Void
     ) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
@@ -472,9 +484,13 @@ package final class SQLiteStore: StoreEngine {
             // The limit is a bound value: runs with other limits share the statement.
             expect(min(st.expectedRowCount, fetch.limit ?? .max))
             var layout = RowLayout()
+            var ids = ObjectID.RowIDs(storeIdentifier: identifier)
             var count = 0
             while try st.step() {
-                body(try readRow(st, plan: plan, layout: &layout))
+                body(
+                    try readRow(st, plan: plan, layout: &layout) { entity, pk, version, values in
+                        FetchedRow(id: ids.next(entity: entity, primaryKey: pk), version: version, values: values)
+                    })
                 count &+= 1
             }
             st.noteRowCount(count)

@@ -19,12 +19,13 @@ package protocol StoreEngine: AnyObject, Sendable {
 
     func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow]
     /// Hands each row of a fetch to `body` as it is read (while its values are still in the
-    /// processor's cache), in order. Before the first row, `expect` learns how many rows the
-    /// store expects (0: no idea), so that the receiver can size its tables once instead of
-    /// growing them row by row. An estimate only: the fetch may return more rows or fewer.
+    /// processor's cache), in order, with its object ID in this store. Before the first row,
+    /// `expect` learns how many rows the store expects (0: no idea), so that the receiver can
+    /// size its tables once instead of growing them row by row. An estimate only: the fetch may
+    /// return more rows or fewer.
     func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming StoreRow) -> Void) throws(CoherenceError)
+        each body: (consuming FetchedRow) -> Void) throws(CoherenceError)
     func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
     func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
     /// Rows of `entity` and its sub-entities by primary key, as `snapshot` shows them (nil: as
@@ -101,13 +102,15 @@ extension StoreEngine {
     /// Reads every row, then hands them over one by one (expecting exactly their number).
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming StoreRow) -> Void
+        each body: (consuming FetchedRow) -> Void
     ) throws(CoherenceError) {
         var rows = try self.fetch(fetch)
         expect(rows.count)
+        var ids = ObjectID.RowIDs(storeIdentifier: identifier)
         var i = 0
         while i < rows.count {
-            body(rows[i])
+            let row = rows[i]
+            body(FetchedRow(id: ids.next(entity: row.entity, primaryKey: row.primaryKey), version: row.version, values: row.values))
             i += 1
         }
         rows.removeAll()

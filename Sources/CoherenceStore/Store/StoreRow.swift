@@ -17,3 +17,22 @@ package struct StoreRow: Sendable {
         self.values = values
     }
 }
+
+/// A row a fetch hands over as it reads it (see ``StoreEngine/fetch(_:expecting:each:)``): the
+/// object's ID (of its concrete entity, in the store that read it), version and values by slot.
+/// The ID, which the receiver keeps, holds the row's only reference to the entity.
+package struct FetchedRow {
+    /// The object's ID.
+    package var id: ObjectID
+    /// The row version.
+    package var version: Int64
+    /// Values by property slot, as in ``StoreRow/values``.
+    package var values: [StoredValue]
+
+    @inlinable @inline(__always)
+    package init(id: ObjectID, version: Int64, values: [StoredValue]) {
+        self.id = id
+        self.version = version
+        self.values = values
+    }
+}
