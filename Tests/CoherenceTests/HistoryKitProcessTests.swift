@@ -34,10 +34,7 @@ struct HistoryKitProcessTests {
         }
         let widget = try child("widget"), ext = try child("extension"), importer = try child("importer", batch: true)
         for p in [widget, ext, importer] { #expect(await p.waitForLine("READY")) }
-        func ask(_ p: WriterProcess, _ command: String) async -> String? {
-            p.send(command)
-            return await p.nextLine()
-        }
+        func ask(_ p: WriterProcess, _ command: String) async -> String? { await p.ask(command) }
 
         // Everyone writes.
         #expect(await ask(widget, "insert 1")?.hasPrefix("SAVED ") == true)
@@ -80,5 +77,40 @@ struct HistoryKitProcessTests {
         let last = try app.lastNumber()
         #expect(Set(lowest...last).isSubset(of: Set(left)))
         #expect((left.first ?? 0) > 1)  // some history was cleaned
+    }
+
+    /// An author process killed with SIGKILL, started again, merges what was written while it
+    /// was gone, from its progress in the store (or again from the start, if it was killed
+    /// before recording it).
+    @Test func aKilledAuthorCatchesUpWhenStartedAgain() async throws {
+        let (app, _) = try kitPair()
+        let url = app.directory.file("notes.sqlite")
+        func widgetProcess() throws -> WriterProcess {
+            try WriterProcess(store: url, author: "widget", ["--authors", "app,widget"], program: "CoherenceKitAuthor")
+        }
+        let first = try widgetProcess()
+        #expect(await first.waitForLine("READY"))
+        try app.insert(1)
+        #expect(await first.ask("expect app 1 app 1") == "OK")
+        await first.kill()  // perhaps before it recorded its progress: then it merges app 1 again
+        try app.insert(2)
+        let second = try widgetProcess()
+        #expect(await second.waitForLine("READY"))
+        try app.insert(3)  // its kit hears this one and fetches from its progress
+        #expect(await second.ask("expect app 2 app 2") == "OK")
+        #expect(await second.ask("expect app 3 app 3") == "OK")
+        second.send("quit")
+        #expect(await second.waitForLine("DONE"))
+        let result = await second.finish()
+        #expect(result.status == 0, "the author failed: \(result.errors)")
+        #expect(try app.progress()["widget"] == app.lastNumber())
+    }
+}
+
+extension WriterProcess {
+    /// Sends a command and waits for its one-line answer.
+    func ask(_ command: String) async -> String? {
+        send(command)
+        return await nextLine()
     }
 }
