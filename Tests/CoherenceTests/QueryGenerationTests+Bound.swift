@@ -111,3 +111,38 @@ extension QueryGenerationTests {
         #expect(try f.coordinator.count(fetch) == 3)
     }
 }
+
+extension QueryGenerationTests {
+    /// One generation covers every store of the coordinator: a SQLite and an in-memory store
+    /// holding the same entity.
+    @Test func aGenerationCoversEveryStore() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        let disk = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("disk.sqlite"))
+        let memory = try coordinator.addPersistentStore(type: .inMemory)
+        func insert(_ name: String, into store: PersistentStore) throws {
+            let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try writer.performAndWait {
+                let p = Person(context: writer)
+                p.name = name
+                try writer.assign(p, to: store)
+                try writer.save()
+            }
+        }
+        try insert("Ada", into: disk)
+        try insert("Bob", into: memory)
+        let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "view")
+        try view.performAndWait {
+            try view.setQueryGeneration(from: .current)
+            #expect(try view.count(for: FetchRequest<Person>()) == 2)
+        }
+        try insert("Cy", into: disk)
+        try insert("Dee", into: memory)
+        try view.performAndWait { () throws in
+            #expect(try view.count(for: FetchRequest<Person>()) == 2)
+            #expect(try view.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.name)])).map(\.name) == ["Ada", "Bob"])
+            view.reset()
+            #expect(try view.count(for: FetchRequest<Person>()) == 4)
+        }
+    }
+}

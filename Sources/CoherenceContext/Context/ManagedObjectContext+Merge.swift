@@ -15,6 +15,9 @@ extension ManagedObjectContext {
     /// (``PersistentHistoryTransaction/objectIDNotification()``) may describe changes written by
     /// another coordinator or process: the coordinator's cached rows of its updated and deleted
     /// objects are dropped first, so that they are read again.
+    ///
+    /// A context pinned to a query generation moves to the current state first
+    /// (``setQueryGeneration(from:)``).
     public func mergeChanges(fromContextDidSave notification: Notification) {
         assertOnExecutor()
         if let event = notification.userInfo?[NotificationKey.event] as? ContextEvent {
@@ -36,7 +39,7 @@ extension ManagedObjectContext {
     /// method: registered objects that were updated are reloaded (keeping each context's own
     /// unsaved edits), deleted ones leave the context, and ObjectsDidChange is posted. The
     /// coordinators' row caches first forget the updated and deleted rows, so that faults read
-    /// the new values.
+    /// the new values. Contexts pinned to a query generation move to the current state first.
     ///
     /// ```swift
     /// var request = BatchDeleteRequest(fetchRequest: FetchRequest<Person>(predicate: #Predicate { $0.age > 99 }))

@@ -17,6 +17,9 @@ extension ManagedObjectContext {
     /// and delete rules or relationship replacements that could not read their destinations
     /// are completed; when one still cannot be read the save throws that error, naming the
     /// object, and writes nothing.
+    ///
+    /// A successful save (with or without changes) moves a context pinned to a query generation
+    /// to the current state, pinned at its next read (``setQueryGeneration(from:)``).
     public func save() throws(CoherenceError) {
         assertOnExecutor()
         guard !isSaving else {

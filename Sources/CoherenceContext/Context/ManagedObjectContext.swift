@@ -244,8 +244,17 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         set { settings.withLock { $0.mergePolicy = newValue } }
     }
 
-    /// Whether saves of other contexts (on the same coordinator, or into the same parent) are
-    /// merged into this context automatically.
+    /// Whether saves are merged into this context automatically, as Core Data's property: a
+    /// root context (whose parent is the coordinator) merges saves of the other contexts on its
+    /// coordinator; a child context merges saves pushed into its parent by sibling contexts, saves
+    /// of its parent and merges its parent received. Only registered objects are refreshed
+    /// (keeping this context's unsaved edits); inserted objects are announced by ID. Saves of other
+    /// coordinators or processes and batch requests are not merged automatically. Each merge
+    /// moves a context pinned to a query generation to the current state
+    /// (``setQueryGeneration(from:)``). Default `false`.
+    ///
+    /// Off, a child context still fetches through its parent (it finds what the parent saved);
+    /// only its registered objects keep the values they were loaded with.
     public var automaticallyMergesChangesFromParent: Bool {
         get { settings.withLock { $0.automaticallyMergesChangesFromParent } }
         set {
@@ -861,7 +870,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     // MARK: Resetting
 
-    /// Forgets every registered object and unsaved change.
+    /// Forgets every registered object and unsaved change. A context pinned to a query
+    /// generation moves to the current state (pinned at its next read).
     public func reset() {
         assertOnExecutor()
         for o in registered.values {
