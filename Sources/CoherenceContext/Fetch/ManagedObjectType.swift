@@ -35,7 +35,7 @@ extension ManagedObjectType {
     }
 
     /// The objects matching `predicate`, in order.
-    /// - Throws: as ``ManagedObjectContext/fetch(_:)``.
+    /// - Throws: as ``ManagedObjectContext/fetch(_:)->[T]``.
     public static func fetch(
         in context: ManagedObjectContext, predicate: Predicate<Self>? = nil, sortedWith sortDescriptors: [SortDescriptor<Self>] = [],
         includePending: Bool = true, returnsObjectsAsFaults: Bool = true, prefetching: [String] = []
@@ -72,7 +72,7 @@ extension ManagedObjectType {
     }
 
     /// ``find(in:predicate:)``, else the first stored object matching `predicate`, loaded.
-    /// - Throws: as ``find(in:predicate:)`` and ``ManagedObjectContext/fetch(_:)``.
+    /// - Throws: as ``find(in:predicate:)`` and ``ManagedObjectContext/fetch(_:)->[T]``.
     public static func findOrFetch(in context: ManagedObjectContext, predicate: Predicate<Self>) throws(CoherenceError) -> Self? {
         if let found = try find(in: context, predicate: predicate) { return found }
         var request = fetchRequest(predicate: predicate, returnsObjectsAsFaults: false)
@@ -81,7 +81,7 @@ extension ManagedObjectType {
     }
 
     /// The distinct values of one property among the objects matching `predicate`.
-    /// - Throws: as ``ManagedObjectContext/fetch(_:)``.
+    /// - Throws: as ``ManagedObjectContext/fetch(_:)->[T]``.
     public static func fetchDistinctValues<Value: Hashable>(
         of keyPath: KeyPath<Self, Value>, in context: ManagedObjectContext, predicate: Predicate<Self>? = nil
     ) throws(CoherenceError) -> Set<Value> {
@@ -107,7 +107,7 @@ extension ManagedObjectType {
 
     /// Deletes the objects matching `predicate` from the context (not saved) and returns how
     /// many there were.
-    /// - Throws: as ``ManagedObjectContext/fetch(_:)``.
+    /// - Throws: as ``ManagedObjectContext/fetch(_:)->[T]``.
     @discardableResult
     public static func delete(in context: ManagedObjectContext, predicate: Predicate<Self>? = nil) throws(CoherenceError) -> Int {
         let objects = try fetch(in: context, predicate: predicate)
