@@ -31,7 +31,13 @@ extension FetchedResultsController {
         let inserted = (info[ManagedObjectContext.NotificationKey.insertedObjects] as? Set<ManagedObject> ?? [])
             .compactMap { $0 as? ResultType }.filter { relevant($0.entity, fetch) }
         let before = shared.withLock { $0.latest }
-        if !inserted.isEmpty && !refetchesOnChange {
+        if refetchesOnChange {
+            // What was saved is now what a fetch reads: a related object's change included.
+            if info.keys.contains(where: { $0 != AnyHashable(ManagedObjectContext.NotificationKey.event) }) {
+                let updated = info[ManagedObjectContext.NotificationKey.updatedObjects] as? Set<ManagedObject> ?? []
+                refetch(changed: Set(updated.map(ObjectIdentifier.init)), byID: false)
+            }
+        } else if !inserted.isEmpty {
             apply(candidates: inserted, removed: [], quiet: Set(inserted.map(ObjectIdentifier.init)), fetch: fetch)
         }
         guard let ids = info[ManagedObjectContext.NotificationKey.permanentObjectIDs] as? [ObjectID: ObjectID], !ids.isEmpty,
@@ -96,8 +102,10 @@ extension FetchedResultsController {
         }
         let removesRows = !removed.isEmpty && rows.contains { removed.contains(ObjectIdentifier($0.object)) }
         if refetchesOnChange {
-            // (The fetch finds the objects the context had not loaded too.)
-            if !candidates.isEmpty || !unloaded.isEmpty || removesRows { refetch(changed: seen, byID: false) }
+            // Any change may matter, a related object's too (and the fetch finds the objects the
+            // context had not loaded). The event is always in the notification; the rest only
+            // when something changed.
+            if info.keys.contains(where: { $0 != AnyHashable(Key.event) }) { refetch(changed: seen.subtracting(quiet), byID: false) }
             return
         }
         for o in loadMatching(unloaded, fetch) where seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
