@@ -359,6 +359,46 @@ struct ControllerFixture {
         #expect(f.layout() == ":Abe,Bob,Cid")
     }
 
+    /// A predicate that reads a related object: the controller fetches again after each change,
+    /// so a saved change of the related object alone is reported.
+    @Test func aRelatedObjectsChangeIsReportedWhenThePredicateReadsIt() throws {
+        let dir = try TemporaryDirectory()
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir))
+        let controller = FetchedResultsController(
+            fetchRequest: FetchRequest<Person>(predicate: #Predicate { $0.town?.name == "Oslo" }, sortBy: [SortDescriptor(\.name)]),
+            managedObjectContext: context)
+        let recorder = ChangeRecorder()
+        let town = try context.performAndWait { () throws -> Town in
+            let town = Town(context: context)
+            town.name = "Bergen"
+            for n in ["Ann", "Bob"] {
+                let p = Person(context: context)
+                p.name = n
+                p.town = town
+            }
+            try context.save()
+            try controller.performFetch()
+            controller.delegate = recorder
+            return town
+        }
+        #expect(context.performAndWait { controller.fetchedObjects.isEmpty })
+        // (A fetch sees a related object's change once it is saved, as in Core Data.)
+        try context.performAndWait {
+            town.name = "Oslo"
+            try context.save()
+        }
+        #expect(recorder.objectCalls == ["insert ->0.0", "insert ->0.1"])
+        #expect(context.performAndWait { controller.fetchedObjects.map(\.name) } == ["Ann", "Bob"])
+        // Another context renames the town; the merge names only the town.
+        recorder.clear()
+        context.performAndWait { context.automaticallyMergesChangesFromParent = true }
+        try saveInBackground(context.persistentStoreCoordinator) { c in
+            try #require(try c.fetch(FetchRequest<Town>()).first).name = "Bergen"
+        }
+        context.performAndWait {}
+        #expect(recorder.objectCalls == ["delete 0.0>-", "delete 0.1>-"])
+    }
+
     @Test func theSnapshotsStreamStartsWithTheResultsThenEachChange() async throws {
         let f = try ControllerFixture()
         var iterator = f.controller.snapshots.makeAsyncIterator()

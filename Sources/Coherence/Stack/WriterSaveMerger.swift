@@ -21,6 +21,10 @@ final class WriterSaveMerger: CoordinatorObserver {
             // these objects are stale.
             viewCoordinator.rowCache.remove(Array(event.updated.union(event.deleted)))
         }
-        view.perform { view.merge(event) }
+        // The saving context's temporary IDs were never registered in the view context (it is
+        // another root context): its ID map need not be checked, one entry per inserted object.
+        var merged = event
+        merged.permanentIDs = [:]
+        view.perform { view.merge(merged) }
     }
 }

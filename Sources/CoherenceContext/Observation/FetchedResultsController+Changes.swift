@@ -31,7 +31,13 @@ extension FetchedResultsController {
         let inserted = (info[ManagedObjectContext.NotificationKey.insertedObjects] as? Set<ManagedObject> ?? [])
             .compactMap { $0 as? ResultType }.filter { relevant($0.entity, fetch) }
         let before = shared.withLock { $0.latest }
-        if !inserted.isEmpty && !refetchesOnChange {
+        if refetchesOnChange {
+            // What was saved is now what a fetch reads: a related object's change included.
+            if info.keys.contains(where: { $0 != AnyHashable(ManagedObjectContext.NotificationKey.event) }) {
+                let updated = info[ManagedObjectContext.NotificationKey.updatedObjects] as? Set<ManagedObject> ?? []
+                refetch(changed: Set(updated.map(ObjectIdentifier.init)), byID: false)
+            }
+        } else if !inserted.isEmpty {
             apply(candidates: inserted, removed: [], quiet: Set(inserted.map(ObjectIdentifier.init)), fetch: fetch)
         }
         guard let ids = info[ManagedObjectContext.NotificationKey.permanentObjectIDs] as? [ObjectID: ObjectID], !ids.isEmpty,
@@ -73,7 +79,8 @@ extension FetchedResultsController {
         // announced): they are placed again, and reported only when they move.
         var quiet = Set<ObjectIdentifier>()
         for row in rows where row.object.isInserted && seen.insert(ObjectIdentifier(row.object)).inserted {
-            candidates.append(row.object)
+            guard let t = row.object as? ResultType else { continue }
+            candidates.append(t)
             quiet.insert(ObjectIdentifier(row.object))
         }
         var removed = Set<ObjectIdentifier>()
@@ -95,8 +102,10 @@ extension FetchedResultsController {
         }
         let removesRows = !removed.isEmpty && rows.contains { removed.contains(ObjectIdentifier($0.object)) }
         if refetchesOnChange {
-            // (The fetch finds the objects the context had not loaded too.)
-            if !candidates.isEmpty || !unloaded.isEmpty || removesRows { refetch(changed: seen, byID: false) }
+            // Any change may matter, a related object's too (and the fetch finds the objects the
+            // context had not loaded). The event is always in the notification; the rest only
+            // when something changed.
+            if info.keys.contains(where: { $0 != AnyHashable(Key.event) }) { refetch(changed: seen.subtracting(quiet), byID: false) }
             return
         }
         for o in loadMatching(unloaded, fetch) where seen.insert(ObjectIdentifier(o)).inserted { candidates.append(o) }
@@ -193,41 +202,65 @@ extension FetchedResultsController {
     /// now sort if they match; removed objects leave. Candidates in `quiet` are reported only
     /// when they move (they may not have changed).
     private func apply(candidates: [ResultType], removed: Set<ObjectIdentifier>, quiet: Set<ObjectIdentifier>, fetch: StoreFetch) {
-        var changed = removed
-        for o in candidates { changed.insert(ObjectIdentifier(o)) }
-        let remaining = rows.filter { !changed.contains(ObjectIdentifier($0.object)) }
+        var leaving = removed
+        for o in candidates { leaving.insert(ObjectIdentifier(o)) }
+        // Where the candidates were, and which rows stay as they are.
+        var wasAt: [ObjectIdentifier: Int] = [:]
+        var stays = [Bool](repeating: true, count: rows.count)
+        for (i, row) in rows.enumerated() {
+            let key = ObjectIdentifier(row.object)
+            guard leaving.contains(key) else { continue }
+            stays[i] = false
+            wasAt[key] = i
+        }
         var additions: [Row] = []
         for o in candidates where matches(o, fetch) {
             additions.append(Row(object: o, section: sectionName?(o) ?? "", sortValues: order.values(of: o)))
         }
         let order = self.order
-        additions.sort { order.compare($0.sortValues, $1.sortValues) < 0 }
-        // Each addition goes after the remaining rows it ties with.
-        var merged: [Row] = []
-        merged.reserveCapacity(remaining.count + additions.count)
-        var from = 0
-        for a in additions {
-            var lo = from, hi = remaining.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if order.compare(remaining[mid].sortValues, a.sortValues) <= 0 { lo = mid + 1 } else { hi = mid }
-            }
-            merged.append(contentsOf: remaining[from..<lo])
-            merged.append(a)
-            from = lo
+        if additions.count > 1 {
+            let sorted = additions.indices.sorted { order.compare(additions[$0].sortValues, additions[$1].sortValues) < 0 }
+            additions = sorted.map { additions[$0] }
         }
-        merged.append(contentsOf: remaining[from...])
+        // One pass over the rows that stay, each addition placed after the rows it ties with.
+        var merged: [Row] = []
+        var origin: [Int] = []
+        var changed: [Bool] = []
+        merged.reserveCapacity(rows.count + additions.count)
+        origin.reserveCapacity(rows.count + additions.count)
+        changed.reserveCapacity(rows.count + additions.count)
+        var next = 0
+        func add(_ a: Row) {
+            let key = ObjectIdentifier(a.object)
+            merged.append(a)
+            origin.append(wasAt[key] ?? -1)
+            changed.append(!quiet.contains(key))
+        }
+        for (i, row) in rows.enumerated() where stays[i] {
+            while next < additions.count && order.compare(additions[next].sortValues, row.sortValues) < 0 {
+                add(additions[next])
+                next += 1
+            }
+            merged.append(row)
+            origin.append(i)
+            changed.append(false)
+        }
+        while next < additions.count {
+            add(additions[next])
+            next += 1
+        }
         if let limit = fetch.limit {
             if merged.count > limit {
                 merged.removeLast(merged.count - limit)
+                origin.removeLast(origin.count - limit)
+                changed.removeLast(changed.count - limit)
             } else if merged.count < limit && rows.count >= limit {
                 // Rows beyond the limit may now belong in the results.
-                refetch(changed: Set(candidates.map(ObjectIdentifier.init)), byID: false)
+                refetch(changed: Set(candidates.map(ObjectIdentifier.init)).subtracting(quiet), byID: false)
                 return
             }
         }
-        let changedCandidates = Set(candidates.map(ObjectIdentifier.init)).subtracting(quiet)
-        report(new: merged) { changedCandidates.contains(ObjectIdentifier($0)) }
+        report(new: merged, origin: origin, changed: changed)
     }
 
     /// Fetches the results again and reports the difference (`byID`: objects are told apart by
@@ -243,18 +276,18 @@ extension FetchedResultsController {
         }
         let order = self.order
         let newRows = objects.map { Row(object: $0, section: sectionName?($0) ?? "", sortValues: order.values(of: $0)) }
-        if byID {
-            report(new: newRows, byID: true) { _ in false }
-        } else {
-            report(new: newRows) { changed.contains(ObjectIdentifier($0)) }
-        }
+        let origin =
+            byID
+            ? ResultsDiff.origins(old: rows.map(\.object.objectID), new: newRows.map(\.object.objectID))
+            : ResultsDiff.origins(old: rows.map { ObjectIdentifier($0.object) }, new: newRows.map { ObjectIdentifier($0.object) })
+        report(new: newRows, origin: origin, changed: newRows.map { changed.contains(ObjectIdentifier($0.object)) })
     }
 
     /// Makes `new` the results and reports the difference to the delegate, the change handlers
     /// and the streams (nothing when nothing changed).
-    private func report(new: [Row], byID: Bool = false, isChanged: (ResultType) -> Bool) {
+    private func report(new: [Row], origin: [Int], changed: [Bool]) {
         let newLayout = SectionLayout(rowSectionNames: new.lazy.map(\.section))
-        let (difference, flat) = Self.difference(old: rows, layout, new: new, newLayout, byID: byID, changed: isChanged)
+        let (difference, flat) = ResultsDiff.difference(old: rows, layout, new: new, newLayout, origin: origin, changed: changed)
         guard !difference.isEmpty else {
             rows = new
             layout = newLayout
@@ -270,61 +303,21 @@ extension FetchedResultsController {
                 let info: FetchedResultsSection<ResultType>
                 if change.type == .delete {
                     info = FetchedResultsSection(
-                        name: change.name, objects: oldRows[oldLayout.range(of: change.sectionIndex)].map(\.object))
+                        name: change.name,
+                        objects: oldRows[oldLayout.range(of: change.sectionIndex)].compactMap { $0.object as? ResultType })
                 } else {
-                    info = FetchedResultsSection(name: change.name, objects: new[newLayout.range(of: change.sectionIndex)].map(\.object))
+                    info = FetchedResultsSection(
+                        name: change.name, objects: new[newLayout.range(of: change.sectionIndex)].compactMap { $0.object as? ResultType })
                 }
                 delegate.controller(self, didChange: info, atSectionIndex: change.sectionIndex, for: change.type)
             }
             for (change, f) in zip(difference.objectChanges, flat) {
-                let object = f.new.map { new[$0].object } ?? f.old.map { oldRows[$0].object }
-                guard let object else { continue }
+                let found = f.new.map { new[$0].object } ?? f.old.map { oldRows[$0].object }
+                guard let object = found as? ResultType else { continue }
                 delegate.controller(self, didChange: object, at: change.indexPath, for: change.type, newIndexPath: change.newIndexPath)
             }
             delegate.controllerDidChangeContent(self)
         }
         publish(snapshot, toDelegate: true)
-    }
-
-    /// The difference between two states of the results, and the flat indexes of each object
-    /// change (in the same order).
-    static func difference(
-        old: [Row], _ oldLayout: SectionLayout, new: [Row], _ newLayout: SectionLayout, byID: Bool = false,
-        changed isChanged: (ResultType) -> Bool
-    ) -> (difference: FetchedResultsDifference, flat: [FlatChange]) {
-        var flat: [FlatChange]
-        if byID {
-            flat = ResultsDiff.changes(old: old.map(\.object.objectID), new: new.map(\.object.objectID)) { isChanged(new[$0].object) }
-        } else {
-            flat = ResultsDiff.changes(old: old.map { ObjectIdentifier($0.object) }, new: new.map { ObjectIdentifier($0.object) }) {
-                isChanged(new[$0].object)
-            }
-        }
-        // Deletes, inserts, moves, updates; each by position.
-        func rank(_ c: FlatChange) -> (Int, Int) {
-            switch c.type {
-            case .delete: return (0, c.old ?? 0)
-            case .insert: return (1, c.new ?? 0)
-            case .move: return (2, c.new ?? 0)
-            case .update: return (3, c.new ?? 0)
-            }
-        }
-        flat.sort { rank($0) < rank($1) }
-        // A changed object that stays in place but changes section moves (as in Core Data).
-        let oldSections = oldLayout.identities, newSections = newLayout.identities
-        for k in flat.indices where flat[k].type == .update {
-            if let o = flat[k].old, let n = flat[k].new,
-                oldSections[oldLayout.indexPath(of: o).section] != newSections[newLayout.indexPath(of: n).section]
-            {
-                flat[k].type = .move
-            }
-        }
-        let objectChanges = flat.map { c in
-            FetchedResultsChange(
-                type: c.type, objectID: (c.new.map { new[$0].object } ?? old[c.old ?? 0].object).objectID,
-                indexPath: c.old.map { oldLayout.indexPath(of: $0) }, newIndexPath: c.new.map { newLayout.indexPath(of: $0) })
-        }
-        let sectionChanges = ResultsDiff.sectionChanges(old: oldLayout, new: newLayout)
-        return (FetchedResultsDifference(sectionChanges: sectionChanges, objectChanges: objectChanges), flat)
     }
 }

@@ -39,12 +39,7 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
     // @unchecked Sendable: the results and settings are touched only on the context's executor
     // (checked in debug builds); the latest snapshot and the snapshot streams are behind a lock.
 
-    /// A row of the results.
-    struct Row {
-        let object: ResultType
-        var section: String
-        var sortValues: RowOrder.Values
-    }
+    typealias Row = ResultRow
 
     /// The request. Changes take effect at the next ``performFetch()``.
     public var fetchRequest: FetchRequest<ResultType>
@@ -145,7 +140,13 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
         rows = newRows
         layout = newLayout
         if observers.isEmpty { startObserving() }
-        let difference = wasFetched ? Self.difference(old: oldRows, oldLayout, new: rows, layout) { _ in false }.difference : .init()
+        var difference = FetchedResultsDifference()
+        if wasFetched {
+            let origin = ResultsDiff.origins(
+                old: oldRows.map { ObjectIdentifier($0.object) }, new: rows.map { ObjectIdentifier($0.object) })
+            let unchanged = [Bool](repeating: false, count: rows.count)
+            difference = ResultsDiff.difference(old: oldRows, oldLayout, new: rows, layout, origin: origin, changed: unchanged).difference
+        }
         publish(makeSnapshot(difference), toDelegate: false)
     }
 
@@ -167,7 +168,7 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
     /// The results, in order (section by section). Empty before ``performFetch()``.
     public var fetchedObjects: [ResultType] {
         managedObjectContext.assertOnExecutor()
-        return rows.map(\.object)
+        return rows.compactMap { $0.object as? ResultType }
     }
 
     /// The sections, in order (one section named "" without a section key path, once fetched
@@ -175,7 +176,7 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
     public var sections: [FetchedResultsSection<ResultType>] {
         managedObjectContext.assertOnExecutor()
         return layout.names.indices.map { s in
-            FetchedResultsSection(name: layout.names[s], objects: rows[layout.range(of: s)].map(\.object))
+            FetchedResultsSection(name: layout.names[s], objects: rows[layout.range(of: s)].compactMap { $0.object as? ResultType })
         }
     }
 
@@ -193,13 +194,13 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
     /// - Throws: `.invalidRequest` when the index path is outside the results.
     public func object(at indexPath: IndexPath) throws(CoherenceError) -> ResultType {
         managedObjectContext.assertOnExecutor()
-        guard let i = layout.flatIndex(of: indexPath) else {
+        guard let i = layout.flatIndex(of: indexPath), let object = rows[i].object as? ResultType else {
             throw CoherenceError(
                 .invalidRequest,
                 "No object at index path \(Array(indexPath)): the results have \(layout.names.count) sections and \(rows.count) objects.",
                 entity: compiled?.entity.name)
         }
-        return rows[i].object
+        return object
     }
 
     /// The index path of an object in the results, or nil when it is not in them.

@@ -1,5 +1,14 @@
 import Foundation
 
+/// A row of a fetched-results controller's results: the object, its section name and its sort
+/// values (read once, when the object is placed). Not generic, so that the results' arrays are
+/// handled by specialized code.
+struct ResultRow {
+    let object: ManagedObject
+    var section: String
+    var sortValues: RowOrder.Values
+}
+
 /// Sections of ordered results: runs of equal names over a flat list.
 struct SectionLayout: Equatable {
     /// Section names, in order.
@@ -78,39 +87,45 @@ struct FlatChange {
 
 /// The difference between two ordered lists of keys.
 enum ResultsDiff {
-    /// Changes that turn `old` into `new`: keys only in `old` are deleted, keys only in `new`
-    /// inserted; of the keys in both, the fewest are moved so that the rest keep their order
-    /// (preferring to move changed keys: an unchanged key moves only when changed ones cannot
-    /// make room), and changed ones that do not move are updated.
-    ///
-    /// - Parameter isChanged: whether the key at a new index changed (is reported when kept).
-    /// - Complexity: O((*n* + *m*) log *n*) for lists of *n* and *m* keys.
-    static func changes<K: Hashable>(old: [K], new: [K], isChanged: (Int) -> Bool) -> [FlatChange] {
+    /// Where each key of `new` is in `old` (-1: not there), matching each old key once.
+    static func origins<K: Hashable>(old: [K], new: [K]) -> [Int] {
         var oldIndex: [K: Int] = [:]
         oldIndex.reserveCapacity(old.count)
         for (i, k) in old.enumerated() { oldIndex[k] = i }
-        var matched = [Bool](repeating: false, count: old.count)
+        return new.map { k in oldIndex.removeValue(forKey: k) ?? -1 }
+    }
+
+    /// Changes that turn a list of `oldCount` keys into a new one, given where each new key was
+    /// (`origin`, -1 for a new key): keys of the old list no new key comes from are deleted, new
+    /// keys inserted; of the keys in both, the fewest are moved so that the rest keep their order
+    /// (preferring to move changed keys: an unchanged key moves only when changed ones cannot
+    /// make room), and changed ones that do not move are updated.
+    ///
+    /// - Parameter changed: whether the key at each new index changed (reported when kept).
+    /// - Complexity: O((*n* + *m*) log *n*) for lists of *n* and *m* keys.
+    static func changes(oldCount: Int, origin: [Int], changed: [Bool]) -> [FlatChange] {
+        var matched = [Bool](repeating: false, count: oldCount)
         var changes: [FlatChange] = []
         // Keys in both lists, in new order: (old index, new index).
         var survivors: [(old: Int, new: Int)] = []
-        survivors.reserveCapacity(min(old.count, new.count))
-        for (j, k) in new.enumerated() {
-            if let i = oldIndex[k], !matched[i] {
+        survivors.reserveCapacity(min(oldCount, origin.count))
+        for (j, i) in origin.enumerated() {
+            if i >= 0 {
                 matched[i] = true
                 survivors.append((i, j))
             } else {
                 changes.append(FlatChange(type: .insert, old: nil, new: j))
             }
         }
-        for i in old.indices where !matched[i] { changes.append(FlatChange(type: .delete, old: i, new: nil)) }
+        for i in 0..<oldCount where !matched[i] { changes.append(FlatChange(type: .delete, old: i, new: nil)) }
         // Unchanged survivors weigh more than all changed ones together, so the kept sequence
         // holds as many unchanged keys as possible.
         let heavy = survivors.count + 1
-        let kept = heaviestIncreasing(survivors.map(\.old), weight: { isChanged(survivors[$0].new) ? 1 : heavy }, domain: old.count)
+        let kept = heaviestIncreasing(survivors.map(\.old), weight: { changed[survivors[$0].new] ? 1 : heavy }, domain: oldCount)
         for (s, pair) in survivors.enumerated() {
             if !kept[s] {
                 changes.append(FlatChange(type: .move, old: pair.old, new: pair.new))
-            } else if isChanged(pair.new) {
+            } else if changed[pair.new] {
                 changes.append(FlatChange(type: .update, old: pair.old, new: pair.new))
             }
         }
@@ -179,5 +194,41 @@ enum ResultsDiff {
         }
         let deletes = deleted.sorted().map { FetchedResultsSectionChange(type: .delete, sectionIndex: $0, name: o[$0].name) }
         return deletes + result.sorted { $0.sectionIndex < $1.sectionIndex }
+    }
+
+    /// The difference between two states of a controller's results, and the flat indexes of
+    /// each object change (in the same order): deletes, inserts, moves, updates, each by
+    /// position. `origin` says where each new row was in `old` (-1: it was not), `changed`
+    /// whether each new row's object changed (an update when it keeps its place).
+    static func difference(
+        old: [ResultRow], _ oldLayout: SectionLayout, new: [ResultRow], _ newLayout: SectionLayout, origin: [Int], changed: [Bool]
+    ) -> (difference: FetchedResultsDifference, flat: [FlatChange]) {
+        var flat = changes(oldCount: old.count, origin: origin, changed: changed)
+        func rank(_ c: FlatChange) -> (Int, Int) {
+            switch c.type {
+            case .delete: return (0, c.old ?? 0)
+            case .insert: return (1, c.new ?? 0)
+            case .move: return (2, c.new ?? 0)
+            case .update: return (3, c.new ?? 0)
+            }
+        }
+        flat.sort { rank($0) < rank($1) }
+        // A changed object that stays in place but changes section moves (as in Core Data).
+        let oldSections = oldLayout.identities, newSections = newLayout.identities
+        for k in flat.indices where flat[k].type == .update {
+            if let o = flat[k].old, let n = flat[k].new,
+                oldSections[oldLayout.indexPath(of: o).section] != newSections[newLayout.indexPath(of: n).section]
+            {
+                flat[k].type = .move
+            }
+        }
+        let objectChanges = flat.map { c in
+            FetchedResultsChange(
+                type: c.type, objectID: (c.new.map { new[$0].object } ?? old[c.old ?? 0].object).objectID,
+                indexPath: c.old.map { oldLayout.indexPath(of: $0) }, newIndexPath: c.new.map { newLayout.indexPath(of: $0) })
+        }
+        return (
+            FetchedResultsDifference(sectionChanges: sectionChanges(old: oldLayout, new: newLayout), objectChanges: objectChanges), flat
+        )
     }
 }
