@@ -72,9 +72,12 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - url: the SQLite file; its directory must exist.
     ///   - options: how the store is opened and saved (``StoreOptions``), persistent history
     ///     included.
+    /// A SQLite store made with another version of the model is migrated first (one transaction),
+    /// unless ``StoreOptions/migratesAutomatically`` is off.
     /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`,
     ///   `.historyTrackingRequired` (a SQLite store with history opened without
-    ///   ``StoreOptions/persistentHistoryTracking``).
+    ///   ``StoreOptions/persistentHistoryTracking``), `.migrationNotInferable`,
+    ///   `.migrationMissingValues`, `.migrationUniquenessViolated`, `.migrationFailed`.
     @discardableResult
     public func addPersistentStore(
         type: StoreType, configuration: String? = nil, at url: URL? = nil,
@@ -98,7 +101,8 @@ public final class PersistentStoreCoordinator: Sendable {
             }
             engine = try SQLiteStore(
                 url: standardized, model: managedObjectModel, configuration: configuration,
-                synchronous: options.synchronous, historyTracking: options.persistentHistoryTracking)
+                synchronous: options.synchronous, historyTracking: options.persistentHistoryTracking,
+                migratesAutomatically: options.migratesAutomatically && options.infersMappingModelAutomatically)
         default:
             engine = try InMemoryStore(
                 model: managedObjectModel, configuration: configuration, historyTracking: options.persistentHistoryTracking)

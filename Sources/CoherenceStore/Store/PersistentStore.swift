@@ -14,10 +14,13 @@ public struct StoreType: Hashable, Sendable, CustomStringConvertible {
 
 /// Options for adding a store.
 public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
-    /// Migrate an older store automatically when its model changed (reserved for staged
-    /// migrations; an incompatible store is reported as an error today).
+    /// Migrate a SQLite store made with another version of the model when it is added
+    /// (default `true`; Core Data's `NSMigratePersistentStoresAutomaticallyOption`). Off, such a
+    /// store is refused with ``CoherenceError/Code/storeIncompatible``. See the Migrations guide.
     public var migratesAutomatically: Bool
-    /// Infer the mapping between model versions (reserved for staged migrations).
+    /// Infer the migration (a lightweight migration) from the schema the store recorded and the
+    /// new model (default `true`; Core Data's `NSInferMappingModelAutomaticallyOption`). Both
+    /// this and ``migratesAutomatically`` must be on for an inferred migration.
     public var infersMappingModelAutomatically: Bool
     /// How much a SQLite store waits for the disk when it saves (default ``Synchronous/normal``:
     /// a save survives a crashed process; ``Synchronous/full``: a power loss too).
