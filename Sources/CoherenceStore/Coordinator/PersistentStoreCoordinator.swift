@@ -99,6 +99,9 @@ public final class PersistentStoreCoordinator: Sendable {
             if stores.withLock({ $0.contains { $0.url?.standardizedFileURL == standardized } }) {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: url.path)
             }
+            if let manager = options.stagedMigrationManager, FileManager.default.fileExists(atPath: standardized.path) {
+                try manager.migrateStore(at: standardized, to: managedObjectModel, options: options)
+            }
             engine = try SQLiteStore(
                 url: standardized, model: managedObjectModel, configuration: configuration,
                 synchronous: options.synchronous, historyTracking: options.persistentHistoryTracking,

@@ -48,6 +48,10 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// try coordinator.addPersistentStore(type: .sqlite, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
     /// ```
     public var remoteChangeNotificationPost: Bool
+    /// Stages that migrate a SQLite store made with an older model version before it is added
+    /// (Core Data's `NSPersistentStoreStagedMigrationManagerOptionKey`; a `StagedMigrationManager`).
+    /// Default `nil`. Options compare it by identity.
+    public var stagedMigrationManager: (any StoreMigrator)?
 
     /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``, no history and no
     /// remote-change notifications.
@@ -58,13 +62,33 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     public init(
         migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true,
         synchronous: Synchronous = .normal, persistentHistoryTracking: Bool = false,
-        remoteChangeNotificationPost: Bool = false
+        remoteChangeNotificationPost: Bool = false, stagedMigrationManager: (any StoreMigrator)? = nil
     ) {
+        self.stagedMigrationManager = stagedMigrationManager
         self.migratesAutomatically = migratesAutomatically
         self.infersMappingModelAutomatically = infersMappingModelAutomatically
         self.synchronous = synchronous
         self.persistentHistoryTracking = persistentHistoryTracking
         self.remoteChangeNotificationPost = remoteChangeNotificationPost
+    }
+
+    /// Whether both have the same values (the same ``stagedMigrationManager`` object).
+    public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
+        lhs.migratesAutomatically == rhs.migratesAutomatically
+            && lhs.infersMappingModelAutomatically == rhs.infersMappingModelAutomatically
+            && lhs.synchronous == rhs.synchronous && lhs.persistentHistoryTracking == rhs.persistentHistoryTracking
+            && lhs.remoteChangeNotificationPost == rhs.remoteChangeNotificationPost
+            && lhs.stagedMigrationManager.map(ObjectIdentifier.init) == rhs.stagedMigrationManager.map(ObjectIdentifier.init)
+    }
+
+    /// Hashes the values, consistent with `==`.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(migratesAutomatically)
+        hasher.combine(infersMappingModelAutomatically)
+        hasher.combine(synchronous)
+        hasher.combine(persistentHistoryTracking)
+        hasher.combine(remoteChangeNotificationPost)
+        hasher.combine(stagedMigrationManager.map(ObjectIdentifier.init))
     }
 
     /// The options' values on one line.
