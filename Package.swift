@@ -42,6 +42,7 @@ let package = Package(
             name: "StartupGlobalThenUser", dependencies: ["Coherence", "CoherenceExampleSupport"],
             path: "Examples/StartupGlobalThenUser"),
         .executableTarget(name: "HistoryDemo", dependencies: ["Coherence"], path: "Examples/HistoryDemo"),
+        .executableTarget(name: "MigrationDemo", dependencies: ["Coherence"], path: "Examples/MigrationDemo"),
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         .testTarget(
