@@ -35,24 +35,38 @@ func fetchByName(_ context: ManagedObjectContext, _ entity: String) throws -> [M
 /// Inferred (lightweight) migrations of SQLite stores: each change they infer, and each error.
 @Suite("Migrations: inferred")
 struct MigrationTests {
+    /// Person at the first version.
+    static func person(indexes: [[String]] = []) -> EntityDescription {
+        EntityDescription(
+            name: "Person",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                AttributeDescription(name: "age", type: .integer16, defaultValue: Int16(0)),
+                AttributeDescription(name: "nickname", type: .string, isOptional: true),
+                RelationshipDescription(name: "town", destination: "Town", inverse: "people")
+            ], indexes: indexes)
+    }
+
+    /// Town with its people.
+    static func town(uniquenessConstraints: [[String]] = []) -> EntityDescription {
+        EntityDescription(
+            name: "Town",
+            properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "people", destination: "Person", inverse: "town", isToMany: true)
+            ], uniquenessConstraints: uniquenessConstraints)
+    }
+
+    /// Person with `properties` after its name, and a Town with a name only.
+    static func personAndPlainTown(_ properties: [PropertyDescription]) throws -> ManagedObjectModel {
+        try ManagedObjectModel(entities: [
+            EntityDescription(name: "Person", properties: [AttributeDescription(name: "name", type: .string)] + properties),
+            EntityDescription(name: "Town", properties: [AttributeDescription(name: "name", type: .string)])
+        ])
+    }
+
     static func v1() throws -> ManagedObjectModel {
-        try ManagedObjectModel(
-            entities: [
-                EntityDescription(
-                    name: "Person",
-                    properties: [
-                        AttributeDescription(name: "name", type: .string),
-                        AttributeDescription(name: "age", type: .integer16, defaultValue: Int16(0)),
-                        AttributeDescription(name: "nickname", type: .string, isOptional: true),
-                        RelationshipDescription(name: "town", destination: "Town", inverse: "people")
-                    ], indexes: [["age"]]),
-                EntityDescription(
-                    name: "Town",
-                    properties: [
-                        AttributeDescription(name: "name", type: .string),
-                        RelationshipDescription(name: "people", destination: "Person", inverse: "town", isToMany: true)
-                    ])
-            ], versionIdentifier: "1")
+        try ManagedObjectModel(entities: [person(indexes: [["age"]]), town()], versionIdentifier: "1")
     }
 
     /// Two towns and three people (one without a nickname or a town).
@@ -84,12 +98,7 @@ struct MigrationTests {
                         AttributeDescription(name: "score", type: .double, defaultValue: 1.5),
                         RelationshipDescription(name: "town", destination: "Town", inverse: "people")
                     ], indexes: [["name"]]),
-                EntityDescription(
-                    name: "Town",
-                    properties: [
-                        AttributeDescription(name: "name", type: .string),
-                        RelationshipDescription(name: "people", destination: "Person", inverse: "town", isToMany: true)
-                    ])
+                Self.town()
             ], versionIdentifier: "2")
         try withMigrationStore(v2, at: url) { context in
             let people = try fetchByName(context, "Person")
@@ -189,15 +198,7 @@ struct MigrationTests {
         let url = dir.file("m.sqlite")
         try Self.fill(url)
         let before = try Self.snapshot(url)
-        let v2 = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Person",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    AttributeDescription(name: "nickname", type: .string)
-                ]),
-            EntityDescription(name: "Town", properties: [AttributeDescription(name: "name", type: .string)])
-        ])
+        let v2 = try Self.personAndPlainTown([AttributeDescription(name: "nickname", type: .string)])
         let error = #expect(throws: CoherenceError.self) { try withMigrationStore(v2, at: url) { _ in } }
         #expect(error?.code == .migrationMissingValues)
         #expect(error?.entityName == "Person" && error?.propertyName == "nickname")
@@ -213,15 +214,7 @@ struct MigrationTests {
         let url = dir.file("m.sqlite")
         try Self.fill(url)
         let before = try Self.snapshot(url)
-        let v2 = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Person",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    AttributeDescription(name: "age", type: .string, isOptional: true)
-                ]),
-            EntityDescription(name: "Town", properties: [AttributeDescription(name: "name", type: .string)])
-        ])
+        let v2 = try Self.personAndPlainTown([AttributeDescription(name: "age", type: .string, isOptional: true)])
         let error = #expect(throws: CoherenceError.self) { try withMigrationStore(v2, at: url) { _ in } }
         #expect(error?.code == .migrationNotInferable)
         #expect(error?.entityName == "Person" && error?.propertyName == "age")
@@ -236,22 +229,7 @@ struct MigrationTests {
             try context.save()
         }
         let before = try Self.snapshot(url)
-        let v2 = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Person",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    AttributeDescription(name: "age", type: .integer16, defaultValue: Int16(0)),
-                    AttributeDescription(name: "nickname", type: .string, isOptional: true),
-                    RelationshipDescription(name: "town", destination: "Town", inverse: "people")
-                ]),
-            EntityDescription(
-                name: "Town",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    RelationshipDescription(name: "people", destination: "Person", inverse: "town", isToMany: true)
-                ], uniquenessConstraints: [["name"]])
-        ])
+        let v2 = try ManagedObjectModel(entities: [Self.person(), Self.town(uniquenessConstraints: [["name"]])])
         let error = #expect(throws: CoherenceError.self) { try withMigrationStore(v2, at: url) { _ in } }
         #expect(error?.code == .migrationUniquenessViolated)
         #expect(error?.entityName == "Town")
@@ -263,10 +241,7 @@ struct MigrationTests {
         let dir = try TemporaryDirectory()
         let url = dir.file("m.sqlite")
         try Self.fill(url)
-        let v2 = try ManagedObjectModel(entities: [
-            EntityDescription(name: "Person", properties: [AttributeDescription(name: "name", type: .string)]),
-            EntityDescription(name: "Town", properties: [AttributeDescription(name: "name", type: .string)])
-        ])
+        let v2 = try Self.personAndPlainTown([])
         let error = #expect(throws: CoherenceError.self) {
             try withMigrationStore(v2, at: url, options: StoreOptions(migratesAutomatically: false)) { _ in }
         }
