@@ -126,6 +126,33 @@ struct MigrationTests {
         #expect(tables.isEmpty)
     }
 
+    /// An attribute with one value for every row is added with `ALTER TABLE … ADD COLUMN`: the
+    /// table is not copied.
+    @Test func anAttributeForEveryRowIsAddedWithoutCopyingTheTable() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("m.sqlite")
+        try Self.fill(url)
+        let v2 = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Person",
+                properties: [
+                    AttributeDescription(name: "name", type: .string),
+                    AttributeDescription(name: "age", type: .integer16, defaultValue: Int16(0)),
+                    AttributeDescription(name: "nickname", type: .string, isOptional: true),
+                    RelationshipDescription(name: "town", destination: "Town", inverse: "people"),
+                    AttributeDescription(name: "motto", type: .string, defaultValue: "hi")
+                ], indexes: [["age"]]),
+            Self.town()
+        ])
+        let mottos = try withMigrationStore(v2, at: url) { context in
+            try fetchByName(context, "Person").map { (try? $0.value(forKey: "motto")) as? String }
+        }
+        #expect(mottos == ["hi", "hi", "hi"])
+        let c = try SQLiteConnection(location: .file(url.path), readOnly: true)
+        let sql = try c.prepare("SELECT sql FROM sqlite_master WHERE name = 'Person'").rows { $0.string(0) }.first ?? ""
+        #expect(sql.contains("\"motto\" TEXT DEFAULT 'hi'"), "\(sql)")
+    }
+
     @Test func renamesAndToOneBecomesToManyAndANewAbstractParent() throws {
         let dir = try TemporaryDirectory()
         let url = dir.file("m.sqlite")

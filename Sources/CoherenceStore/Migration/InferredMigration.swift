@@ -234,6 +234,7 @@ package struct InferredMigration {
     /// attribute), its default value, or nothing.
     func source(of a: AttributeDescription, owners: [EntityDescription], allEntities: Bool) throws(CoherenceError) -> Source {
         var oldNames = Set<String>()
+        var wasOptional = false
         for e in owners {
             guard let found = oldAttribute(a, of: e) else { continue }
             guard let oldType = AttributeType.named(found.type), oldType.widens(to: a.type) else {
@@ -243,6 +244,7 @@ package struct InferredMigration {
                     entity: e.name, property: a.name, store: store)
             }
             oldNames.insert(found.name)
+            wasOptional = wasOptional || found.isOptional
         }
         guard oldNames.count <= 1 else {
             throw CoherenceError(
@@ -253,7 +255,7 @@ package struct InferredMigration {
         let defaultSQL = a.defaultValue.flatMap { $0.isNull ? nil : Self.literal($0) }
         let column = oldNames.first.map { "o." + generator.dialect.quote($0) }
         switch (column, defaultSQL) {
-        case (let column?, let d?) where !a.isOptional:
+        case (let column?, let d?) where !a.isOptional && wasOptional:
             return .expression("COALESCE(\(column), \(d))")
         case (_?, _):
             return .column(oldNames.first ?? a.name)
@@ -302,6 +304,12 @@ package struct InferredMigration {
             for (p, source) in plan.columns {
                 guard let a = p as? AttributeDescription, !a.isOptional else { continue }
                 let owners = SQLGenerator.hierarchy(of: plan.root).filter { $0.propertiesByName[a.name] === a && !$0.isAbstract }
+                // Values that cannot be nil need no look: an old required attribute's, or a default.
+                switch source {
+                case .column: if !owners.contains(where: { oldAttribute(a, of: $0)?.isOptional ?? true }) { continue }
+                case .expression(let sql): if !sql.contains("o.") || sql.hasPrefix("COALESCE") { continue }
+                default: break
+                }
                 let numbers = owners.compactMap { sources[$0.name]?.number }
                 guard !numbers.isEmpty else { continue }
                 let count =
