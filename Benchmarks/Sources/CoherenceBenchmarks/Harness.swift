@@ -27,7 +27,7 @@ struct Options {
                     usage: CoherenceBenchmarks [--scale X] [--repetitions N] [--only W1,W3,...]
                       --scale X        multiply every N by X (default 1: 100,000 objects)
                       --repetitions N  repetitions per implementation (default 5)
-                      --only LIST      run a subset of W1…W10, H1,H4,H6,H7 (history), B1, B2 (batch), R1, R1P, R2 (remote changes)
+                      --only LIST      run a subset of W1…W10, H1,H4,H6,H7 (history), B1, B2 (batch), R1, R1P, R2 (remote changes), M1, M2 (migrations)
                       --impl LIST      run only some implementations (coherence,raw,grdb,baseline,singles), e.g. to profile
                     """)
                 exit(0)

@@ -47,4 +47,7 @@ try run("B2") { try Workloads.b2(options) }
 try run("R1") { try Workloads.r1(options) }
 try run("R1P") { try Workloads.r1(options, pause: 0.010) }
 try run("R2") { try Workloads.r2(options) }
+// Migrations against raw SQLite.
+try run("M1") { try Workloads.m1(options) }
+try run("M2") { try Workloads.m2(options) }
 report(results, options: options)
