@@ -36,7 +36,7 @@ func fetchByName(_ context: ManagedObjectContext, _ entity: String) throws -> [M
 @Suite("Migrations: inferred")
 struct MigrationTests {
     /// Person at the first version.
-    static func person(indexes: [[String]] = []) -> EntityDescription {
+    static func person(indexes: [[String]] = [], adding extra: [PropertyDescription] = []) -> EntityDescription {
         EntityDescription(
             name: "Person",
             properties: [
@@ -44,7 +44,7 @@ struct MigrationTests {
                 AttributeDescription(name: "age", type: .integer16, defaultValue: Int16(0)),
                 AttributeDescription(name: "nickname", type: .string, isOptional: true),
                 RelationshipDescription(name: "town", destination: "Town", inverse: "people")
-            ], indexes: indexes)
+            ] + extra, indexes: indexes)
     }
 
     /// Town with its people.
@@ -133,15 +133,7 @@ struct MigrationTests {
         let url = dir.file("m.sqlite")
         try Self.fill(url)
         let v2 = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Person",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    AttributeDescription(name: "age", type: .integer16, defaultValue: Int16(0)),
-                    AttributeDescription(name: "nickname", type: .string, isOptional: true),
-                    RelationshipDescription(name: "town", destination: "Town", inverse: "people"),
-                    AttributeDescription(name: "motto", type: .string, defaultValue: "hi")
-                ], indexes: [["age"]]),
+            Self.person(indexes: [["age"]], adding: [AttributeDescription(name: "motto", type: .string, defaultValue: "hi")]),
             Self.town()
         ])
         let mottos = try withMigrationStore(v2, at: url) { context in
