@@ -32,6 +32,11 @@ import Foundation
 //                   author, and merge it into a view context, until the view context has merged
 //                   N notes of other authors (at most 60 s). Subscribed before READY: the parent
 //                   lets the others save only after every writer is READY (--step)
+//   --migrate-stop-at STEP  instead of the rest: open the store (of RemoteNote rows) with the next
+//                   version of the model (RemoteNote's `text` renamed `body`, which rebuilds the
+//                   table), report MIGRATING STEP when the inferred migration reaches STEP
+//                   (`rename`, `copy RemoteNote`, `indexes`, `drop`) and block until killed;
+//                   STEP `none` lets it finish and reports MIGRATED
 //   --hang-before-commit  after the rest, one more save inserting a note (sequence N + 1) that
 //                   stops inside the save, its rows and history written and COMMIT not run
 //                   (the coordinator's test hook), reports COMMITTING and blocks until killed
@@ -56,6 +61,7 @@ struct Arguments {
     var catchUp: Int?
     var hangBeforeCommit = false
     var deleteSequence: Int?
+    var migrateStopAt: String?
 
     init(_ args: [String]) {
         var i = 1
@@ -72,6 +78,7 @@ struct Arguments {
             case "--catch-up": catchUp = value.flatMap { Int($0) }; i += 1
             case "--hang-before-commit": hangBeforeCommit = true
             case "--delete-sequence": deleteSequence = value.flatMap { Int($0) }; i += 1
+            case "--migrate-stop-at": migrateStopAt = value; i += 1
             default: break
             }
             i += 1
@@ -91,6 +98,31 @@ func fail(_ message: String) -> Never {
 
 let arguments = Arguments(CommandLine.arguments)
 guard let path = arguments.store else { fail("--store PATH is required") }
+if let step = arguments.migrateStopAt {
+    do {
+        let next = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "RemoteNote",
+                properties: [
+                    AttributeDescription(name: "author", type: .string, defaultValue: ""),
+                    AttributeDescription(name: "sequence", type: .integer64, defaultValue: 0),
+                    AttributeDescription(name: "body", type: .string, defaultValue: "", renamingIdentifier: "text")
+                ])
+        ])
+        InferredMigration.stepHook = { reached in
+            guard reached == step else { return }
+            say("MIGRATING \(reached)")
+            // Blocks until the parent kills the process.
+            DispatchSemaphore(value: 0).wait()
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: next)
+        try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path))
+        say("MIGRATED")
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
 do {
     let model = try ManagedObjectModel(types: [RemoteNote.self])
     let coordinator = PersistentStoreCoordinator(managedObjectModel: model)

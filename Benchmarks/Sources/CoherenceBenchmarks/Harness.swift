@@ -32,7 +32,7 @@ struct Options {
                       --repetitions N  repetitions per implementation (default 5)
                       --only LIST      run a subset of W1…W11, H1,H4,H6,H7 (history), B1, B2 (batch), R1, R1P, R2 (remote changes),
                        G2, G3 (query generations), K1, K2, K3 (history kit),
-                       F1 (controller diff), D1, D2 (dual coordinators)
+                       F1 (controller diff), D1, D2 (dual coordinators), M1, M2 (migrations)
                       --impl LIST      run only some implementations (coherence,raw,grdb,baseline,singles), e.g. to profile
                     """)
                 exit(0)

@@ -76,4 +76,7 @@ if options.wants("D2") {
     print("running D2…")
     results.append(try await Workloads.d2(options))
 }
+// Migrations against raw SQLite.
+try run("M1") { try Workloads.m1(options) }
+try run("M2") { try Workloads.m2(options) }
 report(results, options: options)

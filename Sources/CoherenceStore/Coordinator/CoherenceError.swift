@@ -21,6 +21,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case historyTokenExpired, invalidHistoryToken, historyTrackingRequired
             case queryGenerationsUnsupported, invalidQueryGenerationToken
             case readOnlyContext
+            case migrationNotInferable, migrationMissingValues, migrationUniquenessViolated, migrationFailed
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -118,6 +119,22 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// the context keeps its changes (roll them back, or save them from a context that
         /// writes).
         public static let readOnlyContext = Code(kind: .readOnlyContext)
+        /// A store made with another model version cannot be migrated to this one by inference:
+        /// the error names what cannot be mapped (an attribute's type change, two entities that
+        /// would share a table, …) with its ``CoherenceError/entityName`` and
+        /// ``CoherenceError/propertyName``. The store is left as it was.
+        public static let migrationNotInferable = Code(kind: .migrationNotInferable)
+        /// A migration would leave a required attribute without a value: it has no default value
+        /// and existing rows have none. The error names the entity, the attribute
+        /// (``CoherenceError/propertyName``) and the number of rows in its message. The store is
+        /// left as it was.
+        public static let migrationMissingValues = Code(kind: .migrationMissingValues)
+        /// A migration adds a uniqueness constraint that existing rows violate: the message lists
+        /// the duplicated values. The store is left as it was.
+        public static let migrationUniquenessViolated = Code(kind: .migrationUniquenessViolated)
+        /// A migration failed for another reason (a stage's handler threw, or the database
+        /// refused a step); the message names the stage. The store is left as it was.
+        public static let migrationFailed = Code(kind: .migrationFailed)
         /// The code's name, for example `storeIncompatible`.
         public var description: String { kind.rawValue }
     }

@@ -74,9 +74,12 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - url: the SQLite file; its directory must exist.
     ///   - options: how the store is opened and saved (``StoreOptions``), persistent history
     ///     included.
+    /// A SQLite store made with another version of the model is migrated first (one transaction),
+    /// unless ``StoreOptions/migratesAutomatically`` is off.
     /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`,
     ///   `.historyTrackingRequired` (a SQLite store with history opened without
-    ///   ``StoreOptions/persistentHistoryTracking``).
+    ///   ``StoreOptions/persistentHistoryTracking``), `.migrationNotInferable`,
+    ///   `.migrationMissingValues`, `.migrationUniquenessViolated`, `.migrationFailed`.
     @discardableResult
     public func addPersistentStore(
         type: StoreType, configuration: String? = nil, at url: URL? = nil,
@@ -98,10 +101,14 @@ public final class PersistentStoreCoordinator: Sendable {
             if stores.withLock({ $0.contains { $0.url?.standardizedFileURL == standardized } }) {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: url.path)
             }
+            if let manager = options.stagedMigrationManager, FileManager.default.fileExists(atPath: standardized.path) {
+                try manager.migrateStore(at: standardized, to: managedObjectModel, options: options)
+            }
             engine = try SQLiteStore(
                 url: standardized, model: managedObjectModel, configuration: configuration,
                 synchronous: options.synchronous, historyTracking: options.persistentHistoryTracking,
-                writeAheadLog: options.writeAheadLog)
+                writeAheadLog: options.writeAheadLog,
+                migratesAutomatically: options.migratesAutomatically && options.infersMappingModelAutomatically)
         default:
             engine = try InMemoryStore(
                 model: managedObjectModel, configuration: configuration, historyTracking: options.persistentHistoryTracking)

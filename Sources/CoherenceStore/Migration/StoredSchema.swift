@@ -15,6 +15,8 @@ package struct StoredSchema: Codable, Sendable, Equatable {
     package struct Relationship: Codable, Sendable, Equatable {
         package var name: String
         package var destination: String
+        /// The inverse relationship's name, if any.
+        package var inverse: String?
         package var isToMany: Bool
         /// `fk` (a column on this entity's table), `inverse` (the inverse's column) or `join`.
         package var storage: String
@@ -55,7 +57,8 @@ package struct StoredSchema: Codable, Sendable, Equatable {
                 relationships: e.ownProperties.compactMap { p in
                     guard let r = p as? RelationshipDescription, !r.isTransient else { return nil }
                     var stored = Relationship(
-                        name: r.name, destination: r.destinationEntityName, isToMany: r.isToMany, storage: "fk")
+                        name: r.name, destination: r.destinationEntityName, inverse: r.inverseRelationship?.name,
+                        isToMany: r.isToMany, storage: "fk")
                     switch r.storage {
                     case .foreignKey: break
                     case .inverseForeignKey: stored.storage = "inverse"

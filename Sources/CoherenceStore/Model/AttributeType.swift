@@ -69,6 +69,24 @@ public struct AttributeType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The type named `description` (as ``description`` writes it), if any.
+    package static func named(_ description: String) -> AttributeType? {
+        let all: [AttributeType] = [
+            .integer16, .integer32, .integer64, .double, .float, .boolean, .string, .binaryData, .date, .uuid, .uri, .decimal,
+            .transformable
+        ]
+        return all.first { $0.description == description }
+    }
+
+    /// Whether stored values of this type read as `other` unchanged: the same type, or a wider
+    /// one (Integer 16 → 32 → 64, Float → Double), as a lightweight migration allows.
+    package func widens(to other: AttributeType) -> Bool {
+        switch (kind, other.kind) {
+        case (.integer16, .integer32), (.integer16, .integer64), (.integer32, .integer64), (.float, .double): return true
+        default: return self == other
+        }
+    }
+
     /// Whether values of this type are numbers (arithmetic and numeric comparison apply).
     var isNumeric: Bool {
         switch kind {

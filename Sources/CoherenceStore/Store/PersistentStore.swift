@@ -14,10 +14,13 @@ public struct StoreType: Hashable, Sendable, CustomStringConvertible {
 
 /// Options for adding a store.
 public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
-    /// Migrate an older store automatically when its model changed (reserved for staged
-    /// migrations; an incompatible store is reported as an error today).
+    /// Migrate a SQLite store made with another version of the model when it is added
+    /// (default `true`; Core Data's `NSMigratePersistentStoresAutomaticallyOption`). Off, such a
+    /// store is refused with ``CoherenceError/Code/storeIncompatible``. See the Migrations guide.
     public var migratesAutomatically: Bool
-    /// Infer the mapping between model versions (reserved for staged migrations).
+    /// Infer the migration (a lightweight migration) from the schema the store recorded and the
+    /// new model (default `true`; Core Data's `NSInferMappingModelAutomaticallyOption`). Both
+    /// this and ``migratesAutomatically`` must be on for an inferred migration.
     public var infersMappingModelAutomatically: Bool
     /// How much a SQLite store waits for the disk when it saves (default ``Synchronous/normal``:
     /// a save survives a crashed process; ``Synchronous/full``: a power loss too).
@@ -49,6 +52,10 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// rollback journal: the store works, but cannot hold query generations (for tests of
     /// that error).
     package var writeAheadLog = true
+    /// Stages that migrate a SQLite store made with an older model version before it is added
+    /// (Core Data's `NSPersistentStoreStagedMigrationManagerOptionKey`; a `StagedMigrationManager`).
+    /// Default `nil`. Options compare it by identity.
+    public var stagedMigrationManager: (any StoreMigrator)?
 
     /// The defaults: infer and migrate, `synchronous` ``Synchronous/normal``, no history and no
     /// remote-change notifications.
@@ -59,13 +66,35 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     public init(
         migratesAutomatically: Bool = true, infersMappingModelAutomatically: Bool = true,
         synchronous: Synchronous = .normal, persistentHistoryTracking: Bool = false,
-        remoteChangeNotificationPost: Bool = false
+        remoteChangeNotificationPost: Bool = false, stagedMigrationManager: (any StoreMigrator)? = nil
     ) {
+        self.stagedMigrationManager = stagedMigrationManager
         self.migratesAutomatically = migratesAutomatically
         self.infersMappingModelAutomatically = infersMappingModelAutomatically
         self.synchronous = synchronous
         self.persistentHistoryTracking = persistentHistoryTracking
         self.remoteChangeNotificationPost = remoteChangeNotificationPost
+    }
+
+    /// Whether both have the same values (the same ``stagedMigrationManager`` object).
+    public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
+        lhs.migratesAutomatically == rhs.migratesAutomatically
+            && lhs.infersMappingModelAutomatically == rhs.infersMappingModelAutomatically
+            && lhs.synchronous == rhs.synchronous && lhs.persistentHistoryTracking == rhs.persistentHistoryTracking
+            && lhs.remoteChangeNotificationPost == rhs.remoteChangeNotificationPost
+            && lhs.stagedMigrationManager.map(ObjectIdentifier.init) == rhs.stagedMigrationManager.map(ObjectIdentifier.init)
+            && lhs.writeAheadLog == rhs.writeAheadLog
+    }
+
+    /// Hashes the values, consistent with `==`.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(migratesAutomatically)
+        hasher.combine(infersMappingModelAutomatically)
+        hasher.combine(synchronous)
+        hasher.combine(persistentHistoryTracking)
+        hasher.combine(remoteChangeNotificationPost)
+        hasher.combine(stagedMigrationManager.map(ObjectIdentifier.init))
+        hasher.combine(writeAheadLog)
     }
 
     /// The options' values on one line.

@@ -82,13 +82,17 @@ package final class SQLiteStore: StoreEngine {
     /// when missing); without it, a store that has history is refused. Without `writeAheadLog`
     /// the file uses a rollback journal (`DELETE`): the store works, but cannot hold query
     /// generations.
+    /// With `migratesAutomatically`, a store made with another version of the model is migrated
+    /// (``InferredMigration``) in one transaction before it is used.
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store),
+    ///   `.migrationNotInferable`, `.migrationMissingValues`, `.migrationUniquenessViolated`,
+    ///   `.migrationFailed` (the store is left as it was),
     ///   `.historyTrackingRequired` (the store has history and `historyTracking` is off).
     package init(
         url: URL, model: ManagedObjectModel, configuration: String?,
         synchronous: StoreOptions.Synchronous = .normal, historyTracking: Bool = false,
-        writeAheadLog: Bool = true
+        writeAheadLog: Bool = true, migratesAutomatically: Bool = false
     ) throws(CoherenceError) {
         let path = url.path
         guard let entities = model.entities(forConfiguration: configuration) else {
@@ -125,11 +129,19 @@ package final class SQLiteStore: StoreEngine {
                 for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) {
                     metadata[k] = v
                 }
-                guard metadata["modelVersionHash"] == expectedHash else {
-                    throw CoherenceError(
-                        .storeIncompatible,
-                        "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).",
-                        store: path)
+                let needsMigration = metadata["modelVersionHash"] != expectedHash
+                let oldSchema = StoredSchema(json: metadata["schema"])
+                if needsMigration {
+                    guard migratesAutomatically, oldSchema != nil else {
+                        let why =
+                            migratesAutomatically
+                            ? " It records no schema to migrate from (made by an older Coherence)."
+                            : " Automatic migration is off (StoreOptions.migratesAutomatically)."
+                        throw CoherenceError(
+                            .storeIncompatible,
+                            "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).\(why)",
+                            store: path)
+                    }
                 }
                 guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
                     throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
@@ -141,6 +153,21 @@ package final class SQLiteStore: StoreEngine {
                         .historyTrackingRequired,
                         "The store records persistent history; open it with StoreOptions.persistentHistoryTracking on (it was left as it was).",
                         store: path)
+                }
+                if needsMigration, let oldSchema {
+                    let migration = try InferredMigration(old: oldSchema, entities: entities, model: model, store: path)
+                    let version = StoredSchema.versionMetadata(entities: entities, model: model)
+                    var updated = version
+                    updated["modelVersionHash"] = expectedHash
+                    try Self.migrate(connection, path: path) {
+                        try migration.run(on: connection)
+                        if model.versionIdentifier == nil {
+                            try connection.execute("DELETE FROM Z_METADATA WHERE Z_KEY = 'versionIdentifier'")
+                        }
+                        try Self.writeMetadata(updated, connection)
+                    }
+                    metadata["versionIdentifier"] = nil
+                    metadata.merge(updated) { _, new in new }
                 }
                 try switchJournal()
                 // Stores made before versions were recorded get them now (same model).
@@ -200,6 +227,31 @@ package final class SQLiteStore: StoreEngine {
         self.tracksHistory = historyTracking
         self.writer = ConnectionBox(connection)
         self.journalMode = journalMode
+    }
+
+    /// Runs a migration in one write transaction with foreign keys off (tables are renamed and
+    /// dropped), and turns database errors into `.migrationFailed`.
+    static func migrate(_ connection: SQLiteConnection, path: String, _ body: () throws -> Void) throws(CoherenceError) {
+        do {
+            try connection.execute("PRAGMA foreign_keys=OFF")
+            defer { try? connection.execute("PRAGMA foreign_keys=ON") }
+            try connection.writeTransaction {
+                try body()
+                let violations = try connection.prepare("PRAGMA foreign_key_check").rows { $0.string(0) }
+                if let table = violations.first {
+                    throw CoherenceError(.migrationFailed, "The migrated table \(table) has rows whose keys point nowhere.", store: path)
+                }
+            }
+            connection.clearStatementCache()
+        } catch let error as CoherenceError {
+            connection.clearStatementCache()
+            throw error
+        } catch {
+            connection.clearStatementCache()
+            var e = CoherenceError(.migrationFailed, "The migration failed: \(error)", store: path, sql: (error as? SQLiteError)?.sql)
+            if let sqlite = error as? SQLiteError { e.underlyingErrors = [sqlite] }
+            throw e
+        }
     }
 
     /// Writes metadata entries (inside the caller's transaction).

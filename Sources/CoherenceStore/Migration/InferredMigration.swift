@@ -1,0 +1,479 @@
+import CoherenceBase
+import Foundation
+
+/// A lightweight migration inferred from the schema a SQLite store recorded (``StoredSchema``) and
+/// the entities of the new model: entities, attributes and relationships added, removed or
+/// renamed (through renaming identifiers), optional ↔ required, to-one ↔ to-many, an entity moved
+/// under a new parent, numeric widening, index and uniqueness changes.
+///
+/// ``run(on:)`` works inside the caller's transaction: a table whose layout changed is renamed,
+/// made again and filled with one `INSERT … SELECT`; a table that only gains columns valid for
+/// every row gets `ALTER TABLE … ADD COLUMN`; a table that did not change is left alone. Anything
+/// that cannot be inferred, or that the data does not allow, throws before the store is written
+/// or inside the transaction, so the caller's rollback leaves the store as it was.
+package struct InferredMigration {
+    let old: StoredSchema
+    let entities: [EntityDescription]
+    let model: ManagedObjectModel
+    let store: String
+    let generator = SQLGenerator(dialect: .sqlite)
+    /// The old entity each new entity's rows come from, by new entity name.
+    let sources: [String: StoredSchema.Entity]
+    /// Test hook: called with the name of each step as it starts (a test stops the process there).
+    nonisolated(unsafe) package static var stepHook: ((String) -> Void)?
+
+    /// Prefix of an old table while the migration runs.
+    static let oldPrefix = "Z_MIGRATING_"
+
+    /// How a new column gets its values, over the old table aliased `o`.
+    enum Source: Equatable {
+        case null
+        /// An old column, unchanged.
+        case column(String)
+        /// Any other expression over `o` (a constant, a COALESCE, a CASE).
+        case expression(String)
+        /// The destination of a to-one relationship kept differently before (pairs table index).
+        case pairs(Int)
+    }
+
+    /// Where the (source, destination) pairs of an old relationship are.
+    struct PairsSource {
+        /// The SELECT over the old tables (named by the closure, which knows which were renamed).
+        var select: (_ oldTable: (String) -> String) -> String
+    }
+
+    struct TablePlan {
+        var root: EntityDescription
+        var oldRoot: String?
+        var columns: [(property: PropertyDescription, source: Source)]
+        /// (old number, new number) of every concrete entity whose rows move.
+        var numbers: [(old: Int, new: Int)]
+        var mode: Mode
+        enum Mode { case unchanged, addColumns, rebuild }
+    }
+
+    package init(
+        old: StoredSchema, entities: [EntityDescription], model: ManagedObjectModel, store: String
+    ) throws(CoherenceError) {
+        self.old = old
+        self.entities = entities
+        self.model = model
+        self.store = store
+        let oldByName = old.entitiesByName
+        var sources: [String: StoredSchema.Entity] = [:]
+        var taken: [String: String] = [:]
+        for e in entities {
+            guard let name = [e.renamingIdentifier, e.name].compactMap({ $0 }).first(where: { oldByName[$0] != nil }),
+                let source = oldByName[name]
+            else { continue }
+            if let other = taken[source.name] {
+                throw CoherenceError(
+                    .migrationNotInferable, "Entities '\(other)' and '\(e.name)' both take the rows of '\(source.name)'.",
+                    entity: e.name, store: store)
+            }
+            taken[source.name] = e.name
+            sources[e.name] = source
+        }
+        // A model with none of the store's entities is another model, not a new version: a
+        // migration would drop every table.
+        guard !sources.isEmpty || old.entities.isEmpty else {
+            throw CoherenceError(
+                .storeIncompatible,
+                "The store was made for another model: none of its entities (\(old.entities.map(\.name).sorted().joined(separator: ", "))) is in this model.",
+                store: store)
+        }
+        self.sources = sources
+    }
+
+    // MARK: Planning
+
+    /// The old stored attribute a new attribute takes its values from, for rows of `entity`.
+    func oldAttribute(_ a: AttributeDescription, of entity: EntityDescription) -> StoredSchema.Attribute? {
+        guard let source = sources[entity.name] else { return nil }
+        let all = old.allAttributes(of: source.name)
+        for name in [a.renamingIdentifier, a.name].compactMap({ $0 }) {
+            if let found = all.first(where: { $0.name == name }) { return found }
+        }
+        return nil
+    }
+
+    /// The old relationship a new relationship takes its pairs from, and whether they are reversed
+    /// (found through the inverse).
+    func oldRelationship(_ r: RelationshipDescription) -> (entity: String, relationship: StoredSchema.Relationship, reversed: Bool)? {
+        func find(_ r: RelationshipDescription) -> (String, StoredSchema.Relationship)? {
+            guard let owner = r.entity, let source = sources[owner.name] else { return nil }
+            let all = old.allRelationships(of: source.name)
+            for name in [r.renamingIdentifier, r.name].compactMap({ $0 }) {
+                if let found = all.first(where: { $0.relationship.name == name }) { return (found.declaredBy, found.relationship) }
+            }
+            return nil
+        }
+        if let (e, rel) = find(r) { return (e, rel, false) }
+        if let inverse = r.inverseRelationship, let (e, rel) = find(inverse) { return (e, rel, true) }
+        return nil
+    }
+
+    /// The pairs (source key, destination key) of an old relationship.
+    func pairs(of entity: String, _ r: StoredSchema.Relationship, reversed: Bool) -> PairsSource? {
+        let byName = old.entitiesByName
+        let (src, dst) = reversed ? ("dst", "src") : ("src", "dst")
+        switch r.storage {
+        case "fk":
+            guard let root = byName[entity]?.root else { return nil }
+            let column = generator.dialect.quote(r.name)
+            return PairsSource { table in
+                "SELECT Z_PK AS \(src), \(column) AS \(dst) FROM \(table(root)) WHERE \(column) IS NOT NULL"
+            }
+        case "inverse":
+            guard let inverse = r.inverse, let destination = byName[r.destination] else { return nil }
+            let column = generator.dialect.quote(inverse)
+            return PairsSource { table in
+                "SELECT \(column) AS \(src), Z_PK AS \(dst) FROM \(table(destination.root)) WHERE \(column) IS NOT NULL"
+            }
+        default:
+            guard let join = r.joinTable else { return nil }
+            let first = r.sourceIsFirst ?? true
+            let (a, b) = first ? ("Z_1", "Z_2") : ("Z_2", "Z_1")
+            return PairsSource { table in "SELECT \(a) AS \(src), \(b) AS \(dst) FROM \(table(join))" }
+        }
+    }
+
+    /// A SQL literal for a stored value.
+    static func literal(_ value: StoredValue) -> String {
+        switch value {
+        case .null: return "NULL"
+        case .integer(let v): return String(v)
+        case .real(let v): return v.isFinite ? "\(v)" : "NULL"
+        case .text(let s): return "'" + s.replacingOccurrences(of: "'", with: "''") + "'"
+        case .blob(let d): return "X'" + d.map { String(format: "%02X", $0) }.joined() + "'"
+        }
+    }
+
+    /// Plans every table of the new model, and the relationships whose pairs must be copied.
+    func plan() throws(CoherenceError) -> (tables: [TablePlan], pairs: [PairsSource]) {
+        var plans: [TablePlan] = []
+        var pairSources: [PairsSource] = []
+        let oldByName = old.entitiesByName
+        let roots = entities.filter { $0.superentity == nil }
+        for root in roots {
+            let hierarchy = SQLGenerator.hierarchy(of: root)
+            let oldRoots = Set(hierarchy.compactMap { sources[$0.name]?.root })
+            guard oldRoots.count <= 1 else {
+                throw CoherenceError(
+                    .migrationNotInferable,
+                    "The entities of '\(root.name)' come from the tables of \(oldRoots.sorted().joined(separator: " and ")), whose keys may collide.",
+                    entity: root.name, store: store)
+            }
+            let oldRoot = oldRoots.first
+            var numbers: [(old: Int, new: Int)] = []
+            for e in hierarchy {
+                if let s = sources[e.name] { numbers.append((s.number, e.entityNumber)) }
+            }
+            var columns: [(PropertyDescription, Source)] = []
+            for p in SQLGenerator.storedColumns(of: hierarchy) {
+                let owners = hierarchy.filter { $0.propertiesByName[p.name] === p }
+                if let a = p as? AttributeDescription {
+                    columns.append((p, try source(of: a, owners: owners, allEntities: owners.count == hierarchy.count)))
+                } else if let r = p as? RelationshipDescription {
+                    guard let (entity, rel, reversed) = oldRelationship(r) else {
+                        columns.append((p, .null))
+                        continue
+                    }
+                    if rel.storage == "fk" && !reversed {
+                        columns.append((p, .column(rel.name)))
+                    } else if let pairs = pairs(of: entity, rel, reversed: reversed) {
+                        columns.append((p, .pairs(pairSources.count)))
+                        pairSources.append(pairs)
+                    } else {
+                        columns.append((p, .null))
+                    }
+                }
+            }
+            let oldHierarchy = Set(old.entities.filter { $0.root == oldRoot }.map(\.name))
+            let sameEntities =
+                oldRoot == root.name && numbers.allSatisfy { $0.old == $0.new }
+                && oldHierarchy == Set(hierarchy.compactMap { sources[$0.name]?.name })
+            let oldColumns = oldRoot.map { r in
+                old.entities.filter { $0.root == r }.flatMap { e in
+                    e.attributes.map(\.name) + e.relationships.filter { $0.storage == "fk" }.map(\.name)
+                }
+            }
+            var mode = TablePlan.Mode.rebuild
+            if sameEntities, let oldColumns {
+                let kept = columns.prefix(oldColumns.count)
+                let keptUnchanged =
+                    kept.count == oldColumns.count
+                    && zip(kept, oldColumns).allSatisfy { pair in
+                        pair.0.1 == .column(pair.1) && pair.0.0.name == pair.1 && sameColumnType(pair.0.0, oldRoot: oldRoot, in: oldByName)
+                    }
+                let addedAreConstants = columns.dropFirst(oldColumns.count).allSatisfy { c in
+                    switch c.1 {
+                    case .null: return true
+                    case .expression(let sql): return !sql.contains("o.")
+                    default: return false
+                    }
+                }
+                if keptUnchanged && addedAreConstants {
+                    mode = columns.count == oldColumns.count ? .unchanged : .addColumns
+                }
+            }
+            plans.append(TablePlan(root: root, oldRoot: oldRoot, columns: columns, numbers: numbers, mode: mode))
+        }
+        return (plans, pairSources)
+    }
+
+    /// Whether a kept column's declared SQL type is the same as before.
+    private func sameColumnType(_ p: PropertyDescription, oldRoot: String?, in oldByName: [String: StoredSchema.Entity]) -> Bool {
+        guard let a = p as? AttributeDescription else { return true }
+        let oldType = old.entities.filter { $0.root == oldRoot }.flatMap(\.attributes).first { $0.name == a.name }?.type
+        guard let oldType, let type = AttributeType.named(oldType) else { return false }
+        return generator.dialect.columnType(type) == generator.dialect.columnType(a.type)
+    }
+
+    /// Where a new attribute's column takes its values: the old column (the same or a renamed
+    /// attribute), its default value, or nothing.
+    func source(of a: AttributeDescription, owners: [EntityDescription], allEntities: Bool) throws(CoherenceError) -> Source {
+        var oldNames = Set<String>()
+        var wasOptional = false
+        for e in owners {
+            guard let found = oldAttribute(a, of: e) else { continue }
+            guard let oldType = AttributeType.named(found.type), oldType.widens(to: a.type) else {
+                throw CoherenceError(
+                    .migrationNotInferable,
+                    "Attribute '\(e.name).\(a.name)' changes type from \(found.type) to \(a.type), which is not a widening (Integer 16 → 32 → 64, Float → Double).",
+                    entity: e.name, property: a.name, store: store)
+            }
+            oldNames.insert(found.name)
+            wasOptional = wasOptional || found.isOptional
+        }
+        guard oldNames.count <= 1 else {
+            throw CoherenceError(
+                .migrationNotInferable,
+                "Attribute '\(a.name)' takes its values from several old attributes (\(oldNames.sorted().joined(separator: ", "))).",
+                entity: a.entity?.name, property: a.name, store: store)
+        }
+        let defaultSQL = a.defaultValue.flatMap { $0.isNull ? nil : Self.literal($0) }
+        let column = oldNames.first.map { "o." + generator.dialect.quote($0) }
+        switch (column, defaultSQL) {
+        case (let column?, let d?) where !a.isOptional && wasOptional:
+            return .expression("COALESCE(\(column), \(d))")
+        case (_?, _):
+            return .column(oldNames.first ?? a.name)
+        case (nil, let d?):
+            if allEntities { return .expression(d) }
+            let numbers = owners.compactMap { sources[$0.name]?.number }.map(String.init).joined(separator: ", ")
+            return .expression("CASE WHEN o.Z_ENT IN (\(numbers)) THEN \(d) END")
+        case (nil, nil):
+            return .null
+        }
+    }
+
+    /// The SQL of a planned source over `o`, with `pairsTable` naming the pairs tables.
+    func sql(_ source: Source) -> String {
+        switch source {
+        case .null: return "NULL"
+        case .column(let name): return "o." + generator.dialect.quote(name)
+        case .expression(let sql): return sql
+        case .pairs(let i): return "(SELECT min(p.dst) FROM \(Self.pairsTable(i)) p WHERE p.src = o.Z_PK)"
+        }
+    }
+
+    static func pairsTable(_ i: Int) -> String { "\"\(oldPrefix)PAIRS_\(i)\"" }
+
+    // MARK: Running
+
+    /// Migrates the store on `c`, inside the caller's transaction (with foreign keys off).
+    /// Reports progress with rows as units (see `Progress`) and logs each table it copies.
+    /// - Returns: the number of rows copied.
+    @discardableResult
+    package func run(on c: SQLiteConnection) throws -> Int {
+        let (plans, pairSources) = try plan()
+        let q = generator.dialect.quote
+        let renamed = Set(
+            old.entities.map(\.root).filter { oldRoot in
+                !plans.contains { $0.mode != .rebuild && $0.root.name == oldRoot }
+            })
+        let oldJoinTables = Set(old.entities.flatMap { $0.relationships.compactMap(\.joinTable) })
+        func oldTable(_ name: String) -> String {
+            renamed.contains(name) || oldJoinTables.contains(name) ? q(Self.oldPrefix + name) : q(name)
+        }
+
+        // Required attributes without values, before anything is written.
+        for plan in plans {
+            guard let oldRoot = plan.oldRoot else { continue }
+            for (p, source) in plan.columns {
+                guard let a = p as? AttributeDescription, !a.isOptional else { continue }
+                let owners = SQLGenerator.hierarchy(of: plan.root).filter { $0.propertiesByName[a.name] === a && !$0.isAbstract }
+                // Values that cannot be nil need no look: an old required attribute's, or a default.
+                switch source {
+                case .column: if !owners.contains(where: { oldAttribute(a, of: $0)?.isOptional ?? true }) { continue }
+                case .expression(let sql): if !sql.contains("o.") || sql.hasPrefix("COALESCE") { continue }
+                default: break
+                }
+                let numbers = owners.compactMap { sources[$0.name]?.number }
+                guard !numbers.isEmpty else { continue }
+                let count =
+                    try c.prepare(
+                        "SELECT count(*) FROM \(q(oldRoot)) o WHERE o.Z_ENT IN (\(numbers.map(String.init).joined(separator: ", "))) AND (\(sql(source))) IS NULL"
+                    ).rows { $0.int64(0) }.first ?? 0
+                if count > 0 {
+                    throw CoherenceError(
+                        .migrationMissingValues,
+                        "Attribute '\(a.entity?.name ?? plan.root.name).\(a.name)' is required and has no default value, but \(count) existing row\(count == 1 ? "" : "s") have no value for it.",
+                        entity: a.entity?.name ?? plan.root.name, property: a.name, store: store)
+                }
+            }
+        }
+
+        var total: Int64 = 0
+        for plan in plans where plan.mode == .rebuild {
+            if let oldRoot = plan.oldRoot {
+                total += try c.prepare("SELECT count(*) FROM \(q(oldRoot))").rows { $0.int64(0) }.first ?? 0
+            }
+        }
+        // Rows are the units; a caller's current `Progress` (`becomeCurrent(withPendingUnitCount:)`)
+        // becomes its parent.
+        let progress = Progress(totalUnitCount: max(total, 1))
+        let counters = try c.prepare("SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY").rows { ($0.string(0), $0.int64(1)) }
+        let oldCounters = Dictionary(counters, uniquingKeysWith: { max($0, $1) })
+
+        // Old tables that change are renamed, without their indexes (the new ones take the names).
+        Self.stepHook?("rename")
+        for name in renamed.union(oldJoinTables).sorted() {
+            let indexes = try c.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL")
+            indexes.bind(name, at: 1)
+            for index in try indexes.rows({ $0.string(0) }) { try c.execute("DROP INDEX \(q(index))") }
+            try c.execute("ALTER TABLE \(q(name)) RENAME TO \(q(Self.oldPrefix + name))")
+        }
+        let schema = generator.createSchema(for: entities)
+        for statement in schema where statement.hasPrefix("CREATE TABLE ") {
+            try c.execute("CREATE TABLE IF NOT EXISTS " + statement.dropFirst("CREATE TABLE ".count))
+        }
+        for (i, pairs) in pairSources.enumerated() {
+            try c.execute("CREATE TABLE \(Self.pairsTable(i)) AS \(pairs.select(oldTable))")
+            try c.execute("CREATE INDEX \(q("\(Self.oldPrefix)PAIRS_\(i)_src")) ON \(Self.pairsTable(i)) (src)")
+        }
+
+        var copied: Int64 = 0
+        for plan in plans {
+            let table = q(plan.root.name)
+            switch plan.mode {
+            case .unchanged:
+                continue
+            case .addColumns:
+                Self.stepHook?("add \(plan.root.name)")
+                let info = try c.prepare("SELECT name FROM pragma_table_info(?)")
+                info.bind(plan.root.name, at: 1)
+                let existing = Set(try info.rows { $0.string(0) })
+                for (p, source) in plan.columns where !existing.contains(p.name) {
+                    // A constant for every row of the table (see `plan()`): the column's default.
+                    let type = (p as? AttributeDescription).map { generator.dialect.columnType($0.type) } ?? "INTEGER"
+                    let value = sql(source)
+                    let defaultClause = value == "NULL" ? "" : " DEFAULT \(value)"
+                    try c.execute("ALTER TABLE \(table) ADD COLUMN \(q(p.name)) \(type)\(defaultClause)")
+                }
+            case .rebuild:
+                guard let oldRoot = plan.oldRoot, !plan.numbers.isEmpty else { continue }
+                Self.stepHook?("copy \(plan.root.name)")
+                CoherenceLogging.log(.info, "migration", "Copying the rows of \(oldRoot) into \(plan.root.name) (\(store))")
+                let entityCase =
+                    "CASE o.Z_ENT " + plan.numbers.map { "WHEN \($0.old) THEN \($0.new)" }.joined(separator: " ") + " END"
+                let names = ["Z_PK", "Z_ENT", "Z_OPT"] + plan.columns.map { q($0.property.name) }
+                let values = ["o.Z_PK", entityCase, "o.Z_OPT"] + plan.columns.map { sql($0.source) }
+                let oldNumbers = plan.numbers.map { String($0.old) }.joined(separator: ", ")
+                try c.execute(
+                    "INSERT INTO \(table) (\(names.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(oldTable(oldRoot)) o WHERE o.Z_ENT IN (\(oldNumbers))"
+                )
+                copied += Int64(c.changes)
+                progress.completedUnitCount = copied
+                CoherenceLogging.log(.info, "migration", "Copied \(c.changes) rows into \(plan.root.name)")
+            }
+        }
+
+        // Join tables, from the pairs of the relationships they keep.
+        var filled = Set<String>()
+        for e in entities {
+            for r in e.relationships where r.entity === e && !r.isTransient {
+                guard case .joinTable(let name, let sourceIsFirst) = r.storage, filled.insert(name).inserted,
+                    let (entity, rel, reversed) = oldRelationship(r),
+                    let pairs = pairs(of: entity, rel, reversed: reversed)
+                else { continue }
+                guard let destination = r.destinationEntity else { continue }
+                // Pairs whose rows are gone (an entity removed) are left out.
+                let (first, second) = sourceIsFirst ? ("src", "dst") : ("dst", "src")
+                try c.execute(
+                    """
+                    INSERT OR IGNORE INTO \(q(name)) (Z_1, Z_2) SELECT \(first), \(second) FROM (\(pairs.select(oldTable))) \
+                    WHERE src IN (SELECT Z_PK FROM \(q(e.rootEntity.name))) AND dst IN (SELECT Z_PK FROM \(q(destination.rootEntity.name)))
+                    """)
+            }
+        }
+
+        try checkUniqueness(on: c)
+        Self.stepHook?("indexes")
+        var indexNames = Set<String>()
+        for statement in schema where !statement.hasPrefix("CREATE TABLE ") {
+            let sql = statement.replacingOccurrences(of: "CREATE INDEX ", with: "CREATE INDEX IF NOT EXISTS ")
+                .replacingOccurrences(of: "CREATE UNIQUE INDEX ", with: "CREATE UNIQUE INDEX IF NOT EXISTS ")
+            try c.execute(sql)
+            if let name = Self.indexName(in: statement) { indexNames.insert(name) }
+        }
+        // Indexes the new model no longer has.
+        let tables = Set(plans.map(\.root.name))
+        for (index, table) in try c.prepare("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+            .rows({ ($0.string(0), $0.string(1)) })
+        where tables.contains(table) && !indexNames.contains(index) {
+            try c.execute("DROP INDEX \(q(index))")
+        }
+
+        Self.stepHook?("drop")
+        for i in pairSources.indices { try c.execute("DROP TABLE \(Self.pairsTable(i))") }
+        for name in oldJoinTables.sorted() { try c.execute("DROP TABLE IF EXISTS \(q(Self.oldPrefix + name))") }
+        for name in renamed.sorted() { try c.execute("DROP TABLE IF EXISTS \(q(Self.oldPrefix + name))") }
+
+        // Primary-key counters, by the new numbers of the roots.
+        try c.execute("DELETE FROM Z_PRIMARYKEY")
+        let insertCounter = try c.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, ?)")
+        for plan in plans {
+            let stored = plan.oldRoot.flatMap { oldCounters[$0] } ?? 0
+            let largest = try c.prepare("SELECT coalesce(max(Z_PK), 0) FROM \(q(plan.root.name))").rows { $0.int64(0) }.first ?? 0
+            insertCounter.bind(Int64(plan.root.entityNumber), at: 1)
+            insertCounter.bind(plan.root.name, at: 2)
+            insertCounter.bind(max(stored, largest), at: 3)
+            try insertCounter.execute()
+            insertCounter.reset()
+        }
+        progress.completedUnitCount = progress.totalUnitCount
+        return Int(copied)
+    }
+
+    /// The quoted name of the index a `CREATE [UNIQUE] INDEX` statement makes.
+    static func indexName(in statement: String) -> String? {
+        guard let start = statement.firstIndex(of: "\""), let on = statement.range(of: "\" ON ") else { return nil }
+        return String(statement[statement.index(after: start)..<on.lowerBound]).replacingOccurrences(of: "\"\"", with: "\"")
+    }
+
+    /// Throws when rows violate a uniqueness constraint of the new model, naming the duplicates.
+    func checkUniqueness(on c: SQLiteConnection) throws {
+        let q = generator.dialect.quote
+        for e in entities {
+            for constraint in e.uniquenessConstraints {
+                let columns = constraint.compactMap { e.propertiesByName[$0] }.map { q($0.name) }
+                guard columns.count == constraint.count else { continue }
+                let numbers = e.descendantNumbers.map(String.init).joined(separator: ", ")
+                let notNull = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+                let sql = """
+                    SELECT \(columns.map { "quote(\($0))" }.joined(separator: " || ', ' || ")), count(*) FROM \(q(e.rootEntity.name)) \
+                    WHERE Z_ENT IN (\(numbers)) AND \(notNull) GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 10
+                    """
+                let duplicates = try c.prepare(sql).rows { "(\($0.string(0))) × \($0.int64(1))" }
+                if !duplicates.isEmpty {
+                    throw CoherenceError(
+                        .migrationUniquenessViolated,
+                        "Existing rows of '\(e.name)' violate its uniqueness constraint [\(constraint.joined(separator: ", "))]: \(duplicates.joined(separator: "; ")).",
+                        entity: e.name, property: constraint.first, store: store)
+                }
+            }
+        }
+    }
+}
