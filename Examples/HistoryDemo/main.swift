@@ -233,4 +233,6 @@ say(
     "History: \(history.map { "#\($0.token.transactionNumber) \($0.author ?? "?") (\($0.changes?.count ?? 0) changes)" }.joined(separator: ", "))"
 )
 say("The second process exited with status 0; done.")
+// Detach the store (which stops its remote-change watcher) before its directory goes.
+for attached in me.coordinator.persistentStores { try me.coordinator.remove(attached) }
 try? FileManager.default.removeItem(at: directory)
