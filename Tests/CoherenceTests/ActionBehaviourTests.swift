@@ -64,7 +64,7 @@ struct ActTimeout: Error {}
 
 /// Waits for a semaphore on a thread of its own (never on the cooperative pool); false after
 /// `seconds` (a guard so a broken rule fails instead of hanging, not a timing assertion).
-func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Double = 20) async -> Bool {
+func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Double = 50) async -> Bool {
     await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
         Thread { c.resume(returning: semaphore.wait(timeout: .now() + seconds) == .success) }.start()
     }
