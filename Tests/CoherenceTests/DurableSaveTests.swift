@@ -194,6 +194,38 @@ struct DurableSaveTests {
         #expect(try h.memosOnDisk() == ["from the background"])
     }
 
+    /// With IndirectNested a background save queues a view-context save; that save stays
+    /// pending for a detach until it has pushed into the root context. Forced: the queued save
+    /// is held in the view context's will-save notification while the count is read (it used to
+    /// be zero there, and a detach then removed the store before the root wrote).
+    @Test func aQueuedViewSaveIsPendingUntilItHasFinished() async throws {
+        let dir = try TemporaryDirectory()
+        let h = try DurableHarness(.indirectNested, in: dir)
+        let connect = try #require(h.connect as? GenericConnect<ContextStrategy.IndirectNested>)
+        let reached = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let held = LockedValue(false)
+        let observer = NotificationCenter.default.addObserver(
+            forName: ManagedObjectContext.willSaveNotification, object: h.view, queue: nil
+        ) { _ in
+            let first = held.withLock { f -> Bool in
+                defer { f = true }; return !f
+            }
+            if first {
+                reached.signal()
+                proceed.wait()
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try await h.saveInBackground("queued")
+        #expect(await waitOffPool(reached))
+        #expect(!connect.strategy.viewSaves.isEmpty)
+        proceed.signal()
+        try connect.detach(persistentStore: h.userStore)
+        #expect(connect.strategy.viewSaves.isEmpty)
+        #expect(try h.memosOnDisk() == ["queued"])
+    }
+
     /// With IndirectNested a background save queues a view-context save on the main queue; a
     /// detach on the main actor cannot wait for that queue, so it runs the save itself.
     @Test(arguments: StrategyKind.allCases)

@@ -43,7 +43,9 @@ final class QueuedParentSaves: Sendable {
     private let count = LockedValue(0)
 
     func enqueued() { count.withLock { $0 += 1 } }
-    func started() { count.withLock { $0 -= 1 } }
+    /// Called when a queued save has finished (its changes are in the parent's parent, or it
+    /// failed): until then a drain must wait for it.
+    func finished() { count.withLock { $0 -= 1 } }
     var isEmpty: Bool { count.withLock { $0 == 0 } }
 
     /// Makes sure the saves queued on `context` so far have run: waits for its queue, or, on its
@@ -244,7 +246,10 @@ public enum ContextStrategy {
             guard let parent else { return }
             queued?.enqueued()
             parent.perform {
-                queued?.started()
+                // Counted until the save is over: a drain that found the count at zero while
+                // this save was still pushing into the root context would let a detach remove
+                // the store before the root wrote (a lost save).
+                defer { queued?.finished() }
                 do { try parent.save() } catch { errorHandler(error) }
             }
         }
