@@ -54,7 +54,10 @@ let package = Package(
             name: "CoherenceTests",
             dependencies: ["Coherence"],
             path: "Tests/CoherenceTests",
-            resources: [.copy("Resources/HR.xcdatamodeld")]
+            resources: [
+                .copy("Resources/HR.xcdatamodeld"),
+                .copy("Resources/Roster.xcdatamodeld")
+            ]
         )
     ],
     swiftLanguageModes: [.v6]
