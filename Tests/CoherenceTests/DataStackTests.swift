@@ -178,6 +178,34 @@ struct DataStackTests {
         #expect(try Self.students(second) == ["0 Second -"])
     }
 
+    /// A testing stack's test name defaults to the calling function and is one path component.
+    @Test func testingStackDirectoryNames() throws {
+        let named = try TestingStack(RosterModel.self, bundle: .module, testName: "a/b")
+        #expect(named.directoryLocation.deletingLastPathComponent().lastPathComponent == "a_b")
+        #expect(named.directoryLocation.lastPathComponent == named.fileID.uuidString)
+        let unnamed = try TestingStack(RosterModel.self, bundle: .module)
+        #expect(unnamed.directoryLocation.deletingLastPathComponent().lastPathComponent == "testingStackDirectoryNames()")
+        #expect(unnamed.viewContext.author() == .viewContext)
+    }
+
+    /// An app's own stack type around a GenericConnect gets the named, authored view context
+    /// and background contexts.
+    @Test func anAppsOwnDataStack() throws {
+        struct AppStack: DataStack {
+            let container: any PersistentStack
+            let mainContextAuthor: TransactionAuthor
+        }
+        let connect = GenericConnect<ContextStrategy.Mixed>(name: "Roster", managedObjectModel: RosterModel.model)
+        try connect.attachPersistentStore(for: StoreConfiguration(type: .inMemory))
+        let stack = AppStack(container: connect, mainContextAuthor: "app")
+        #expect(stack.viewContext === connect.viewContext)
+        #expect(connect.viewContext.name == "ViewContext")
+        #expect(connect.viewContext.transactionAuthor == "app")
+        let importer = try stack.backgroundContext(author: "importer")
+        #expect(importer.name == "importer" && importer.transactionAuthor == "importer")
+        #expect(importer.parent == nil)
+    }
+
     /// Tests running in parallel, each with a testing stack of the same test name, see only
     /// their own objects.
     @Test(arguments: 1...4) func testingStacksInParallelTests(count: Int) throws {
