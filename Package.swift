@@ -46,6 +46,9 @@ let package = Package(
         .executableTarget(name: "HistoryDemo", dependencies: ["Coherence"], path: "Examples/HistoryDemo"),
         .executableTarget(name: "HistoryKitDemo", dependencies: ["Coherence"], path: "Examples/HistoryKitDemo"),
         .executableTarget(name: "MigrationDemo", dependencies: ["Coherence"], path: "Examples/MigrationDemo"),
+        .executableTarget(
+            name: "DataStackDemo", dependencies: ["Coherence"], path: "Examples/DataStackDemo",
+            resources: [.copy("School.xcdatamodeld")]),
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         // An author process for the history-kit tests (launched by them; not a product).
@@ -54,7 +57,10 @@ let package = Package(
             name: "CoherenceTests",
             dependencies: ["Coherence"],
             path: "Tests/CoherenceTests",
-            resources: [.copy("Resources/HR.xcdatamodeld")]
+            resources: [
+                .copy("Resources/HR.xcdatamodeld"),
+                .copy("Resources/Roster.xcdatamodeld")
+            ]
         )
     ],
     swiftLanguageModes: [.v6]
