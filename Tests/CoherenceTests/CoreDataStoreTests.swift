@@ -193,4 +193,242 @@ struct CoreDataStoreTests {
         #expect(error.code == .storeLayoutMismatch)
         #expect(error.message.contains("Z_PRIMARYKEY") && error.entityName == "Teacher")
     }
+
+    // MARK: Core Data-layout stores built with SQL
+
+    /// Makes a store in Core Data's layout at `url`: its metadata tables (a binary property list
+    /// as Core Data writes), `Z_PRIMARYKEY` rows (number, name, parent, max) and `statements`.
+    static func makeCoreDataStore(at url: URL, entities: [(Int, String, Int, Int)], _ statements: [String]) throws {
+        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
+        try c.execute("CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
+        try c.execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        try c.execute("CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
+        for (number, name, parent, max) in entities {
+            try c.execute("INSERT INTO Z_PRIMARYKEY VALUES (\(number), '\(name)', \(parent), \(max))")
+        }
+        let hashes = Dictionary(uniqueKeysWithValues: entities.map { ($0.1, Data(repeating: UInt8($0.0), count: 32)) })
+        let plist: [String: Any] = [
+            "NSStoreType": "SQLite", "NSStoreModelVersionHashes": hashes, "NSStoreModelVersionHashesVersion": 3,
+            "NSStoreModelVersionIdentifiers": [""]
+        ]
+        let insert = try c.prepare("INSERT INTO Z_METADATA VALUES (1, ?, ?)")
+        insert.bind(UUID().uuidString, at: 1)
+        insert.bind(try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0), at: 2)
+        try insert.execute()
+        for sql in statements { try c.execute(sql) }
+    }
+
+    /// Authors, books and tags: to-one, to-many and many-to-many, numbered as Core Data might
+    /// (Book 1, Tag 2, Author 3: not the model's order).
+    static func libraryModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Author",
+                properties: [
+                    AttributeDescription(name: "name", type: .string),
+                    RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true)
+                ]),
+            EntityDescription(
+                name: "Book",
+                properties: [
+                    AttributeDescription(name: "title", type: .string),
+                    AttributeDescription(name: "published", type: .date, isOptional: true),
+                    AttributeDescription(name: "price", type: .decimal, isOptional: true),
+                    AttributeDescription(name: "code", type: .uuid, isOptional: true),
+                    RelationshipDescription(name: "author", destination: "Author", inverse: "books"),
+                    RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true)
+                ]),
+            EntityDescription(
+                name: "Tag",
+                properties: [
+                    AttributeDescription(name: "name", type: .string),
+                    RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)
+                ])
+        ])
+    }
+
+    static let earthseaCode = UUID(uuidString: "0F8FAD5B-D9CB-469F-A165-70867728950E")!
+
+    static func makeLibrary(at url: URL) throws {
+        let code = withUnsafeBytes(of: earthseaCode.uuid) { $0.map { String(format: "%02X", $0) }.joined() }
+        try makeCoreDataStore(
+            at: url, entities: [(1, "Book", 0, 2), (2, "Tag", 0, 2), (3, "Author", 0, 1)],
+            [
+                "CREATE TABLE ZAUTHOR (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR)",
+                """
+                CREATE TABLE ZBOOK (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZAUTHOR INTEGER, ZPUBLISHED TIMESTAMP, \
+                ZPRICE DECIMAL, ZCODE BLOB, ZTITLE VARCHAR)
+                """,
+                "CREATE INDEX ZBOOK_ZAUTHOR_INDEX ON ZBOOK (ZAUTHOR)",
+                "CREATE TABLE ZTAG (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR)",
+                "CREATE TABLE Z_1TAGS (Z_1BOOKS INTEGER, Z_2TAGS INTEGER, PRIMARY KEY (Z_1BOOKS, Z_2TAGS))",
+                "CREATE INDEX Z_1TAGS_Z_2TAGS_INDEX ON Z_1TAGS (Z_2TAGS, Z_1BOOKS)",
+                "INSERT INTO ZAUTHOR VALUES (1, 3, 1, 'Ursula')",
+                "INSERT INTO ZBOOK VALUES (1, 1, 1, 1, 100000.0, 12.5, X'\(code)', 'Earthsea')",
+                "INSERT INTO ZBOOK VALUES (2, 1, 3, 1, NULL, 9, NULL, 'Lathe')",
+                "INSERT INTO ZTAG VALUES (1, 2, 1, 'fantasy'), (2, 2, 1, 'classic')",
+                "INSERT INTO Z_1TAGS VALUES (1, 1), (1, 2), (2, 2)"
+            ])
+    }
+
+    static func names(_ objects: [ManagedObject], _ key: String = "name") -> Set<String> {
+        Set(objects.compactMap { (try? $0.value(forKey: key)) as? String })
+    }
+
+    @Test func readsRelationshipsAndValuesOfACoreDataLayout() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("library.sqlite")
+        try Self.makeLibrary(at: url)
+        try withMigrationStore(try Self.libraryModel(), at: url) { context in
+            let authors = try context.fetch(FetchRequest<ManagedObject>(entityName: "Author"))
+            #expect(authors.count == 1)
+            let books = try #require(authors.first).related("books")
+            #expect(Self.names(books, "title") == ["Earthsea", "Lathe"])
+            let earthsea = try #require(books.first { (try? $0.value(forKey: "title")) as? String == "Earthsea" })
+            #expect(Self.names(earthsea.related("tags")) == ["fantasy", "classic"])
+            #expect(try earthsea.value(forKey: "published") as? Date == Date(timeIntervalSinceReferenceDate: 100000))
+            #expect(try earthsea.value(forKey: "price") as? Decimal == Decimal(string: "12.5"))
+            #expect(try earthsea.value(forKey: "code") as? UUID == Self.earthseaCode)
+            let tags = try context.fetch(FetchRequest<ManagedObject>(entityName: "Tag"))
+            let classic = try #require(tags.first { $0.nameValue == "classic" })
+            #expect(Self.names(classic.related("books"), "title") == ["Earthsea", "Lathe"])
+            #expect(earthsea.related("author").first?.nameValue == "Ursula")
+        }
+    }
+
+    @Test func writesRelationshipsInCoreDataLayout() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("library.sqlite")
+        try Self.makeLibrary(at: url)
+        let model = try Self.libraryModel()
+        try withMigrationStore(model, at: url) { context in
+            let books = try context.fetch(FetchRequest<ManagedObject>(entityName: "Book"))
+            let lathe = try #require(books.first { (try? $0.value(forKey: "title")) as? String == "Lathe" })
+            let ursula = try #require(lathe.related("author").first)
+            let sf = try insertObject(context, "Tag", ["name": "sf"])
+            lathe.relate("tags", to: lathe.related("tags") + [sf])
+            let dispossessed = try insertObject(
+                context, "Book",
+                ["title": "Dispossessed", "price": Decimal(string: "10.25"), "published": Date(timeIntervalSinceReferenceDate: 5)])
+            dispossessed.relate("author", to: [ursula])
+            dispossessed.relate("tags", to: [sf])
+            try context.save()
+        }
+        try withMigrationStore(model, at: url) { context in
+            let tags = try context.fetch(FetchRequest<ManagedObject>(entityName: "Tag"))
+            let sf = try #require(tags.first { $0.nameValue == "sf" })
+            #expect(Self.names(sf.related("books"), "title") == ["Lathe", "Dispossessed"])
+            let author = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Author")).first)
+            #expect(Self.names(author.related("books"), "title") == ["Earthsea", "Lathe", "Dispossessed"])
+            let dispossessed = try #require(author.related("books").first { (try? $0.value(forKey: "title")) as? String == "Dispossessed" })
+            #expect(try dispossessed.value(forKey: "price") as? Decimal == Decimal(string: "10.25"))
+        }
+        // As Core Data keeps them: keys in Z_1TAGS, counters, the book's entity number and author.
+        #expect(
+            try Self.query(url, "SELECT Z_1BOOKS, Z_2TAGS FROM Z_1TAGS WHERE Z_2TAGS = 3 ORDER BY Z_1BOOKS") == [["2", "3"], ["3", "3"]])
+        #expect(
+            try Self.query(url, "SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT") == [["Book", "3"], ["Tag", "3"], ["Author", "1"]])
+        let book = try Self.query(url, "SELECT Z_ENT, Z_OPT, ZAUTHOR, ZPUBLISHED = 5.0 FROM ZBOOK WHERE Z_PK = 3")
+        #expect(book == [["1", "1", "1", "1"]])
+        #expect(try Self.query(url, "SELECT Z_ENT FROM ZTAG WHERE Z_PK = 3") == [["2"]])
+    }
+
+    /// Animals (abstract) with cats and dogs in one table; owners with a pet (to-one to the
+    /// parent, with Core Data's entity column) and a passport (one-to-one, stored on both sides).
+    static func zooModel() throws -> ManagedObjectModel {
+        try ManagedObjectModel(entities: [
+            EntityDescription(name: "Animal", isAbstract: true, properties: [AttributeDescription(name: "name", type: .string)]),
+            EntityDescription(
+                name: "Cat", superentity: "Animal",
+                properties: [AttributeDescription(name: "lives", type: .integer16, defaultValue: Int16(9))]),
+            EntityDescription(
+                name: "Dog", superentity: "Animal", properties: [AttributeDescription(name: "breed", type: .string, isOptional: true)]),
+            EntityDescription(
+                name: "Owner",
+                properties: [
+                    AttributeDescription(name: "name", type: .string),
+                    RelationshipDescription(name: "pet", destination: "Animal"),
+                    RelationshipDescription(name: "passport", destination: "Passport", inverse: "owner")
+                ]),
+            EntityDescription(
+                name: "Passport",
+                properties: [
+                    AttributeDescription(name: "number", type: .string),
+                    RelationshipDescription(name: "owner", destination: "Owner", inverse: "passport")
+                ])
+        ])
+    }
+
+    static func makeZoo(at url: URL) throws {
+        try makeCoreDataStore(
+            at: url, entities: [(1, "Animal", 0, 2), (2, "Cat", 1, 0), (3, "Dog", 1, 0), (4, "Owner", 0, 1), (5, "Passport", 0, 1)],
+            [
+                "CREATE TABLE ZANIMAL (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZLIVES INTEGER, ZBREED VARCHAR, ZNAME VARCHAR)",
+                "CREATE TABLE ZOWNER (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZPASSPORT INTEGER, ZPET INTEGER, Z1_PET INTEGER, ZNAME VARCHAR)",
+                "CREATE TABLE ZPASSPORT (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZOWNER INTEGER, ZNUMBER VARCHAR)",
+                "INSERT INTO ZANIMAL VALUES (1, 2, 1, 9, NULL, 'Tom'), (2, 3, 1, NULL, 'lab', 'Rex')",
+                "INSERT INTO ZOWNER VALUES (1, 4, 1, 1, 2, 3, 'Ann')",
+                "INSERT INTO ZPASSPORT VALUES (1, 5, 1, 1, 'X1')"
+            ])
+    }
+
+    @Test func readsAndWritesSubentitiesInTheirRootsTable() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("zoo.sqlite")
+        try Self.makeZoo(at: url)
+        let model = try Self.zooModel()
+        try withMigrationStore(model, at: url) { context in
+            let animals = try context.fetch(FetchRequest<ManagedObject>(entityName: "Animal"))
+            #expect(Set(animals.map { "\($0.entity.name) \($0.nameValue)" }) == ["Cat Tom", "Dog Rex"])
+            #expect(try context.fetch(FetchRequest<ManagedObject>(entityName: "Dog")).map(\.nameValue) == ["Rex"])
+            let tom = try #require(animals.first { $0.nameValue == "Tom" })
+            #expect(try tom.value(forKey: "lives") as? Int16 == 9)
+            let ann = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Owner")).first)
+            #expect(ann.related("pet").map { "\($0.entity.name) \($0.nameValue)" } == ["Dog Rex"])
+            let passport = try #require(ann.related("passport").first)
+            #expect(try passport.value(forKey: "number") as? String == "X1")
+            #expect(passport.related("owner").first === ann)
+
+            try insertObject(context, "Dog", ["name": "Fido"])
+            let bob = try insertObject(context, "Owner", ["name": "Bob"])
+            bob.relate("pet", to: [tom])
+            let y2 = try insertObject(context, "Passport", ["number": "Y2"])
+            bob.relate("passport", to: [y2])
+            try context.save()
+        }
+        try withMigrationStore(model, at: url) { context in
+            #expect(Self.names(try context.fetch(FetchRequest<ManagedObject>(entityName: "Dog"))) == ["Rex", "Fido"])
+            let owners = try context.fetch(FetchRequest<ManagedObject>(entityName: "Owner"))
+            let bob = try #require(owners.first { $0.nameValue == "Bob" })
+            #expect(bob.related("pet").map(\.nameValue) == ["Tom"])
+        }
+        // The dog's row has Dog's number and a key from Animal's counter; Bob's pet column has
+        // the cat's entity number beside its key; Bob's passport names him too (both sides).
+        #expect(try Self.query(url, "SELECT Z_PK, Z_ENT FROM ZANIMAL WHERE ZNAME = 'Fido'") == [["3", "3"]])
+        #expect(try Self.query(url, "SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT").map { $0[1] } == ["3", "0", "0", "2", "2"])
+        #expect(try Self.query(url, "SELECT ZPET, Z1_PET, ZPASSPORT FROM ZOWNER WHERE ZNAME = 'Bob'") == [["1", "2", "2"]])
+        #expect(try Self.query(url, "SELECT ZOWNER FROM ZPASSPORT ORDER BY Z_PK") == [["1"], ["2"]])
+    }
+
+    @Test func parentOtherThanTheModelsIsATypedError() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("zoo.sqlite")
+        try Self.makeZoo(at: url)
+        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
+        try c.execute("UPDATE Z_PRIMARYKEY SET Z_SUPER = 0 WHERE Z_NAME = 'Dog'")
+        try c.execute("PRAGMA journal_mode=DELETE")
+        let error = try #require(try Self.refusal(try Self.zooModel(), at: url))
+        #expect(error.code == .storeLayoutMismatch && error.entityName == "Dog" && error.message.contains("Z_SUPER"))
+    }
+
+    @Test func missingJoinTableIsATypedErrorNamingIt() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("library.sqlite")
+        try Self.makeLibrary(at: url)
+        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
+        try c.execute("DROP TABLE Z_1TAGS")
+        try c.execute("PRAGMA journal_mode=DELETE")
+        let error = try #require(try Self.refusal(try Self.libraryModel(), at: url))
+        #expect(error.code == .storeLayoutMismatch && error.message.contains("Z_1TAGS") && error.propertyName == "tags")
+    }
 }
