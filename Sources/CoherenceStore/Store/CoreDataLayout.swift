@@ -79,6 +79,83 @@ package enum CoreDataLayout {
         return (uuid, dictionary)
     }
 
+    // MARK: Migrating
+
+    /// Renames the tables and columns of `naming` (a store's Core Data names, recorded with
+    /// `schema`) to the names Coherence gives them, so that an ``InferredMigration`` from
+    /// `schema` can run (inside the caller's transaction). Columns the model does not use
+    /// (Core Data's second side of a one-to-one, entity columns) keep their names.
+    static func useModelNames(_ naming: SQLNaming, schema: StoredSchema, _ c: SQLiteConnection) throws {
+        let q = SQLDialect.sqlite.quote
+        let byName = schema.entitiesByName
+        for (root, table) in naming.tables.sorted(by: { $0.key < $1.key }) {
+            try c.execute("ALTER TABLE \(q(table)) RENAME TO \(q(root))")
+        }
+        for e in schema.entities {
+            let stored = e.attributes.map(\.name) + e.relationships.filter { $0.storage == "fk" }.map(\.name)
+            for property in stored {
+                guard let column = naming.columns[e.name + "." + property], let root = byName[e.name]?.root else { continue }
+                try c.execute("ALTER TABLE \(q(root)) RENAME COLUMN \(q(column)) TO \(q(property))")
+            }
+        }
+        for (name, join) in naming.joinTables.sorted(by: { $0.key < $1.key }) {
+            try c.execute("ALTER TABLE \(q(join.table)) RENAME TO \(q(name))")
+            try c.execute("ALTER TABLE \(q(name)) RENAME COLUMN \(q(join.first)) TO Z_1")
+            try c.execute("ALTER TABLE \(q(name)) RENAME COLUMN \(q(join.second)) TO Z_2")
+        }
+    }
+
+    /// Gives the tables and columns of `entities`, as Coherence made them, Core Data's names
+    /// (see the rules above), numbering entities as the model does, and writes `Z_PRIMARYKEY`
+    /// with every entity, its parent and the roots' counters (inside the caller's transaction).
+    static func useCoreDataNames(_ entities: [EntityDescription], _ c: SQLiteConnection) throws {
+        let q = SQLDialect.sqlite.quote
+        for root in entities where root.superentity == nil {
+            let table = "Z" + root.name.uppercased()
+            try c.execute("ALTER TABLE \(q(root.name)) RENAME TO \(q(table))")
+            var taken = Set<String>()
+            for e in SQLGenerator.hierarchy(of: root).sorted(by: { $0.entityNumber < $1.entityNumber }) {
+                for p in e.ownProperties where e.storedProperties.contains(where: { $0 === p }) {
+                    let base = "Z" + p.name.uppercased()
+                    var name = base
+                    var suffix = 1
+                    while taken.contains(name) {
+                        name = base + String(suffix)
+                        suffix += 1
+                    }
+                    taken.insert(name)
+                    try c.execute("ALTER TABLE \(q(table)) RENAME COLUMN \(q(p.name)) TO \(q(name))")
+                }
+            }
+        }
+        for e in entities {
+            for case let r as RelationshipDescription in e.ownProperties where !r.isTransient {
+                guard case .joinTable(let name, true) = r.storage, let destination = r.destinationEntity else { continue }
+                let inverse = r.inverseRelationship
+                let source = e.entityNumber, target = (inverse?.entity ?? destination).entityNumber
+                let first = "Z_\(source)\((inverse?.name ?? e.name).uppercased())"
+                var second = "Z_\(target)\(r.name.uppercased())"
+                if second == first { second += "1" }
+                let table = "Z_\(source)\(r.name.uppercased())"
+                try c.execute("ALTER TABLE \(q(name)) RENAME TO \(q(table))")
+                try c.execute("ALTER TABLE \(q(table)) RENAME COLUMN Z_1 TO \(q(first))")
+                try c.execute("ALTER TABLE \(q(table)) RENAME COLUMN Z_2 TO \(q(second))")
+            }
+        }
+        let counters = Dictionary(
+            try c.prepare("SELECT Z_ENT, Z_MAX FROM Z_PRIMARYKEY").rows { (Int($0.int64(0)), $0.int64(1)) }, uniquingKeysWith: max)
+        try c.execute("DELETE FROM Z_PRIMARYKEY")
+        let insert = try c.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, ?)")
+        for e in entities {
+            insert.bind(Int64(e.entityNumber), at: 1)
+            insert.bind(e.name, at: 2)
+            insert.bind(Int64(e.superentity?.entityNumber ?? 0), at: 3)
+            insert.bind(e.superentity == nil ? counters[e.entityNumber] ?? 0 : 0, at: 4)
+            try insert.execute()
+            insert.reset()
+        }
+    }
+
     // MARK: Mapping
 
     /// Maps `entities` (whole hierarchies) onto the store's tables.
@@ -97,7 +174,7 @@ package enum CoreDataLayout {
         case .double, .float: return d.contains("FLOAT") || d.contains("REAL") || d.contains("DOUB")
         case .date: return d.contains("TIMESTAMP") || d.contains("REAL") || d.contains("FLOAT") || d.contains("DATE")
         case .string, .uri: return d.contains("CHAR") || d.contains("TEXT") || d.contains("CLOB")
-        case .decimal: return d.contains("DECIMAL") || d.contains("NUMERIC")
+        case .decimal: return d.contains("DECIMAL") || d.contains("NUMERIC") || d.contains("TEXT")
         case .binaryData, .uuid, .transformable: return d.contains("BLOB")
         }
     }

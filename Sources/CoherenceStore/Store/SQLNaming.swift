@@ -7,11 +7,11 @@ import Foundation
 /// has names and numbers of its own (`ZSTUDENT`, `ZNAME`, `Z_1TAGS`, the `Z_ENT` numbers of
 /// `Z_PRIMARYKEY`), which ``CoreDataLayout`` reads from the file and records here; every name
 /// the generator writes into SQL goes through this value.
-package struct SQLNaming: Sendable {
+package struct SQLNaming: Sendable, Codable {
     /// A join table and its two key columns: `first` holds the keys of the side whose
     /// relationship is first (``RelationshipStorage/joinTable(name:sourceIsFirst:)``'s
     /// `sourceIsFirst`), `second` the other side's.
-    package struct JoinTable: Sendable, Equatable {
+    package struct JoinTable: Sendable, Equatable, Codable {
         package var table: String
         package var first: String
         package var second: String
@@ -31,6 +31,28 @@ package struct SQLNaming: Sendable {
     /// save that wrote rows: the entity column of a to-one relationship (`Z3_OWNER`) and the
     /// second foreign key of a one-to-one relationship, which Core Data stores on both sides.
     package var upkeep: [String] = []
+
+    /// What a store records of its names (``json``): tables, columns and join tables.
+    enum CodingKeys: String, CodingKey {
+        case tables, columns, joinTables
+    }
+
+    /// The names as recorded in a store's metadata.
+    package var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// Names read back from a store's metadata (nil when missing or unreadable).
+    package init?(json: String?) {
+        guard let json, let decoded = try? JSONDecoder().decode(SQLNaming.self, from: Data(json.utf8)) else { return nil }
+        self = decoded
+        isCoreData = true
+    }
+
+    /// Names to fill in.
+    package init() {}
 
     /// Coherence's own layout: names are the model's.
     package static let coherence = SQLNaming()

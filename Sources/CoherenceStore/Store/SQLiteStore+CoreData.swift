@@ -22,16 +22,38 @@ extension SQLiteStore {
                 "The store records persistent history; open it with StoreOptions.persistentHistoryTracking on (it was left as it was).",
                 store: path)
         }
-        let recorded = metadata["modelVersionHash"]
-        if let recorded, recorded != expectedHash {
-            let why =
-                migratesAutomatically
-                ? " It records no schema to migrate from."
-                : " Automatic migration is off (StoreOptions.migratesAutomatically)."
-            throw CoherenceError(
-                .storeIncompatible,
-                "The store was made for another model (store model hash \(recorded), this model's \(expectedHash)).\(why)",
-                store: path)
+        var recorded = metadata["modelVersionHash"]
+        if let stored = recorded, stored != expectedHash {
+            let oldSchema = StoredSchema(json: metadata["schema"])
+            let oldNaming = SQLNaming(json: metadata["naming"])
+            guard migratesAutomatically, let oldSchema, let oldNaming else {
+                let why =
+                    migratesAutomatically
+                    ? " It records no schema to migrate from."
+                    : " Automatic migration is off (StoreOptions.migratesAutomatically)."
+                throw CoherenceError(
+                    .storeIncompatible,
+                    "The store was made for another model (store model hash \(stored), this model's \(expectedHash)).\(why)",
+                    store: path)
+            }
+            let migration = try InferredMigration(old: oldSchema, entities: entities, model: model, store: path)
+            var version: [String: String] = [:]
+            try migrate(connection, path: path) {
+                // Core Data's names become the model's for the inferred migration, then the new
+                // model's tables and columns take Core Data's names again.
+                try CoreDataLayout.useModelNames(oldNaming, schema: oldSchema, connection)
+                try migration.run(on: connection)
+                try CoreDataLayout.useCoreDataNames(entities, connection)
+                let naming = try CoreDataLayout.naming(for: entities, connection, path: path)
+                for sql in naming.upkeep { try connection.execute(sql) }
+                version = versionMetadata(entities: entities, model: model, naming: naming)
+                version["modelVersionHash"] = expectedHash
+                try CoreDataLayout.writeMetadata(
+                    version, removing: model.versionIdentifier == nil ? ["versionIdentifier"] : [], connection, path: path)
+            }
+            metadata["versionIdentifier"] = nil
+            metadata.merge(version) { _, new in new }
+            recorded = expectedHash
         }
         let naming = try CoreDataLayout.naming(for: entities, connection, path: path)
         try switchJournal()
@@ -61,6 +83,7 @@ extension SQLiteStore {
             schema.entities[i].number = numbers[schema.entities[i].name] ?? schema.entities[i].number
         }
         version["schema"] = schema.json
+        version["naming"] = naming.json
         return version
     }
 }
