@@ -130,6 +130,13 @@ struct CoreDataStoreTests {
 
     // MARK: Errors
 
+    /// Runs `sql` on the file at `url` (a store spoiled for a test).
+    static func alter(_ url: URL, _ sql: String) throws {
+        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
+        try c.execute(sql)
+        try c.execute("PRAGMA journal_mode=DELETE")
+    }
+
     /// Opens `url` with `model` and returns the error, checking that the file did not change.
     static func refusal(_ model: ManagedObjectModel, at url: URL) throws -> CoherenceError? {
         let before = try Data(contentsOf: url)
@@ -173,9 +180,7 @@ struct CoreDataStoreTests {
     @Test func missingTableIsATypedErrorNamingIt() throws {
         let dir = try TemporaryDirectory()
         let url = try Self.fixtureCopy(in: dir)
-        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
-        try c.execute("ALTER TABLE ZSTUDENT RENAME TO ZPUPIL")
-        try c.execute("PRAGMA journal_mode=DELETE")
+        try Self.alter(url, "ALTER TABLE ZSTUDENT RENAME TO ZPUPIL")
         let error = try #require(try Self.refusal(try Self.studentModel(), at: url))
         #expect(error.code == .storeLayoutMismatch)
         #expect(error.message.contains("no table ZSTUDENT"))
@@ -220,31 +225,33 @@ struct CoreDataStoreTests {
 
     /// Authors, books and tags: to-one, to-many and many-to-many, numbered as Core Data might
     /// (Book 1, Tag 2, Author 3: not the model's order).
-    static func libraryModel() throws -> ManagedObjectModel {
-        try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Author",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true)
-                ]),
-            EntityDescription(
-                name: "Book",
-                properties: [
-                    AttributeDescription(name: "title", type: .string),
-                    AttributeDescription(name: "published", type: .date, isOptional: true),
-                    AttributeDescription(name: "price", type: .decimal, isOptional: true),
-                    AttributeDescription(name: "code", type: .uuid, isOptional: true),
-                    RelationshipDescription(name: "author", destination: "Author", inverse: "books"),
-                    RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true)
-                ]),
-            EntityDescription(
-                name: "Tag",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)
-                ])
-        ])
+    /// (`bookExtras` and `entities` are added in a later version.)
+    static func libraryModel(bookExtras: [PropertyDescription] = [], entities: [EntityDescription] = []) throws -> ManagedObjectModel {
+        try ManagedObjectModel(
+            entities: [
+                EntityDescription(
+                    name: "Author",
+                    properties: [
+                        AttributeDescription(name: "name", type: .string),
+                        RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true)
+                    ]),
+                EntityDescription(
+                    name: "Book",
+                    properties: [
+                        AttributeDescription(name: "title", type: .string),
+                        AttributeDescription(name: "published", type: .date, isOptional: true),
+                        AttributeDescription(name: "price", type: .decimal, isOptional: true),
+                        AttributeDescription(name: "code", type: .uuid, isOptional: true),
+                        RelationshipDescription(name: "author", destination: "Author", inverse: "books"),
+                        RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true)
+                    ] + bookExtras),
+                EntityDescription(
+                    name: "Tag",
+                    properties: [
+                        AttributeDescription(name: "name", type: .string),
+                        RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)
+                    ])
+            ] + entities)
     }
 
     static let earthseaCode = UUID(uuidString: "0F8FAD5B-D9CB-469F-A165-70867728950E")!
@@ -414,9 +421,7 @@ struct CoreDataStoreTests {
         let dir = try TemporaryDirectory()
         let url = dir.file("zoo.sqlite")
         try Self.makeZoo(at: url)
-        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
-        try c.execute("UPDATE Z_PRIMARYKEY SET Z_SUPER = 0 WHERE Z_NAME = 'Dog'")
-        try c.execute("PRAGMA journal_mode=DELETE")
+        try Self.alter(url, "UPDATE Z_PRIMARYKEY SET Z_SUPER = 0 WHERE Z_NAME = 'Dog'")
         let error = try #require(try Self.refusal(try Self.zooModel(), at: url))
         #expect(error.code == .storeLayoutMismatch && error.entityName == "Dog" && error.message.contains("Z_SUPER"))
     }
@@ -425,9 +430,7 @@ struct CoreDataStoreTests {
         let dir = try TemporaryDirectory()
         let url = dir.file("library.sqlite")
         try Self.makeLibrary(at: url)
-        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
-        try c.execute("DROP TABLE Z_1TAGS")
-        try c.execute("PRAGMA journal_mode=DELETE")
+        try Self.alter(url, "DROP TABLE Z_1TAGS")
         let error = try #require(try Self.refusal(try Self.libraryModel(), at: url))
         #expect(error.code == .storeLayoutMismatch && error.message.contains("Z_1TAGS") && error.propertyName == "tags")
     }
@@ -500,32 +503,9 @@ struct CoreDataStoreTests {
         try Self.makeLibrary(at: url)
         try withMigrationStore(try Self.libraryModel(), at: url) { _ in }
         // Version 2: books get a page count, and publishers are new.
-        let v2 = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Author",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true)
-                ]),
-            EntityDescription(
-                name: "Book",
-                properties: [
-                    AttributeDescription(name: "title", type: .string),
-                    AttributeDescription(name: "published", type: .date, isOptional: true),
-                    AttributeDescription(name: "price", type: .decimal, isOptional: true),
-                    AttributeDescription(name: "code", type: .uuid, isOptional: true),
-                    AttributeDescription(name: "pages", type: .integer32, defaultValue: Int32(0)),
-                    RelationshipDescription(name: "author", destination: "Author", inverse: "books"),
-                    RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true)
-                ]),
-            EntityDescription(name: "Publisher", properties: [AttributeDescription(name: "name", type: .string)]),
-            EntityDescription(
-                name: "Tag",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)
-                ])
-        ])
+        let v2 = try Self.libraryModel(
+            bookExtras: [AttributeDescription(name: "pages", type: .integer32, defaultValue: Int32(0))],
+            entities: [EntityDescription(name: "Publisher", properties: [AttributeDescription(name: "name", type: .string)])])
         try withMigrationStore(v2, at: url) { context in
             let tags = try context.fetch(FetchRequest<ManagedObject>(entityName: "Tag"))
             let classic = try #require(tags.first { $0.nameValue == "classic" })
@@ -545,5 +525,63 @@ struct CoreDataStoreTests {
         #expect(try Self.query(url, "SELECT Z_2BOOKS, Z_4TAGS FROM Z_2TAGS ORDER BY 1, 2") == [["1", "1"], ["1", "2"], ["2", "2"]])
         #expect(try Self.query(url, "SELECT DISTINCT Z_ENT FROM ZBOOK") == [["2"]])
         #expect(try Self.query(url, "SELECT ZNAME FROM ZPUBLISHER") == [["Ace"]])
+    }
+
+    @Test func failedMigrationLeavesTheCoreDataStoreAsItWas() throws {
+        let dir = try TemporaryDirectory()
+        let url = try Self.fixtureCopy(in: dir)
+        try withMigrationStore(try Self.studentModel(), at: url) { _ in }
+        func state() throws -> [[String]] {
+            try Self.query(url, "SELECT type, name, sql FROM sqlite_master ORDER BY name")
+                + Self.query(url, "SELECT * FROM Z_PRIMARYKEY") + Self.query(url, "SELECT Z_UUID, hex(Z_PLIST) FROM Z_METADATA")
+                + Self.query(url, "SELECT Z_PK, Z_ENT, Z_OPT, ZISOLDDATA, hex(ZDATA) FROM ZSTUDENT ORDER BY Z_PK")
+        }
+        let before = try state()
+        // A required attribute without a default: the ten rows have no value for it.
+        let v2 = try Self.studentModel(extra: [AttributeDescription(name: "name", type: .string)])
+        var caught: CoherenceError?
+        do {
+            try withMigrationStore(v2, at: url) { _ in }
+        } catch let error as CoherenceError {
+            caught = error
+        }
+        #expect(caught?.code == .migrationMissingValues && caught?.propertyName == "name")
+        #expect(try state() == before)
+        try withMigrationStore(try Self.studentModel(), at: url) { context in
+            let count = try Self.students(context).count
+            #expect(count == 10)
+        }
+    }
+
+    @Test func toManyWithoutInverseUsesCoreDataJoinTable() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("shelves.sqlite")
+        try Self.makeCoreDataStore(
+            at: url, entities: [(1, "Item", 0, 2), (2, "Shelf", 0, 1)],
+            [
+                "CREATE TABLE ZITEM (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR)",
+                "CREATE TABLE ZSHELF (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR)",
+                "CREATE TABLE Z_2ITEMS (Z_2SHELF INTEGER, Z_1ITEMS INTEGER, PRIMARY KEY (Z_2SHELF, Z_1ITEMS))",
+                "INSERT INTO ZITEM VALUES (1, 1, 1, 'cup'), (2, 1, 1, 'jar')",
+                "INSERT INTO ZSHELF VALUES (1, 2, 1, 'top')",
+                "INSERT INTO Z_2ITEMS VALUES (1, 2)"
+            ])
+        let model = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Item", properties: [AttributeDescription(name: "name", type: .string)]),
+            EntityDescription(
+                name: "Shelf",
+                properties: [
+                    AttributeDescription(name: "name", type: .string),
+                    RelationshipDescription(name: "items", destination: "Item", isToMany: true)
+                ])
+        ])
+        try withMigrationStore(model, at: url) { context in
+            let shelf = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Shelf")).first)
+            #expect(shelf.related("items").map(\.nameValue) == ["jar"])
+            let items = try context.fetch(FetchRequest<ManagedObject>(entityName: "Item"))
+            shelf.relate("items", to: items)
+            try context.save()
+        }
+        #expect(try Self.query(url, "SELECT Z_2SHELF, Z_1ITEMS FROM Z_2ITEMS ORDER BY 2") == [["1", "1"], ["1", "2"]])
     }
 }

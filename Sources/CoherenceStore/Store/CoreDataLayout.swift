@@ -117,12 +117,7 @@ package enum CoreDataLayout {
             for e in SQLGenerator.hierarchy(of: root).sorted(by: { $0.entityNumber < $1.entityNumber }) {
                 for p in e.ownProperties where e.storedProperties.contains(where: { $0 === p }) {
                     let base = "Z" + p.name.uppercased()
-                    var name = base
-                    var suffix = 1
-                    while taken.contains(name) {
-                        name = base + String(suffix)
-                        suffix += 1
-                    }
+                    let name = CoreDataLayout.unusedName(base, taken: taken)
                     taken.insert(name)
                     try c.execute("ALTER TABLE \(q(table)) RENAME COLUMN \(q(p.name)) TO \(q(name))")
                 }
@@ -163,6 +158,18 @@ package enum CoreDataLayout {
     package static func naming(for entities: [EntityDescription], _ c: SQLiteConnection, path: String) throws -> SQLNaming {
         var mapper = Mapper(connection: c, path: path)
         return try mapper.map(entities)
+    }
+
+    /// `base`, or when a property of the same hierarchy took it, `base` with the first of `1`,
+    /// `2`, … that is free (Core Data's names for properties of the same name in one table).
+    static func unusedName(_ base: String, taken: Set<String>) -> String {
+        var name = base
+        var suffix = 1
+        while taken.contains(name) {
+            name = base + String(suffix)
+            suffix += 1
+        }
+        return name
     }
 
     /// Whether a column's declared type holds values of an attribute type.
@@ -264,12 +271,7 @@ package enum CoreDataLayout {
                         }
                         continue
                     }
-                    var name = base
-                    var suffix = 1
-                    while taken.contains(name) {
-                        name = base + String(suffix)
-                        suffix += 1
-                    }
+                    let name = CoreDataLayout.unusedName(base, taken: taken)
                     guard let declared = columns[name] else {
                         let kind = p is AttributeDescription ? "attribute" : "relationship"
                         throw mismatch(

@@ -73,6 +73,13 @@ extension SQLiteStore {
         return (metadata, naming)
     }
 
+    /// Brings the columns of a store made by Core Data that the model does not write (a
+    /// to-one's entity column, the second side of a one-to-one) up to date, at the end of a save
+    /// or batch (inside its transaction).
+    func keepCoreDataColumns(_ c: SQLiteConnection) throws {
+        for sql in generator.naming.upkeep { try c.cachedStatement(sql).execute() }
+    }
+
     /// The version metadata of a store made by Core Data: as a Coherence store's, with the
     /// entity numbers the store uses in its schema.
     static func versionMetadata(entities: [EntityDescription], model: ManagedObjectModel, naming: SQLNaming) -> [String: String] {

@@ -26,8 +26,7 @@ extension SQLiteStore {
                 history = builder
             }
             let result = try writer.write(changes)
-            // Columns of a store made by Core Data that the model does not write.
-            for sql in generator.naming.upkeep { try c.cachedStatement(sql).execute() }
+            try keepCoreDataColumns(c)
             if !writer.conflicts.isEmpty {
                 rollbackSave()
                 var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: url.path)
