@@ -59,7 +59,8 @@ let package = Package(
             path: "Tests/CoherenceTests",
             resources: [
                 .copy("Resources/HR.xcdatamodeld"),
-                .copy("Resources/Roster.xcdatamodeld")
+                .copy("Resources/Roster.xcdatamodeld"),
+                .copy("Resources/CoreDataMade")
             ]
         )
     ],

@@ -31,7 +31,17 @@ public final class StagedMigrationManager: StoreMigrator {
         inner.stagedMigrationManager = nil
         inner.remoteChangeNotificationPost = false
         let target = model.versionHash
-        var current = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)["modelVersionHash"]
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        var current = metadata["modelVersionHash"]
+        if current == nil && metadata["storeLayout"] == "CoreData" {
+            // A store made by Core Data that Coherence has not opened yet: it is at the version
+            // of the first stage's source model whose entities fit its tables (opening it with
+            // one that does not fit changes nothing).
+            for step in stages.flatMap(\.steps) where (try? Self.open(step.source, url: url, options: inner)) != nil {
+                current = step.source.versionHash
+                break
+            }
+        }
         for stage in stages {
             for step in stage.steps where current == step.source.versionHash && current != target {
                 CoherenceLogging.log(.info, "migration", "Stage '\(stage.label)': \(url.path)")

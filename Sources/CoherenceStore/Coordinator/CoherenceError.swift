@@ -22,6 +22,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case queryGenerationsUnsupported, invalidQueryGenerationToken
             case readOnlyContext
             case migrationNotInferable, migrationMissingValues, migrationUniquenessViolated, migrationFailed
+            case storeLayoutMismatch
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -135,6 +136,17 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// A migration failed for another reason (a stage's handler threw, or the database
         /// refused a step); the message names the stage. The store is left as it was.
         public static let migrationFailed = Code(kind: .migrationFailed)
+        /// A store made by Apple's Core Data whose tables do not match the model: a missing
+        /// table or column, an entity missing from `Z_PRIMARYKEY` or with another parent, a
+        /// column whose type does not hold the attribute's, a relationship kept in a way Coherence
+        /// cannot map. The message names the table and column; the store is left as it was.
+        ///
+        /// ```swift
+        /// catch let error as CoherenceError where error.code == .storeLayoutMismatch {
+        ///     print(error.entityName ?? "", error.propertyName ?? "", error.message)
+        /// }
+        /// ```
+        public static let storeLayoutMismatch = Code(kind: .storeLayoutMismatch)
         /// The code's name, for example `storeIncompatible`.
         public var description: String { kind.rawValue }
     }

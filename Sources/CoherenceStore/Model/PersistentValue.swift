@@ -201,9 +201,19 @@ extension URL: PersistentValue {
 extension Decimal: PersistentValue {
     public static var attributeType: AttributeType { .decimal }
     public var storedValue: StoredValue { .text(DecimalText.format(self)) }
+    /// Reads decimal text, or a number (what a `DECIMAL` column of a store made by Core Data
+    /// holds), through its shortest decimal form.
     public init?(storedValue: StoredValue) {
-        guard case .text(let s) = storedValue, let d = DecimalText.parse(s) else { return nil }
-        self = d
+        switch storedValue {
+        case .text(let s):
+            guard let d = DecimalText.parse(s) else { return nil }
+            self = d
+        case .integer(let v): self = Decimal(v)
+        case .real(let v):
+            guard v.isFinite, let d = DecimalText.parse(String(v)) else { return nil }
+            self = d
+        default: return nil
+        }
     }
     public static var placeholder: Decimal { 0 }
 }

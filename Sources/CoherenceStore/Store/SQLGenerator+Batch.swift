@@ -25,7 +25,7 @@ extension SQLGenerator {
         _ fetch: StoreFetch, foreignKeys: [RelationshipDescription], storeIdentifier: UUID
     ) throws(CoherenceError) -> (sql: String, bindings: [StoredValue]) {
         let root = fetch.entity.rootEntity
-        let number = root.subentities.isEmpty ? "\(root.entityNumber)" : "t0.Z_ENT"
+        let number = root.subentities.isEmpty ? "\(root.entityNumber)" : entityNumber(alias: "t0")
         let columns = (["t0.Z_PK", number] + foreignKeys.map { "t0." + column($0) }).joined(separator: ", ")
         return try select(fetch, plan: nil, storeIdentifier: storeIdentifier, keyColumns: columns)
     }
@@ -51,7 +51,7 @@ extension SQLGenerator {
     /// foreign keys are left NULL.
     package func batchInsert(_ entity: EntityDescription, attributes: [AttributeDescription]) -> String {
         let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + attributes.map(column)
-        let values = ["?", "\(entity.entityNumber)", "1"] + attributes.map { _ in "?" }
+        let values = ["?", "\(storedNumber(entity))", "1"] + attributes.map { _ in "?" }
         return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
     }
 
@@ -70,7 +70,7 @@ extension SQLGenerator {
     /// The keys and entity numbers of those rows of `entity` (and its sub-entities) whose keys
     /// are bound as one list.
     package func selectKeys(_ entity: EntityDescription) -> String {
-        "SELECT t0.Z_PK, t0.Z_ENT FROM \(table(entity)) AS t0 WHERE t0.Z_PK IN (\(dialect.listParameter()))"
+        "SELECT t0.Z_PK, \(entityNumber(alias: "t0")) FROM \(table(entity)) AS t0 WHERE t0.Z_PK IN (\(dialect.listParameter()))"
             + (entityRestriction(entity, includesSubentities: true, alias: "t0").map { " AND " + $0 } ?? "")
     }
 

@@ -42,26 +42,52 @@ package struct SelectPlan: Sendable {
 /// here lets another dialect (PostgreSQL) reuse the stores' logic.
 package struct SQLGenerator: Sendable {
     package let dialect: SQLDialect
+    /// The store's names for tables, columns and entity numbers.
+    package let naming: SQLNaming
 
-    package init(dialect: SQLDialect = .sqlite) { self.dialect = dialect }
+    package init(dialect: SQLDialect = .sqlite, naming: SQLNaming = .coherence) {
+        self.dialect = dialect
+        self.naming = naming
+    }
 
     // MARK: Names
 
     /// The table of an entity hierarchy (single-table inheritance: one table per root entity).
     package func table(_ entity: EntityDescription) -> String {
-        dialect.quote(entity.rootEntity.name)
+        dialect.quote(naming.tableName(entity.rootEntity))
     }
 
     /// The column of a stored property.
     package func column(_ property: PropertyDescription) -> String {
-        dialect.quote(property.name)
+        dialect.quote(naming.columnName(property))
     }
 
     /// Join table name and (source column, destination column) for a relationship seen from its
     /// own side.
     package func joinTable(_ r: RelationshipDescription) -> (table: String, source: String, destination: String)? {
         guard case .joinTable(let name, let sourceIsFirst) = r.storage else { return nil }
+        if let mapped = naming.joinTables[name] {
+            let first = dialect.quote(mapped.first), second = dialect.quote(mapped.second)
+            return (dialect.quote(mapped.table), sourceIsFirst ? first : second, sourceIsFirst ? second : first)
+        }
         return (dialect.quote(name), sourceIsFirst ? "Z_1" : "Z_2", sourceIsFirst ? "Z_2" : "Z_1")
+    }
+
+    /// The number stored in `Z_ENT` for rows of `entity`.
+    package func storedNumber(_ entity: EntityDescription) -> Int { naming.storedNumber(entity) }
+
+    /// The entity number of a row of `alias` as the model numbers it: its `Z_ENT`, translated
+    /// when the store numbers entities its own way (a store made by Core Data).
+    package func entityNumber(alias: String) -> String {
+        let column = alias.isEmpty ? "Z_ENT" : alias + ".Z_ENT"
+        guard naming.translatesNumbers else { return column }
+        let cases = naming.storedNumbers.sorted { $0.key < $1.key }.map { "WHEN \($0.value) THEN \($0.key)" }
+        return "(CASE \(column) \(cases.joined(separator: " ")) ELSE 0 END)"
+    }
+
+    /// A list of entity numbers as stored, for `Z_ENT IN (…)`.
+    func storedNumberList(_ modelNumbers: [Int]) -> String {
+        modelNumbers.map { String(naming.storedNumber($0)) }.joined(separator: ", ")
     }
 
     // MARK: Schema
@@ -104,7 +130,7 @@ package struct SQLGenerator: Sendable {
             for e in hierarchy {
                 let subset =
                     e.descendantNumbers.count < hierarchy.count
-                    ? " WHERE Z_ENT IN (\(e.descendantNumbers.map(String.init).joined(separator: ", ")))" : ""
+                    ? " WHERE Z_ENT IN (\(storedNumberList(e.descendantNumbers)))" : ""
                 for constraint in e.uniquenessConstraints {
                     let cols = constraint.compactMap { e.propertiesByName[$0] }.map(column)
                     let name = dialect.quote("Z_\(e.name)_UNIQUE_\(constraint.joined(separator: "_"))")
@@ -176,7 +202,7 @@ package struct SQLGenerator: Sendable {
         // A hierarchy of one entity reads its number as a constant: every row of its table is of
         // that entity (other entities' rows are excluded by the fetch's restriction), and a
         // constant costs SQLite no column decoding.
-        let entityColumn = hierarchy.count == 1 ? "\(entity.entityNumber)" : alias + ".Z_ENT"
+        let entityColumn = hierarchy.count == 1 ? "\(entity.entityNumber)" : entityNumber(alias: alias)
         let sql = ([alias + ".Z_PK", entityColumn, alias + ".Z_OPT"] + columns.map { alias + "." + column($0) })
             .joined(separator: ", ")
         return SelectPlan(
@@ -208,7 +234,7 @@ package struct SQLGenerator: Sendable {
         if count {
             return ("SELECT count(*) FROM \(from)\(whereSQL)", builder.bindings)
         }
-        let columns = plan?.columnsSQL ?? keyColumns ?? "t0.Z_PK, t0.Z_ENT"
+        let columns = plan?.columnsSQL ?? keyColumns ?? "t0.Z_PK, \(entityNumber(alias: "t0"))"
         var sql = "SELECT \(columns) FROM \(from)\(whereSQL)"
         if !orderBy.isEmpty || fetch.limit != nil || fetch.offset > 0 {
             orderBy.append("t0.Z_PK ASC")  // deterministic ties, the same as in-memory evaluation
@@ -240,13 +266,13 @@ package struct SQLGenerator: Sendable {
     func entityRestriction(_ entity: EntityDescription, includesSubentities: Bool, alias: String) -> String? {
         if !includesSubentities {
             if entity.subentities.isEmpty && entity.superentity == nil { return nil }
-            return "\(alias).Z_ENT = \(entity.entityNumber)"
+            return "\(alias).Z_ENT = \(storedNumber(entity))"
         }
         if entity.superentity == nil { return nil }
         let numbers = entity.descendantNumbers
         return numbers.count == 1
-            ? "\(alias).Z_ENT = \(numbers[0])"
-            : "\(alias).Z_ENT IN (\(numbers.map(String.init).joined(separator: ", ")))"
+            ? "\(alias).Z_ENT = \(naming.storedNumber(numbers[0]))"
+            : "\(alias).Z_ENT IN (\(storedNumberList(numbers)))"
     }
 
     /// Rows of `entity` (and its sub-entities) by primary key (the keys bound as one JSON
@@ -273,20 +299,20 @@ package struct SQLGenerator: Sendable {
             // To-one stored on this side: the key is in the source row.
             guard let source = r.entity else { return nil }
             return """
-                SELECT s.Z_PK, d.Z_PK, d.Z_ENT FROM \(table(source)) AS s JOIN \(table(dest)) AS d ON d.Z_PK = s.\(column(r)) \
+                SELECT s.Z_PK, d.Z_PK, \(entityNumber(alias: "d")) FROM \(table(source)) AS s JOIN \(table(dest)) AS d ON d.Z_PK = s.\(column(r)) \
                 WHERE s.Z_PK IN (\(dialect.listParameter()))
                 """
         case .inverseForeignKey:
             guard let inverse = r.inverseRelationship else { return nil }
             var sql =
-                "SELECT d.\(column(inverse)), d.Z_PK, d.Z_ENT FROM \(table(dest)) AS d WHERE d.\(column(inverse)) IN (\(dialect.listParameter()))"
+                "SELECT d.\(column(inverse)), d.Z_PK, \(entityNumber(alias: "d")) FROM \(table(dest)) AS d WHERE d.\(column(inverse)) IN (\(dialect.listParameter()))"
             if let restriction = entityRestriction(dest, includesSubentities: true, alias: "d") { sql += " AND " + restriction }
             if r.isOrdered { sql += " ORDER BY d.Z_PK" }
             return sql
         case .joinTable:
             guard let (jt, src, dst) = joinTable(r) else { return nil }
             return """
-                SELECT j.\(src), d.Z_PK, d.Z_ENT FROM \(jt) AS j JOIN \(table(dest)) AS d ON d.Z_PK = j.\(dst) \
+                SELECT j.\(src), d.Z_PK, \(entityNumber(alias: "d")) FROM \(jt) AS j JOIN \(table(dest)) AS d ON d.Z_PK = j.\(dst) \
                 WHERE j.\(src) IN (\(dialect.listParameter()))
                 """
         }
@@ -301,7 +327,7 @@ package struct SQLGenerator: Sendable {
         if let restriction = entityRestriction(declaringEntity, includesSubentities: true, alias: table(entity)) {
             conditions.append(restriction)
         }
-        return "SELECT Z_PK, Z_ENT FROM \(table(entity)) WHERE " + conditions.joined(separator: " AND ")
+        return "SELECT Z_PK, \(entityNumber(alias: "")) FROM \(table(entity)) WHERE " + conditions.joined(separator: " AND ")
     }
 
     // MARK: Writes

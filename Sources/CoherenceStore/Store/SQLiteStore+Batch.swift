@@ -14,10 +14,12 @@ extension SQLiteStore {
         }
         var executor = BatchExecutor(writer: SQLiteBatchWriter(store: self, connection: c))
         do {
-            return try executor.run(request, author: author, contextName: contextName)
+            let result = try executor.run(request, author: author, contextName: contextName)
+            try keepCoreDataColumns(c)
+            return result
         } catch {
             rollbackSave()
-            throw error
+            throw storeError(.storeWriteFailed, error, "The batch request failed")
         }
     }
 }

@@ -26,6 +26,7 @@ extension SQLiteStore {
                 history = builder
             }
             let result = try writer.write(changes)
+            try keepCoreDataColumns(c)
             if !writer.conflicts.isEmpty {
                 rollbackSave()
                 var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: url.path)
@@ -257,7 +258,7 @@ private struct SaveWriter {
         let row = UnsafeRowInsert(pointer)
         let st = plan.statement
         st.bind(primaryKey, at: 1)
-        st.bind(Int64(plan.entity.entityNumber), at: 2)
+        st.bind(Int64(generator.storedNumber(plan.entity)), at: 2)
         st.bind(Int64(1), at: 3)
         // Values are bound straight from the object's array (no copy); foreign keys are NULL
         // unless a reference names a destination.

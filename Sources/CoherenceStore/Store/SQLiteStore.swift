@@ -14,7 +14,8 @@ package final class SQLiteStore: StoreEngine {
     package let entities: [EntityDescription]
     /// `PRAGMA synchronous` of every connection (the store's option).
     let synchronous: StoreOptions.Synchronous
-    let generator = SQLGenerator(dialect: .sqlite)
+    /// The store's SQL, with its names (Core Data's, for a store made by Core Data).
+    let generator: SQLGenerator
 
     private let writer: ConnectionBox
     private let readers = LockedValue<ReaderPool>(ReaderPool())
@@ -117,7 +118,8 @@ package final class SQLiteStore: StoreEngine {
             throw Self.openError(error, path: path)
         }
         let expectedHash = model.versionHash(forConfiguration: configuration) ?? model.versionHash
-        let generator = self.generator
+        let generator = SQLGenerator(dialect: .sqlite)
+        var naming = SQLNaming.coherence
         var metadata: [String: String] = [:]
         let switchJournal = { () throws(SQLiteError) in
             if writeAheadLog { try connection.switchToWAL() } else { try connection.execute("PRAGMA journal_mode=DELETE") }
@@ -125,7 +127,11 @@ package final class SQLiteStore: StoreEngine {
         var journalMode = ""
         do {
             let hasMetadata = try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0
-            if hasMetadata > 0 {
+            if try CoreDataLayout.isCoreDataStore(connection) {
+                (metadata, naming) = try Self.openCoreDataStore(
+                    connection, entities: entities, model: model, path: path, expectedHash: expectedHash,
+                    historyTracking: historyTracking, migratesAutomatically: migratesAutomatically, switchJournal: switchJournal)
+            } else if hasMetadata > 0 {
                 for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) {
                     metadata[k] = v
                 }
@@ -227,6 +233,7 @@ package final class SQLiteStore: StoreEngine {
         self.tracksHistory = historyTracking
         self.writer = ConnectionBox(connection)
         self.journalMode = journalMode
+        self.generator = SQLGenerator(dialect: .sqlite, naming: naming)
     }
 
     /// Runs a migration in one write transaction with foreign keys off (tables are renamed and
@@ -281,6 +288,7 @@ package final class SQLiteStore: StoreEngine {
             guard hasMetadata > 0 else {
                 throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
             }
+            if try CoreDataLayout.isCoreDataStore(connection) { return try CoreDataLayout.readMetadata(connection, path: path) }
             var metadata: [String: String] = [:]
             for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) { metadata[k] = v }
             return metadata
@@ -638,7 +646,8 @@ package final class SQLiteStore: StoreEngine {
         }) {
             return first
         }
-        let reserve = max(count, Self.keyBlockSize)
+        // A store made by Core Data reserves no more than it uses: Z_MAX stays the largest key.
+        let reserve = generator.naming.isCoreData ? count : max(count, Self.keyBlockSize)
         let first = try allocate(c, root, reserve)
         keyBlocks.withLock { $0[key] = (first + Int64(count), first + Int64(reserve)) }
         return first
@@ -653,7 +662,7 @@ package final class SQLiteStore: StoreEngine {
         let st = try c.cachedStatement(generator.allocatePrimaryKeys)
         defer { st.reset() }
         st.bind(Int64(count), at: 1)
-        st.bind(Int64(root.entityNumber), at: 2)
+        st.bind(Int64(generator.storedNumber(root)), at: 2)
         guard try st.step() else {
             throw CoherenceError(.corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: url.path)
         }
