@@ -67,4 +67,33 @@ struct MigrationSafetyTests {
         let bodies = try c.prepare("SELECT count(*) FROM RemoteNote WHERE body LIKE 'note %'").rows { $0.int64(0) }
         #expect(bodies == [Int64(Self.rows)])
     }
+
+    /// A staged migration with handlers (two custom stages, see the writer's Migrations.swift)
+    /// killed anywhere: between its stages, inside a handler, inside a stage's inferred
+    /// migration, or with every stage done just before the migrated copy takes the store's place.
+    @Test(arguments: ["stage drop text", "handler", "copy RemoteNote", "replace"])
+    func aStagedMigrationKilledAnywhereLeavesTheOldVersion(_ point: String) async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        try Self.makeStore(url)
+        let writer = try WriterProcess(store: url, author: "migrator", ["--staged-stop-at", point])
+        #expect(await writer.waitForLine("MIGRATING \(point)"))
+        await writer.kill()
+        let texts = try Self.textsAtFirstVersion(url)
+        #expect(texts.count == Self.rows)
+        #expect(texts.first == "note 0" && texts.last == "note \(Self.rows - 1)")
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        #expect(try ManagedObjectModel(types: [RemoteNote.self]).isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+
+        // Run again to the end: the copy the killed process left is replaced, and none is left.
+        let again = try WriterProcess(store: url, author: "migrator", ["--staged-stop-at", "none"])
+        #expect(await again.waitForLine("MIGRATED"))
+        #expect(await again.finish().status == 0)
+        let c = try SQLiteConnection(location: .file(url.path), readOnly: true)
+        let migrated = try c.prepare("SELECT count(*) FROM RemoteNote WHERE body LIKE 'NOTE %' AND author = 'migrated'").rows {
+            $0.int64(0)
+        }
+        #expect(migrated == [Int64(Self.rows)])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url.path).allSatisfy { !$0.contains("migrating") })
+    }
 }
