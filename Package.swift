@@ -54,7 +54,7 @@ let package = Package(
             name: "CoherenceTests",
             dependencies: ["Coherence"],
             path: "Tests/CoherenceTests",
-            resources: [.copy("Resources/HR.xcdatamodeld")]
+            resources: [.copy("Resources/HR.xcdatamodeld"), .copy("Resources/Campus.xcdatamodeld")]
         )
     ],
     swiftLanguageModes: [.v6]

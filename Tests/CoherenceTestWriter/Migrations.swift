@@ -72,18 +72,34 @@ func migrate(path: String, _ arguments: Arguments) -> Never {
         } else {
             let stopAt = arguments.migrateStopAt
             InferredMigration.stepHook = { reached($0, stopAt: stopAt) }
+            // The migration's progress is a child of this one (one unit).
+            let progress = Progress(totalUnitCount: 1)
             if let limit = arguments.migrateStopAfter {
-                InferredMigration.progressHook = { completed, total in
-                    say("PROGRESS \(completed) \(total)")
-                    if limit > 0 && completed >= limit { DispatchSemaphore(value: 0).wait() }
+                CoherenceLogging.logger = LineLogger()
+                InferredMigration.progressObserver.withLock {
+                    $0 = { _, completed, total in
+                        say("PROGRESS \(completed) \(total) \(progress.fractionCompleted)")
+                        if limit > 0 && completed >= limit { DispatchSemaphore(value: 0).wait() }
+                    }
                 }
             }
+            progress.becomeCurrent(withPendingUnitCount: 1)
             let coordinator = PersistentStoreCoordinator(managedObjectModel: try renamedNoteModel())
             try coordinator.addPersistentStore(type: .sqlite, at: url)
+            progress.resignCurrent()
+            if arguments.migrateStopAfter != nil { say("FRACTION \(progress.fractionCompleted)") }
         }
         say("MIGRATED")
         exit(0)
     } catch {
         fail("\(error)")
+    }
+}
+
+/// Writes the library's migration log lines to standard output: `LOG <text>`.
+struct LineLogger: CoherenceLogger {
+    var level: LogLevel { .info }
+    func log(_ message: LogMessage) {
+        if message.category == "migration" { say("LOG \(message.text)") }
     }
 }

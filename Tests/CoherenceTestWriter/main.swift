@@ -37,8 +37,10 @@ import Foundation
 //                   table), report MIGRATING STEP when the inferred migration reaches STEP
 //                   (`rename`, `copy RemoteNote`, `indexes`, `drop`) and block until killed;
 //                   STEP `none` lets it finish and reports MIGRATED
-//   --migrate-stop-after N  the same migration, reporting PROGRESS <rows copied> <rows in all> at
-//                   each progress update; once N rows are copied, blocks until killed (0: never)
+//   --migrate-stop-after N  the same migration, reporting PROGRESS <rows copied> <rows in all>
+//                   <fraction of the parent Progress> at each progress update and LOG <text> for
+//                   each migration log line; once N rows are copied, blocks until killed (0: never,
+//                   and FRACTION <the parent's fraction> before MIGRATED)
 //   --staged-stop-at POINT  instead of the rest: a staged migration with handlers (see
 //                   Migrations.swift); at POINT (`stage drop text`, `handler`, `copy RemoteNote`,
 //                   `replace`) reports MIGRATING POINT and blocks until killed; `none`: MIGRATED

@@ -21,8 +21,9 @@ package struct InferredMigration {
     let sources: [String: StoredSchema.Entity]
     /// Test hook: called with the name of each step as it starts (a test stops the process there).
     nonisolated(unsafe) package static var stepHook: ((String) -> Void)?
-    /// Test hook: called with the rows copied so far and the rows to copy in all, as progress moves.
-    nonisolated(unsafe) package static var progressHook: ((_ completed: Int64, _ total: Int64) -> Void)?
+    /// Test hook: called with the store, the rows copied so far and the rows to copy in all, as
+    /// progress moves.
+    package static let progressObserver = LockedValue<(@Sendable (_ store: String, _ completed: Int64, _ total: Int64) -> Void)?>(nil)
     /// How many rows a table copy copies between two progress reports.
     static let chunkRows = 65_536
 
@@ -402,7 +403,7 @@ package struct InferredMigration {
                     try insert.execute()
                     copied += Int64(c.changes)
                     progress.completedUnitCount = copied
-                    Self.progressHook?(copied, progress.totalUnitCount)
+                    if let observe = Self.progressObserver.withLock({ $0 }) { observe(store, copied, progress.totalUnitCount) }
                     if end == Int64.max { break }
                     start = end
                 }
