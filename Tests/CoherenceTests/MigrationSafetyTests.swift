@@ -39,19 +39,26 @@ struct MigrationSafetyTests {
         }
     }
 
+    /// Makes a store, has the writer migrate it with `option` until it reaches `point`, kills it
+    /// there, and checks that the store opens at the first version with every note.
+    static func killMigration(at point: String, _ option: String, in dir: TemporaryDirectory) async throws -> URL {
+        let url = dir.file("notes.sqlite")
+        try makeStore(url)
+        let writer = try WriterProcess(store: url, author: "migrator", [option, point])
+        #expect(await writer.waitForLine("MIGRATING \(point)"))
+        await writer.kill()
+        let texts = try textsAtFirstVersion(url)
+        #expect(texts.count == rows)
+        #expect(texts.first == "note 0" && texts.last == "note \(rows - 1)")
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        #expect(try ManagedObjectModel(types: [RemoteNote.self]).isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+        return url
+    }
+
     @Test(arguments: ["rename", "copy RemoteNote", "indexes", "drop"])
     func aMigrationKilledAtAnyStepLeavesTheOldVersion(_ step: String) async throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        try Self.makeStore(url)
-        let writer = try WriterProcess(store: url, author: "migrator", ["--migrate-stop-at", step])
-        #expect(await writer.waitForLine("MIGRATING \(step)"))
-        await writer.kill()
-        let texts = try Self.textsAtFirstVersion(url)
-        #expect(texts.count == Self.rows)
-        #expect(texts.first == "note 0" && texts.last == "note \(Self.rows - 1)")
-        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
-        #expect(try ManagedObjectModel(types: [RemoteNote.self]).isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+        _ = try await Self.killMigration(at: step, "--migrate-stop-at", in: dir)
     }
 
     @Test func aMigrationThatFinishedLeavesTheNewVersion() async throws {
@@ -74,16 +81,7 @@ struct MigrationSafetyTests {
     @Test(arguments: ["stage drop text", "handler", "copy RemoteNote", "replace"])
     func aStagedMigrationKilledAnywhereLeavesTheOldVersion(_ point: String) async throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("notes.sqlite")
-        try Self.makeStore(url)
-        let writer = try WriterProcess(store: url, author: "migrator", ["--staged-stop-at", point])
-        #expect(await writer.waitForLine("MIGRATING \(point)"))
-        await writer.kill()
-        let texts = try Self.textsAtFirstVersion(url)
-        #expect(texts.count == Self.rows)
-        #expect(texts.first == "note 0" && texts.last == "note \(Self.rows - 1)")
-        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
-        #expect(try ManagedObjectModel(types: [RemoteNote.self]).isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+        let url = try await Self.killMigration(at: point, "--staged-stop-at", in: dir)
 
         // Run again to the end: the copy the killed process left is replaced, and none is left.
         let again = try WriterProcess(store: url, author: "migrator", ["--staged-stop-at", "none"])

@@ -351,7 +351,9 @@ package struct InferredMigration {
             try c.execute("ALTER TABLE \(q(name)) RENAME TO \(q(Self.oldPrefix + name))")
         }
         let schema = generator.createSchema(for: entities)
-        for statement in schema where statement.hasPrefix("CREATE TABLE ") {
+        // Tables that are kept (unchanged, or only gaining columns) exist already.
+        let keptTables = Set(plans.filter { $0.mode != .rebuild }.map { "CREATE TABLE \(generator.table($0.root)) (" })
+        for statement in schema where statement.hasPrefix("CREATE TABLE ") && !keptTables.contains(where: statement.hasPrefix) {
             try c.execute("CREATE TABLE IF NOT EXISTS " + statement.dropFirst("CREATE TABLE ".count))
         }
         for (i, pairs) in pairSources.enumerated() {
