@@ -60,7 +60,8 @@ let package = Package(
             resources: [
                 .copy("Resources/HR.xcdatamodeld"),
                 .copy("Resources/Roster.xcdatamodeld"),
-                .copy("Resources/CoreDataMade")
+                .copy("Resources/CoreDataMade"),
+                .copy("Resources/Campus.xcdatamodeld")
             ]
         )
     ],

@@ -37,6 +37,13 @@ import Foundation
 //                   table), report MIGRATING STEP when the inferred migration reaches STEP
 //                   (`rename`, `copy RemoteNote`, `indexes`, `drop`) and block until killed;
 //                   STEP `none` lets it finish and reports MIGRATED
+//   --migrate-stop-after N  the same migration, reporting PROGRESS <rows copied> <rows in all>
+//                   <fraction of the parent Progress> at each progress update and LOG <text> for
+//                   each migration log line; once N rows are copied, blocks until killed (0: never,
+//                   and FRACTION <the parent's fraction> before MIGRATED)
+//   --staged-stop-at POINT  instead of the rest: a staged migration with handlers (see
+//                   Migrations.swift); at POINT (`stage drop text`, `handler`, `copy RemoteNote`,
+//                   `replace`) reports MIGRATING POINT and blocks until killed; `none`: MIGRATED
 //   --hang-before-commit  after the rest, one more save inserting a note (sequence N + 1) that
 //                   stops inside the save, its rows and history written and COMMIT not run
 //                   (the coordinator's test hook), reports COMMITTING and blocks until killed
@@ -62,6 +69,8 @@ struct Arguments {
     var hangBeforeCommit = false
     var deleteSequence: Int?
     var migrateStopAt: String?
+    var migrateStopAfter: Int64?
+    var stagedStopAt: String?
 
     init(_ args: [String]) {
         var i = 1
@@ -79,6 +88,8 @@ struct Arguments {
             case "--hang-before-commit": hangBeforeCommit = true
             case "--delete-sequence": deleteSequence = value.flatMap { Int($0) }; i += 1
             case "--migrate-stop-at": migrateStopAt = value; i += 1
+            case "--migrate-stop-after": migrateStopAfter = value.flatMap { Int64($0) }; i += 1
+            case "--staged-stop-at": stagedStopAt = value; i += 1
             default: break
             }
             i += 1
@@ -98,30 +109,8 @@ func fail(_ message: String) -> Never {
 
 let arguments = Arguments(CommandLine.arguments)
 guard let path = arguments.store else { fail("--store PATH is required") }
-if let step = arguments.migrateStopAt {
-    do {
-        let next = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "RemoteNote",
-                properties: [
-                    AttributeDescription(name: "author", type: .string, defaultValue: ""),
-                    AttributeDescription(name: "sequence", type: .integer64, defaultValue: 0),
-                    AttributeDescription(name: "body", type: .string, defaultValue: "", renamingIdentifier: "text")
-                ])
-        ])
-        InferredMigration.stepHook = { reached in
-            guard reached == step else { return }
-            say("MIGRATING \(reached)")
-            // Blocks until the parent kills the process.
-            DispatchSemaphore(value: 0).wait()
-        }
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: next)
-        try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path))
-        say("MIGRATED")
-        exit(0)
-    } catch {
-        fail("\(error)")
-    }
+if arguments.migrateStopAt != nil || arguments.migrateStopAfter != nil || arguments.stagedStopAt != nil {
+    migrate(path: path, arguments)
 }
 do {
     let model = try ManagedObjectModel(types: [RemoteNote.self])

@@ -73,10 +73,26 @@ struct StagedMigrationTests {
         #expect(students == ["Ann 20", "Ben 22"])
     }
 
+    /// The blobs of the students, read at the first version without migrating.
+    static func blobsAtFirstVersion(_ url: URL) throws -> [String] {
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        #expect(try v1().isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+        return try withMigrationStore(try v1(), at: url, options: StoreOptions(migratesAutomatically: false)) { context in
+            try context.fetch(FetchRequest<ManagedObject>(entityName: "Student")).compactMap { try $0.value(forKey: "data") as? Data }
+                .map { String(decoding: $0, as: UTF8.self) }.sorted()
+        }
+    }
+
+    /// The files in a directory (no copy of a store may be left).
+    static func files(_ dir: TemporaryDirectory) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted()
+    }
+
     @Test func aThrowingHandlerNamesItsStageAndTheStoreKeepsItsVersion() throws {
         let dir = try TemporaryDirectory()
         let url = dir.file("s.sqlite")
         try Self.makeStore(url)
+        let before = try Self.blobsAtFirstVersion(url)
         let manager = StagedMigrationManager([
             try Self.decodeStage(throwing: true), LightweightMigrationStage([try Self.v2(), try Self.v3()])
         ])
@@ -85,10 +101,70 @@ struct StagedMigrationTests {
         }
         #expect(error?.code == .migrationFailed)
         #expect(error?.message.contains("decode blobs") == true)
-        // The step's migration had committed (v2); its handler's changes were not saved.
-        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
-        #expect(try Self.v2().isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
-        let names = try withMigrationStore(try Self.v2(), at: url) { context in try fetchByName(context, "Student").map(\.nameValue) }
-        #expect(names == ["", ""])
+        #expect(error?.store == url.path)
+        // The step's migration ran, but on a copy: the store is at its first version, as it was.
+        #expect(try Self.blobsAtFirstVersion(url) == before)
+        #expect(before.count == 2)
+        #expect(try !Self.files(dir).contains { $0.contains("migrating") })
+    }
+
+    /// Three versions, two custom stages: the second stage's handler (before or after its step)
+    /// throws after the first stage succeeded. Nothing of either stage is left.
+    @Test(arguments: ["will", "did"])
+    func aLaterStageThatThrowsLeavesTheFirstVersion(_ handler: String) throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("s.sqlite")
+        try Self.makeStore(url)
+        let before = try Self.blobsAtFirstVersion(url)
+        var drop = CustomMigrationStage(migratingFrom: try Self.v2(), to: try Self.v3(), label: "drop blobs")
+        let fail: @Sendable (ManagedObjectContext) throws -> Void = { context in
+            for student in try context.fetch(FetchRequest<ManagedObject>(entityName: "Student")) {
+                try student.setValue("changed", forKey: "name")
+            }
+            throw CoherenceError(.validation, "refused")
+        }
+        if handler == "will" { drop.willMigrateHandler = fail } else { drop.didMigrateHandler = fail }
+        let manager = StagedMigrationManager([try Self.decodeStage(), drop])
+        let error = #expect(throws: CoherenceError.self) {
+            try withMigrationStore(try Self.v3(), at: url, options: StoreOptions(stagedMigrationManager: manager)) { _ in }
+        }
+        #expect(error?.code == .migrationFailed)
+        #expect(error?.message.contains("'drop blobs'") == true)
+        #expect(error?.message.contains("decode blobs") == false)
+        #expect(error?.underlyingErrors.first.map { "\($0)" }?.contains("refused") == true)
+        #expect(try Self.blobsAtFirstVersion(url) == before)
+        #expect(try !Self.files(dir).contains { $0.contains("migrating") })
+        // Once the stage is fixed, the same store migrates all the way.
+        let fixed = StagedMigrationManager([try Self.decodeStage(), LightweightMigrationStage([try Self.v2(), try Self.v3()])])
+        let students = try withMigrationStore(try Self.v3(), at: url, options: StoreOptions(stagedMigrationManager: fixed)) { context in
+            try fetchByName(context, "Student").map(\.nameValue)
+        }
+        #expect(students == ["Ann", "Ben"])
+    }
+
+    /// What the stages leave undone is inferred on the same copy: when that fails, the stages'
+    /// work is not kept either.
+    @Test func aFailingInferredRemainderLeavesTheFirstVersion() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("s.sqlite")
+        try Self.makeStore(url)
+        let before = try Self.blobsAtFirstVersion(url)
+        // `age` becomes a string: not a widening.
+        let v3 = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Student",
+                properties: [
+                    AttributeDescription(name: "name", type: .string, isOptional: true),
+                    AttributeDescription(name: "age", type: .string, isOptional: true)
+                ])
+        ])
+        let manager = StagedMigrationManager([try Self.decodeStage()])
+        let error = #expect(throws: CoherenceError.self) {
+            try withMigrationStore(v3, at: url, options: StoreOptions(stagedMigrationManager: manager)) { _ in }
+        }
+        #expect(error?.code == .migrationNotInferable)
+        #expect(error?.store == url.path)
+        #expect(try Self.blobsAtFirstVersion(url) == before)
+        #expect(try !Self.files(dir).contains { $0.contains("migrating") })
     }
 }

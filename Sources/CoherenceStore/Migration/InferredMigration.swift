@@ -21,6 +21,11 @@ package struct InferredMigration {
     let sources: [String: StoredSchema.Entity]
     /// Test hook: called with the name of each step as it starts (a test stops the process there).
     nonisolated(unsafe) package static var stepHook: ((String) -> Void)?
+    /// Test hook: called with the store, the rows copied so far and the rows to copy in all, as
+    /// progress moves.
+    package static let progressObserver = LockedValue<(@Sendable (_ store: String, _ completed: Int64, _ total: Int64) -> Void)?>(nil)
+    /// How many rows a table copy copies between two progress reports.
+    static let chunkRows = 65_536
 
     /// Prefix of an old table while the migration runs.
     static let oldPrefix = "Z_MIGRATING_"
@@ -346,7 +351,9 @@ package struct InferredMigration {
             try c.execute("ALTER TABLE \(q(name)) RENAME TO \(q(Self.oldPrefix + name))")
         }
         let schema = generator.createSchema(for: entities)
-        for statement in schema where statement.hasPrefix("CREATE TABLE ") {
+        // Tables that are kept (unchanged, or only gaining columns) exist already.
+        let keptTables = Set(plans.filter { $0.mode != .rebuild }.map { "CREATE TABLE \(generator.table($0.root)) (" })
+        for statement in schema where statement.hasPrefix("CREATE TABLE ") && !keptTables.contains(where: statement.hasPrefix) {
             try c.execute("CREATE TABLE IF NOT EXISTS " + statement.dropFirst("CREATE TABLE ".count))
         }
         for (i, pairs) in pairSources.enumerated() {
@@ -381,12 +388,28 @@ package struct InferredMigration {
                 let names = ["Z_PK", "Z_ENT", "Z_OPT"] + plan.columns.map { q($0.property.name) }
                 let values = ["o.Z_PK", entityCase, "o.Z_OPT"] + plan.columns.map { sql($0.source) }
                 let oldNumbers = plan.numbers.map { String($0.old) }.joined(separator: ", ")
-                try c.execute(
-                    "INSERT INTO \(table) (\(names.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(oldTable(oldRoot)) o WHERE o.Z_ENT IN (\(oldNumbers))"
+                let before = copied
+                // In runs of keys, so that progress moves as rows are copied (and a long copy
+                // can be followed): each run ends at the key `chunkRows` rows further.
+                let insert = try c.prepare(
+                    "INSERT INTO \(table) (\(names.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(oldTable(oldRoot)) o WHERE o.Z_ENT IN (\(oldNumbers)) AND o.Z_PK > ?1 AND o.Z_PK <= ?2"
                 )
-                copied += Int64(c.changes)
-                progress.completedUnitCount = copied
-                CoherenceLogging.log(.info, "migration", "Copied \(c.changes) rows into \(plan.root.name)")
+                let nextEnd = try c.prepare(
+                    "SELECT Z_PK FROM \(oldTable(oldRoot)) WHERE Z_PK > ? ORDER BY Z_PK LIMIT 1 OFFSET \(Self.chunkRows - 1)")
+                var start = Int64.min
+                while true {
+                    nextEnd.bind(start, at: 1)
+                    let end = try nextEnd.rows { $0.int64(0) }.first ?? Int64.max
+                    insert.bind(start, at: 1)
+                    insert.bind(end, at: 2)
+                    try insert.execute()
+                    copied += Int64(c.changes)
+                    progress.completedUnitCount = copied
+                    if let observe = Self.progressObserver.withLock({ $0 }) { observe(store, copied, progress.totalUnitCount) }
+                    if end == Int64.max { break }
+                    start = end
+                }
+                CoherenceLogging.log(.info, "migration", "Copied \(copied - before) rows into \(plan.root.name) (\(store))")
             }
         }
 

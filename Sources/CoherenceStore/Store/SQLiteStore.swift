@@ -136,7 +136,7 @@ package final class SQLiteStore: StoreEngine {
                     metadata[k] = v
                 }
                 let needsMigration = metadata["modelVersionHash"] != expectedHash
-                let oldSchema = StoredSchema(json: metadata["schema"])
+                let oldSchema = needsMigration ? StoredSchema(json: metadata["schema"]) : nil
                 if needsMigration {
                     guard migratesAutomatically, oldSchema != nil else {
                         let why =

@@ -1,0 +1,102 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A copy of a SQLite store that a staged migration works on, so that the store itself changes
+/// only once every stage succeeded: the finished copy then takes the store's place with one
+/// `rename(2)`, which a process killed at any moment sees done or not done. A failed migration
+/// discards the copy and the store was never written.
+///
+/// The copy is `<store>-migrating` next to the store (same file system, so the rename is atomic);
+/// one left by a process that died is deleted when the next copy is made.
+package struct MigrationCopy {
+    /// The store the copy is of.
+    package let original: URL
+    /// The copy.
+    package let url: URL
+
+    /// The copy's location for a store.
+    package static func location(of original: URL) -> URL {
+        original.deletingLastPathComponent().appendingPathComponent(original.lastPathComponent + "-migrating")
+    }
+
+    /// Makes a consistent copy of the store at `original` (its write-ahead log included) with
+    /// `VACUUM INTO`, owner-only like the store. The store is only read.
+    /// - Throws: `.migrationFailed` naming the store when it cannot be read or copied.
+    package static func make(of original: URL) throws(CoherenceError) -> MigrationCopy {
+        let copy = MigrationCopy(original: original, url: location(of: original))
+        copy.discard()
+        let path = original.path
+        do {
+            try OwnerOnlyFiles.createFile(atPath: copy.url.path)
+            let connection = try SQLiteConnection(location: .file(path), switchesToWAL: false)
+            let vacuum = try connection.prepare("VACUUM INTO ?")
+            vacuum.bind(copy.url.path, at: 1)
+            try vacuum.execute()
+        } catch {
+            copy.discard()
+            throw failure("Cannot copy the store for its migration: \(error)", path: path, error)
+        }
+        return copy
+    }
+
+    /// Puts the copy in the store's place: the copy is made self-contained (no write-ahead log),
+    /// the store's own log is folded into it and removed, then the copy is renamed over it.
+    /// Until the rename the store is complete at its old version; after it, at the new one.
+    /// - Throws: `.migrationFailed` (the store is left at its old version, the copy discarded),
+    ///   for instance when another connection holds the store open.
+    package func replaceOriginal() throws(CoherenceError) {
+        let path = original.path
+        do {
+            for file in [url.path, path] {
+                // Rollback journal mode checkpoints and deletes the log; it needs the only connection.
+                let connection = try SQLiteConnection(location: .file(file), switchesToWAL: false)
+                let mode = try connection.prepare("PRAGMA journal_mode=DELETE").rows { $0.string(0) }.first?.lowercased()
+                guard mode == "delete" else {
+                    throw CoherenceError(.migrationFailed, "The store is in use by another connection; it was not migrated.", store: path)
+                }
+            }
+            for suffix in ["-wal", "-shm", "-journal"] {
+                try? FileManager.default.removeItem(atPath: url.path + suffix)
+                try? FileManager.default.removeItem(atPath: path + suffix)
+            }
+            Self.synchronize(url.path, flags: O_RDONLY)
+            guard rename(url.path, path) == 0 else {
+                throw CoherenceError(
+                    .migrationFailed, "Cannot put the migrated store in place: \(String(cString: strerror(errno))).", store: path)
+            }
+            Self.synchronize(original.deletingLastPathComponent().path, flags: O_RDONLY | O_DIRECTORY)
+        } catch {
+            discard()
+            throw Self.failure("Cannot put the migrated store in place: \(error)", path: path, error)
+        }
+    }
+
+    /// Deletes the copy and its journal files, if any.
+    package func discard() {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try? FileManager.default.removeItem(atPath: url.path + suffix)
+        }
+    }
+
+    /// Flushes a file or directory to the disk (best effort).
+    private static func synchronize(_ path: String, flags: Int32) {
+        let fd = open(path, flags | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// `.migrationFailed` for `error`, unless it is already a ``CoherenceError``.
+    private static func failure(_ message: String, path: String, _ error: any Error) -> CoherenceError {
+        if let e = error as? CoherenceError { return e }
+        var e = CoherenceError(.migrationFailed, message, store: path, sql: (error as? SQLiteError)?.sql)
+        if let sqlite = error as? SQLiteError { e.underlyingErrors = [sqlite] }
+        return e
+    }
+}
