@@ -260,7 +260,11 @@ package struct ObjectState {
     /// the snapshot keeps the slot's committed value.
     @usableFromInline
     package mutating func setValue(_ value: StoredValue, at slot: Int) {
-        if originals != nil, originals?.contains(where: { $0.slot == slot }) == false {
+        if originals?.isEmpty == true {
+            // The first change since the load or save: a list of one, made at its size (growing
+            // the empty list would go through the general reallocation path).
+            originals = [SlotValue(slot: slot, value: values[slot])]
+        } else if originals != nil, originals?.contains(where: { $0.slot == slot }) == false {
             originals?.append(SlotValue(slot: slot, value: values[slot]))
         }
         values[slot] = value
