@@ -411,7 +411,7 @@ package struct ObjectState {
     /// relationships that are still faults (they are saved). `foreignKeys` are the entity's
     /// foreign-key relationships, `objectID` the object's ID.
     package mutating func commit(foreignKeys: [RelationshipDescription], objectID: @autoclosure () -> ObjectID?) {
-        if !foreignKeys.isEmpty {
+        if !foreignKeys.isEmpty && !foreignKeysNameCommittedDestinations(foreignKeys, objectID: objectID()) {
             var toOne: [ObjectID?] = []
             // Foreign-key slots that must change to hold the stored keys (row snapshots carry
             // them). Written after the loop: a write inside it would make the values unique
@@ -452,6 +452,29 @@ package struct ObjectState {
         #if DEBUG
         _checkInvariants()
         #endif
+    }
+
+    /// Whether committing would leave the to-one state as it is: the object has a snapshot, no
+    /// relationship state and derived committed destinations, and each foreign-key slot is
+    /// unchanged and holds a key (or NULL) that names the destination it derives (so
+    /// ``commit(foreignKeys:objectID:)`` would neither rewrite a slot nor change a destination,
+    /// and needs no pass over them).
+    @inline(__always)
+    private mutating func foreignKeysNameCommittedDestinations(
+        _ foreignKeys: [RelationshipDescription], objectID: @autoclosure () -> ObjectID?
+    ) -> Bool {
+        guard relations == nil, committedToOne == nil, let changed = originals else { return false }
+        for r in foreignKeys {
+            guard r.slot < values.count, !changed.contains(where: { $0.slot == r.slot }) else { return false }
+            switch values[r.slot] {
+            case .null: continue
+            case .integer:
+                // Derived from a stored key: a permanent ID in the object's store.
+                guard r.fkOrdinal >= 0, r.destinationEntity != nil, let id = objectID(), !id.isTemporaryID else { return false }
+            default: return false
+            }
+        }
+        return true
     }
 
     /// Discards the unsaved changes: the values go back to the committed snapshot (when there
