@@ -271,8 +271,9 @@ extension ManagedObjectContext {
             var references: [RowReference] = []
             // The snapshot lists the slots changed since the load or last save.
             o._state.appendChangedSlots(isStoredAttribute: isStored, to: &scratch)
-            // Objects with a snapshot (loaded or saved before) compare their to-one destinations.
-            if o._state.hasSnapshot && !foreignKeys.isEmpty {
+            // Objects with a snapshot (loaded or saved before) compare their to-one destinations
+            // (without relationship state, the current ones are the committed ones).
+            if o._state.hasSnapshot && !foreignKeys.isEmpty && o._state.relations != nil {
                 for r in foreignKeys {
                     let current = o._currentToOneID(r)
                     let old = o._committedToOneID(r)

@@ -260,7 +260,11 @@ package struct ObjectState {
     /// the snapshot keeps the slot's committed value.
     @usableFromInline
     package mutating func setValue(_ value: StoredValue, at slot: Int) {
-        if originals != nil, originals?.contains(where: { $0.slot == slot }) == false {
+        if originals?.isEmpty == true {
+            // The first change since the load or save: a list of one, made at its size (growing
+            // the empty list would go through the general reallocation path).
+            originals = [SlotValue(slot: slot, value: values[slot])]
+        } else if originals != nil, originals?.contains(where: { $0.slot == slot }) == false {
             originals?.append(SlotValue(slot: slot, value: values[slot]))
         }
         values[slot] = value
@@ -407,7 +411,7 @@ package struct ObjectState {
     /// relationships that are still faults (they are saved). `foreignKeys` are the entity's
     /// foreign-key relationships, `objectID` the object's ID.
     package mutating func commit(foreignKeys: [RelationshipDescription], objectID: @autoclosure () -> ObjectID?) {
-        if !foreignKeys.isEmpty {
+        if !foreignKeys.isEmpty && !foreignKeysNameCommittedDestinations(foreignKeys, objectID: objectID()) {
             var toOne: [ObjectID?] = []
             // Foreign-key slots that must change to hold the stored keys (row snapshots carry
             // them). Written after the loop: a write inside it would make the values unique
@@ -448,6 +452,29 @@ package struct ObjectState {
         #if DEBUG
         _checkInvariants()
         #endif
+    }
+
+    /// Whether committing would leave the to-one state as it is: the object has a snapshot, no
+    /// relationship state and derived committed destinations, and each foreign-key slot is
+    /// unchanged and holds a key (or NULL) that names the destination it derives (so
+    /// ``commit(foreignKeys:objectID:)`` would neither rewrite a slot nor change a destination,
+    /// and needs no pass over them).
+    @inline(__always)
+    private mutating func foreignKeysNameCommittedDestinations(
+        _ foreignKeys: [RelationshipDescription], objectID: @autoclosure () -> ObjectID?
+    ) -> Bool {
+        guard relations == nil, committedToOne == nil, let changed = originals else { return false }
+        for r in foreignKeys {
+            guard r.slot < values.count, !changed.contains(where: { $0.slot == r.slot }) else { return false }
+            switch values[r.slot] {
+            case .null: continue
+            case .integer:
+                // Derived from a stored key: a permanent ID in the object's store.
+                guard r.fkOrdinal >= 0, r.destinationEntity != nil, let id = objectID(), !id.isTemporaryID else { return false }
+            default: return false
+            }
+        }
+        return true
     }
 
     /// Discards the unsaved changes: the values go back to the committed snapshot (when there

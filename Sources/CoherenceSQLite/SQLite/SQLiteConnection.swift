@@ -37,6 +37,12 @@ package final class SQLiteConnection {
     /// store has made its tables, so they read text as stored.)
     package private(set) var textIsUTF8 = false
     private var statementCache: [String: SQLiteStatement] = [:]
+    /// The statements most recently returned by ``cachedStatement(_:)``, most recent first (at
+    /// most ``recentLimit``), also in `statementCache`. A save asks for the same few statements
+    /// each time with the same `String`s (SQL made once and kept), which compare equal at once
+    /// (same storage); the dictionary would hash the whole text on every lookup.
+    private var recentStatements: [SQLiteStatement] = []
+    private static let recentLimit = 8
     // Invariant: retained while installed as SQLite's trace context; released when replaced
     // or when the connection closes (after the trace is removed).
     private var traceBox: Unmanaged<TraceBox>?
@@ -94,6 +100,7 @@ package final class SQLiteConnection {
             try execute("PRAGMA synchronous=\(synchronous.rawValue)")
             try execute("PRAGMA foreign_keys=ON")
         } catch {
+            recentStatements.removeAll()
             statementCache.removeAll()
             sqlite3_close_v2(db)
             throw error
@@ -139,6 +146,7 @@ package final class SQLiteConnection {
     }
 
     deinit {
+        recentStatements.removeAll()
         statementCache.removeAll()
         sqlite3_close_v2(handle)
         traceBox?.release()
@@ -175,14 +183,26 @@ package final class SQLiteConnection {
     /// Returns a cached prepared statement for `sql`, preparing it on first use. The statement
     /// is reset, ready for new bindings.
     ///
-    /// - Complexity: O(1) amortized (one dictionary lookup on the SQL text).
-    @inline(__always)
+    /// - Complexity: O(1) amortized: a few comparisons with the recent statements' SQL (equal
+    ///   at once when it is the same string), else one dictionary lookup on the SQL text.
     package func cachedStatement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
-        if let s = statementCache[sql] {
+        for i in recentStatements.indices where recentStatements[i].sql == sql {
+            let s = recentStatements[i]
+            if i > 0 { recentStatements.swapAt(i, i - 1) }  // the ones asked for most move forward
             return s
         }
-        let s = try SQLiteStatement(connection: self, sql: sql)
-        statementCache[sql] = s
+        let s: SQLiteStatement
+        if let cached = statementCache[sql] {
+            s = cached
+        } else {
+            s = try SQLiteStatement(connection: self, sql: sql)
+            statementCache[sql] = s
+        }
+        if recentStatements.count < Self.recentLimit {
+            recentStatements.append(s)
+        } else {
+            recentStatements[Self.recentLimit - 1] = s
+        }
         return s
     }
 
@@ -191,6 +211,7 @@ package final class SQLiteConnection {
 
     /// Drops every cached statement (needed before schema changes invalidate them).
     package func clearStatementCache() {
+        recentStatements.removeAll()
         statementCache.removeAll()
     }
 

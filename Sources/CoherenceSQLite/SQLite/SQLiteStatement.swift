@@ -34,21 +34,24 @@ package final class SQLiteStatement {
     /// The number of rows the statement returned in its last two complete runs (most recent
     /// first); 0 before it has run.
     private var rowCounts: (last: Int, previous: Int) = (0, 0)
+    /// The number of complete runs recorded (counted up to 2).
+    private var recordedRuns = 0
 
     deinit {
         sqlite3_finalize(handle)
     }
 
     /// How many rows the next run is likely to return: the smaller of the last two runs' counts
-    /// (0 until it has run twice). The smaller one, so that a statement whose runs alternate
-    /// between many rows and a few (the same SQL, other bound values) expects a few: a reader
-    /// that sizes its tables for too many rows pays for tables it does not fill, one that
-    /// sizes them for too few only grows them as it would without an estimate.
-    package var expectedRowCount: Int { min(rowCounts.last, rowCounts.previous) }
+    /// (after one run, its count; 0 before). The smaller one, so that a statement whose runs
+    /// alternate between many rows and a few (the same SQL, other bound values) expects a few:
+    /// a reader that sizes its tables for too many rows pays for tables it does not fill, one
+    /// that sizes them for too few only grows them as it would without an estimate.
+    package var expectedRowCount: Int { recordedRuns < 2 ? rowCounts.last : min(rowCounts.last, rowCounts.previous) }
 
     /// Records the number of rows a complete run returned.
     package func noteRowCount(_ count: Int) {
         rowCounts = (count, rowCounts.last)
+        if recordedRuns < 2 { recordedRuns += 1 }
     }
 
     /// Resets the statement so it can run again. Bindings are kept until rebound.

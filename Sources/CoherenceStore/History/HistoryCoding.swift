@@ -20,6 +20,8 @@ import Foundation
 /// Decoding checks every length and index and reports a damaged blob as `.corruptRow`.
 package enum HistoryCoding {
     static let format: UInt8 = 1
+    /// Up to this many entities, an encoding finds an entity's index by a linear search.
+    static let linearSearchLimit = 8
 
     // MARK: Encoding
 
@@ -28,6 +30,9 @@ package enum HistoryCoding {
         var body = ByteWriter()
         body.bytes.reserveCapacity(changes.count * 6 + 16)
         var entityNames: [String] = []
+        // The entities by name index, looked up by a linear search while they are few (most
+        // transactions touch one or two; no dictionary is made for them), else by `entityIndex`.
+        var entityKeys: [ObjectIdentifier] = []
         var entityIndex: [ObjectIdentifier: Int] = [:]
         var propertyNames: [String] = []
         var propertyIndex: [String: Int] = [:]
@@ -41,6 +46,8 @@ package enum HistoryCoding {
         var lastSlotsBytes: [UInt8] = []
 
         func nameIndex(_ slot: Int, _ entity: EntityDescription) -> Int {
+            // (Made on first use: inserts name no property.)
+            if lastSlotNames.isEmpty { lastSlotNames = [Int](repeating: -1, count: entity.properties.count) }
             if slot < lastSlotNames.count, lastSlotNames[slot] >= 0 { return lastSlotNames[slot] }
             let name = slot < entity.properties.count ? entity.properties[slot].name : "#\(slot)"
             let i: Int
@@ -60,15 +67,23 @@ package enum HistoryCoding {
             let entity = change.objectID.entity
             let key = ObjectIdentifier(entity)
             if key != lastEntity {
-                if let lastEntity { slotNames[lastEntity] = lastSlotNames }
-                if let known = entityIndex[key] {
+                if let lastEntity, !lastSlotNames.isEmpty { slotNames[lastEntity] = lastSlotNames }
+                let known = entityKeys.count <= Self.linearSearchLimit ? entityKeys.firstIndex(of: key) : entityIndex[key]
+                if let known {
                     lastIndex = known
                 } else {
                     lastIndex = entityNames.count
                     entityNames.append(entity.name)
-                    entityIndex[key] = lastIndex
+                    entityKeys.append(key)
+                    if entityKeys.count > Self.linearSearchLimit {
+                        if entityIndex.isEmpty {
+                            for (i, k) in entityKeys.enumerated() { entityIndex[k] = i }
+                        } else {
+                            entityIndex[key] = lastIndex
+                        }
+                    }
                 }
-                lastSlotNames = slotNames[key] ?? [Int](repeating: -1, count: entity.properties.count)
+                lastSlotNames = slotNames.isEmpty ? [] : slotNames[key] ?? []
                 lastEntity = key
             }
             body.varint(UInt64(lastIndex) << 2 | UInt64(change.type.rawValue))

@@ -25,11 +25,18 @@ package enum HistorySQL {
     static let state = "SELECT coalesce((SELECT Z_DELETEDTHROUGH FROM Z_HISTORYSTATE WHERE Z_KEY = 1), 0), \(lastNumber)"
 
     /// Appends a transaction numbered one above the last number (read inside the write
-    /// transaction, so concurrent writers in other processes never share a number).
+    /// transaction, so concurrent writers in other processes never share a number). Bound:
+    /// timestamp, author, context name, entities column, change count, changes. This process's
+    /// ID is part of the text (it never changes), so no save binds (and SQLite copies) it.
     static let insert = """
         INSERT INTO Z_HISTORYTRANSACTION (Z_PK, Z_TIMESTAMP, Z_AUTHOR, Z_CONTEXTNAME, Z_PROCESSID, Z_ENTITIES, Z_CHANGECOUNT, Z_CHANGES) \
-        VALUES (\(lastNumber) + 1, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (\(lastNumber) + 1, ?, ?, ?, \(literal(HistoryTransactionRecord.processID)), ?, ?, ?)
         """
+
+    /// `text` as an SQL string literal.
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
 
     static let noteDeleted = "UPDATE Z_HISTORYSTATE SET Z_DELETEDTHROUGH = max(Z_DELETEDTHROUGH, ?) WHERE Z_KEY = 1"
 

@@ -39,10 +39,10 @@ extension SQLiteStore {
             st.bind(stored.timestamp.timeIntervalSinceReferenceDate, at: 1)
             if let a = stored.author { st.bind(a, at: 2) } else { st.bindNull(2) }
             if let n = stored.contextName { st.bind(n, at: 3) } else { st.bindNull(3) }
-            st.bind(stored.processID, at: 4)
-            st.bind(stored.entitiesColumn, at: 5)
-            st.bind(Int64(stored.changeCount), at: 6)
-            stored.changes.withUnsafeBytes { st.bind(bytes: $0, at: 7) }
+            // (The process ID is in the statement's text: see `HistorySQL.insert`.)
+            st.bind(stored.entitiesColumn, at: 4)
+            st.bind(Int64(stored.changeCount), at: 5)
+            stored.changes.withUnsafeBytes { st.bind(bytes: $0, at: 6) }
             try st.execute()
         } catch {
             throw storeError(.storeWriteFailed, error, "Recording persistent history failed")

@@ -529,8 +529,8 @@ package final class SQLiteStore: StoreEngine {
         }
     }
 
-    /// Expects the smaller of the row counts of the statement's last two runs (see
-    /// ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
+    /// Expects the smaller of the row counts of the statement's last two runs (after one run,
+    /// its count; see ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
         each body: (consuming FetchedRow) -> Void
