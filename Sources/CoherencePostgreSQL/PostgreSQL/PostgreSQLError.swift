@@ -5,8 +5,8 @@
 /// the connection's password are never part of it, so logging an error cannot leak them: the
 /// location is the connection URL without its password.
 ///
-/// Coherence's API never throws it directly: it throws a ``CoherenceError`` naming the store and
-/// the SQL, with the `PostgreSQLError` in ``CoherenceError/underlyingErrors``.
+/// Coherence's API never throws it directly: it throws a `CoherenceError` naming the store and
+/// the SQL, with the `PostgreSQLError` in `CoherenceError.underlyingErrors`.
 ///
 /// ```swift
 /// do {

@@ -6,7 +6,7 @@ extension StoreType {
     /// as `?host=/path`; the schema defaults to `public`). Each store lives in its own schema,
     /// created with its tables when missing, so per-user stores and configurations are schemas
     /// of one database. The password is used to connect and never shown: the attached store's
-    /// ``PersistentStore/url``, its errors and descriptions leave it out.
+    /// `PersistentStore.url`, its errors and descriptions leave it out.
     ///
     /// ```swift
     /// import CoherencePostgreSQL
