@@ -5,15 +5,71 @@ import Foundation
 /// `COLLATE "C"` (code-point order), floating-point values are `DOUBLE PRECISION` holding NaN
 /// and −0.0 themselves, and the pattern tests are written with `LIKE` and `~`.
 extension QueryBuilder {
+    /// Whether an expression is a test (a boolean in PostgreSQL) rather than a value.
+    static func isTest(_ e: QueryExpression) -> Bool {
+        switch e {
+        case .compare, .and, .or, .not, .isNull, .string, .inList, .between, .anyMatch, .allMatch: return true
+        case .constant, .object, .path, .arithmetic, .negate, .fold, .coalesce, .conditional, .count: return false
+        }
+    }
+
+    /// SQL for an expression where a test is expected (a WHERE clause, an operand of AND, OR
+    /// and NOT, a condition). SQLite has no booleans; in PostgreSQL a value is a test when it
+    /// is not 0, as in SQLite.
+    func condition(_ e: QueryExpression) throws(CoherenceError) -> String {
+        guard dialect == .postgreSQL, !Self.isTest(e) else { return try sql(e) }
+        return "(\(try value(e)) <> 0)"
+    }
+
+    /// SQL for an expression where a value is expected: in PostgreSQL a test's boolean is
+    /// turned into 1 or 0 (NULL stays NULL), as SQLite's tests give.
+    func value(_ e: QueryExpression) throws(CoherenceError) -> String {
+        guard dialect == .postgreSQL, Self.isTest(e) else { return try sql(e) }
+        return "CAST(\(try sql(e)) AS INTEGER)"
+    }
+
+    /// A value in the floating-point domain: constants in the stored form of NaN and −0.0 (8-byte
+    /// blobs) become numbers.
+    private func floatingPointValue(_ e: QueryExpression) throws(CoherenceError) -> String {
+        if case .constant(let c) = e, case .blob = c, let d = c.doubleValue { return "CAST(\(bind(.real(d))) AS DOUBLE PRECISION)" }
+        return try value(e)
+    }
+
     /// The PostgreSQL SQL of `e`, or nil when it is the same as SQLite's.
     func postgreSQL(_ e: QueryExpression) throws(CoherenceError) -> String? {
         switch e {
+        case .constant(.text(let t)) where t.utf8.contains(0):
+            throw CoherenceError(
+                .unsupportedPredicate, "PostgreSQL text cannot hold a NUL character (U+0000); a predicate cannot compare with one.")
         case .compare(let op, let a, let b):
             if QueryEvaluator.domain(a, b) == .floatingPoint { return try floatingPointComparisonPG(op, a, b) }
-            let l = try sql(a), r = try sql(b)
+            let l = try value(a), r = try value(b)
             return comparison(op, l, r)
+        case .and(let xs):
+            if xs.isEmpty { return "TRUE" }
+            var parts: [String] = []
+            for x in xs { parts.append(try condition(x)) }
+            return "(" + parts.joined(separator: " AND ") + ")"
+        case .or(let xs):
+            if xs.isEmpty { return "FALSE" }
+            var parts: [String] = []
+            for x in xs { parts.append(try condition(x)) }
+            return "(" + parts.joined(separator: " OR ") + ")"
+        case .not(let x):
+            return "(NOT \(try condition(x)))"
+        case .isNull(let x):
+            return "(\(try value(x)) IS NULL)"
+        case .coalesce(let a, let b):
+            if QueryEvaluator.isFloatingPoint(e) { return "coalesce(\(try floatingPointValue(a)), \(try floatingPointValue(b)))" }
+            return "coalesce(\(try value(a)), \(try value(b)))"
+        case .conditional(let c, let a, let b):
+            let test = try condition(c)
+            if QueryEvaluator.isFloatingPoint(e) {
+                return "(CASE WHEN \(test) THEN \(try floatingPointValue(a)) ELSE \(try floatingPointValue(b)) END)"
+            }
+            return "(CASE WHEN \(test) THEN \(try value(a)) ELSE \(try value(b)) END)"
         case .arithmetic(let op, let a, let b):
-            let l = try sql(a), r = try sql(b)
+            let l = try floatingPointValue(a), r = try floatingPointValue(b)
             switch op {
             case .add: return "(\(l) + \(r))"
             case .subtract: return "(\(l) - \(r))"
@@ -24,7 +80,7 @@ extension QueryBuilder {
             case .remainder: return "(\(l) % NULLIF(\(r), 0))"
             }
         case .negate(let x):
-            return "(- \(try sql(x)))"
+            return "(- \(try floatingPointValue(x)))"
         case .string(let op, let a, let b):
             let l = try sql(a)
             switch op {
@@ -54,20 +110,20 @@ extension QueryBuilder {
             }
             var parts: [String] = []
             if !nonNull.isEmpty {
-                let l = try sql(x)
+                let l = try value(x)
                 var items: [String] = []
-                for v in nonNull { items.append(try sql(v)) }
+                for v in nonNull { items.append(try value(v)) }
                 parts.append("coalesce(\(l) IN (\(items.joined(separator: ", "))), FALSE)")
             }
-            if nonNull.count < values.count { parts.append("(\(try sql(x)) IS NULL)") }
+            if nonNull.count < values.count { parts.append("(\(try value(x)) IS NULL)") }
             return "(" + parts.joined(separator: " OR ") + ")"
         case .between(let x, let lower, let upper, let inclusive):
             if QueryEvaluator.domain(x, lower, upper) == .floatingPoint {
                 return try sql(.and([.compare(.greaterOrEqual, x, lower), .compare(inclusive ? .lessOrEqual : .less, x, upper)]))
             }
-            let l = try sql(x), lo = try sql(lower)
-            if inclusive { return "(\(l) BETWEEN \(lo) AND \(try sql(upper)))" }
-            let l2 = try sql(x), hi = try sql(upper)
+            let l = try value(x), lo = try value(lower)
+            if inclusive { return "(\(l) BETWEEN \(lo) AND \(try value(upper)))" }
+            let l2 = try value(x), hi = try value(upper)
             return "(\(l) >= \(lo) AND \(l2) < \(hi))"
         default:
             return nil
@@ -100,7 +156,7 @@ extension QueryBuilder {
             if c.isNull { return "CAST(NULL AS DOUBLE PRECISION)" }
             if let d = c.doubleValue { return "CAST(\(bind(.real(d))) AS DOUBLE PRECISION)" }
         }
-        return "CAST(\(try sql(e)) AS DOUBLE PRECISION)"
+        return "CAST(\(try value(e)) AS DOUBLE PRECISION)"
     }
 
     /// `column op constant` for a floating-point column, or nil when the constant is not a

@@ -379,7 +379,7 @@ final class QueryBuilder {
             conditions.append(restriction)
         }
         if let predicate {
-            let p = try sql(predicate)
+            let p = try condition(predicate)
             conditions.append(negate ? "NOT coalesce(\(p), \(dialect.falseSQL))" : p)
         }
         from += inner.joins.map { " " + $0 }.joined()

@@ -292,7 +292,9 @@ package struct SQLGenerator: Sendable {
                 // too, sorts after every number, NaNs by their bits, as the evaluator sorts them.)
                 expr = "(CASE WHEN \(expr) = \(QueryBuilder.negativeZero) THEN 0.0 ELSE \(expr) END)"
             }
-            orderBy.append(expr + (key.ascending ? " ASC" : " DESC"))
+            // nil sorts first, as in SQLite (PostgreSQL sorts NULL last by default).
+            let nulls = dialect == .postgreSQL ? (key.ascending ? " NULLS FIRST" : " NULLS LAST") : ""
+            orderBy.append(expr + (key.ascending ? " ASC" : " DESC") + nulls)
         }
         let from = "\(table(fetch.entity)) AS t0\(builder.joins(forScope: 0))"
         if count {
@@ -322,7 +324,7 @@ package struct SQLGenerator: Sendable {
             conditions.append(restriction)
         }
         if let predicate = fetch.predicate {
-            conditions.append(try builder.sql(predicate))
+            conditions.append(try builder.condition(predicate))
         }
         return conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
     }
