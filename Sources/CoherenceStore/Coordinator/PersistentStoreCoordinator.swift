@@ -531,9 +531,9 @@ public final class PersistentStoreCoordinator: Sendable {
         if !unresolvable.isEmpty { rowCache.remove(unresolvable) }
     }
 
-    /// A store as errors name it: its file, or "in-memory <UUID>".
+    /// A store as errors name it: its file, "in-memory <UUID>", or a server store's URL without its password.
     package static func location(of store: PersistentStore) -> String {
-        store.url?.path ?? store.engine.locationDescription
+        store.type.factory == nil ? store.url?.path ?? store.engine.locationDescription : store.engine.locationDescription
     }
 
     /// One store's part of a change set, with the positions its inserts and updates have in
