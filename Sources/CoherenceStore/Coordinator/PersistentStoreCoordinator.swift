@@ -123,7 +123,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 model: managedObjectModel, configuration: configuration, historyTracking: options.persistentHistoryTracking)
         }
         let store = PersistentStore(
-            type: type, url: publicURL, options: options,
+            type: type, url: publicURL, openedURL: url, options: options,
             engine: engine, entities: entities)
         let duplicate = stores.withLock { list -> Bool in
             if list.contains(where: { $0.identifier == store.identifier }) { return true }

@@ -159,11 +159,15 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     package let engine: any StoreEngine
     /// Entities this store holds.
     package let entities: Set<ObjectIdentifier>
+    /// The URL the store was opened with (a server's, password included: never shown), for
+    /// opening the same store again (a second coordinator of a container).
+    package let openedURL: URL?
 
-    init(type: StoreType, url: URL?, options: StoreOptions, engine: any StoreEngine, entities: [EntityDescription]) {
+    init(type: StoreType, url: URL?, openedURL: URL?, options: StoreOptions, engine: any StoreEngine, entities: [EntityDescription]) {
         self.identifier = engine.identifier
         self.type = type
         self.url = url
+        self.openedURL = openedURL
         self.configurationName = engine.configurationName
         self.metadata = engine.metadata
         self.options = options
