@@ -5,7 +5,9 @@ let package = Package(
     name: "Coherence",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
     products: [
-        .library(name: "Coherence", targets: ["Coherence"])
+        .library(name: "Coherence", targets: ["Coherence"]),
+        // The PostgreSQL store, a separate product: only its users need libpq.
+        .library(name: "CoherencePostgreSQL", targets: ["CoherencePostgreSQL"])
     ],
     targets: [
         // The system SQLite C library, behind a prefixed module with a shim header for the
@@ -14,6 +16,14 @@ let package = Package(
             name: "CCoherenceSQLite",
             path: "Sources/CCoherenceSQLite",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        // The system libpq C library (PostgreSQL's client), for the PostgreSQL store only: the
+        // `Coherence` product and its targets do not depend on it.
+        .systemLibrary(
+            name: "CCoherencePostgreSQL",
+            path: "Sources/CCoherencePostgreSQL",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
         // The library's layers, each a target whose dependencies point only down (see
         // Documentation/Architecture.md). `Coherence` re-exports the layers below it, so users
@@ -28,6 +38,10 @@ let package = Package(
         .target(name: "CoherenceContext", dependencies: ["CoherenceStore"], path: "Sources/CoherenceContext"),
         // The container (`GenericConnect`, strategies, stores at run time) and actions.
         .target(name: "Coherence", dependencies: ["CoherenceContext"], path: "Sources/Coherence"),
+        // The PostgreSQL store (`StoreType.postgreSQL`) and its libpq layer: a separate product.
+        .target(
+            name: "CoherencePostgreSQL", dependencies: ["CoherenceStore", "CCoherencePostgreSQL"],
+            path: "Sources/CoherencePostgreSQL"),
         // Examples: `swift run <name>`.
         .target(name: "CoherenceExampleSupport", dependencies: ["Coherence"], path: "Examples/Support"),
         .executableTarget(name: "QuickStart", dependencies: ["Coherence", "CoherenceExampleSupport"], path: "Examples/QuickStart"),
@@ -55,7 +69,7 @@ let package = Package(
         .executableTarget(name: "CoherenceKitAuthor", dependencies: ["Coherence"], path: "Tests/CoherenceKitAuthor"),
         .testTarget(
             name: "CoherenceTests",
-            dependencies: ["Coherence"],
+            dependencies: ["Coherence", "CoherencePostgreSQL"],
             path: "Tests/CoherenceTests",
             resources: [
                 .copy("Resources/HR.xcdatamodeld"),

@@ -42,12 +42,33 @@ def library_modules(describe, with_layers=True):
     return {name: targets[name]["path"] for name in sorted(names)}
 
 
+def pkg_config_includes(name):
+    """The -I directories pkg-config gives for the system-library target `name` of
+    Package.swift (`describe` does not record its `pkgConfig`), or none."""
+    import re
+    import subprocess
+    try:
+        with open("Package.swift") as f:
+            manifest = f.read()
+    except OSError:
+        return []
+    match = re.search(r'\.systemLibrary\(\s*name:\s*"' + re.escape(name) + r'"[^)]*?pkgConfig:\s*"([^"]+)"', manifest)
+    if not match:
+        return []
+    try:
+        flags = subprocess.run(["pkg-config", "--cflags-only-I", match.group(1)], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return [flag[2:] for flag in flags.split() if flag.startswith("-I")]
+
+
 def include_dirs(describe, bin_path):
     dirs = []
     for target in describe["targets"]:
         kind = target.get("module_type")
         if kind == "SystemLibraryTarget":
             dirs.append(target["path"])
+            dirs.extend(pkg_config_includes(target["name"]))
         elif kind == "ClangTarget":
             # A module map of its own under include/, or the one SwiftPM generates in the build.
             own = os.path.join(target["path"], "include")

@@ -8,7 +8,7 @@ import Testing
 /// `automaticallyMergesChangesFromParent` as Core Data does it: a child context always fetches
 /// through its parent, but its registered objects are refreshed only when it merges.
 @Suite struct AutomaticMergeTests {
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aChildFetchesItsParentsSavesButRefreshesOnlyWhenItMerges(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)

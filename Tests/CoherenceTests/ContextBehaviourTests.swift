@@ -34,12 +34,18 @@ extension Person {
     var values: PersonValues { PersonValues(name: name, age: age, score: score, email: email, town: town?.name) }
 }
 
-/// A new coordinator on the same SQLite file: what it reads is what is on disk (no shared row cache).
+/// A new coordinator on the same SQLite file (or PostgreSQL schema): what it reads is what is
+/// stored (no shared row cache).
 func reopen(_ coordinator: PersistentStoreCoordinator) throws -> PersistentStoreCoordinator {
     let fresh = PersistentStoreCoordinator(managedObjectModel: coordinator.managedObjectModel)
-    try fresh.addPersistentStore(type: .sqlite, at: try #require(coordinator.persistentStores.first?.url))
+    let store = try #require(coordinator.persistentStores.first)
+    try fresh.addPersistentStore(type: store.type, at: try #require(store.url))
     return fresh
 }
+
+/// The store types whose stores outlive their coordinator: SQLite, and PostgreSQL when its
+/// tests are enabled.
+let storedTypes = PostgreSQLTestServer.storeTypes.filter { $0 != .inMemory }
 
 /// A Person's values as stored on disk, or nil when the row does not exist.
 func storedPerson(_ coordinator: PersistentStoreCoordinator, _ id: ObjectID) async throws -> PersonValues? {
@@ -71,8 +77,8 @@ struct VersionConflict {
     static let original = PersonValues(name: "Ada", age: 30, score: 1, email: nil, town: "Oslo")
     static let afterFirst = PersonValues(name: "First", age: 31, score: 1, email: "first@example.com", town: "Rome")
 
-    init(_ dir: TemporaryDirectory, secondPolicy: MergePolicy) async throws {
-        coordinator = try makeCoordinator(.sqlite, in: dir)
+    init(_ dir: TemporaryDirectory, secondPolicy: MergePolicy, type: StoreType = .sqlite) async throws {
+        coordinator = try makeCoordinator(type, in: dir)
         let setup = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "setup")
         id = try await setup.perform {
             let ada = Person(context: setup)
@@ -137,9 +143,9 @@ struct VersionConflict {
 
 @Suite("Context behaviour: merge policies")
 struct ContextBehaviourMergePolicyTests {
-    @Test func errorPolicyThrowsWithEverySnapshotAndKeepsChanges() async throws {
+    @Test(arguments: storedTypes) func errorPolicyThrowsWithEverySnapshotAndKeepsChanges(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await VersionConflict(dir, secondPolicy: .error)
+        let setup = try await VersionConflict(dir, secondPolicy: .error, type: type)
         let error = try #require(await trySave(setup.second))
         #expect(error.code == .conflict)
         #expect(error.conflicts.count == 1)
@@ -170,9 +176,9 @@ struct ContextBehaviourMergePolicyTests {
         #expect(changed == ["name", "score"])
     }
 
-    @Test func mergeByPropertyStoreTrump() async throws {
+    @Test(arguments: storedTypes) func mergeByPropertyStoreTrump(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await VersionConflict(dir, secondPolicy: .mergeByPropertyStoreTrump)
+        let setup = try await VersionConflict(dir, secondPolicy: .mergeByPropertyStoreTrump, type: type)
         let error = await trySave(setup.second)
         #expect(error == nil)
         // name: both changed → store; age, email, town: only the first → first; score: only the second → second.
@@ -184,9 +190,9 @@ struct ContextBehaviourMergePolicyTests {
         try await setup.saveAgainWithoutConflict()
     }
 
-    @Test func mergeByPropertyObjectTrump() async throws {
+    @Test(arguments: storedTypes) func mergeByPropertyObjectTrump(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await VersionConflict(dir, secondPolicy: .mergeByPropertyObjectTrump)
+        let setup = try await VersionConflict(dir, secondPolicy: .mergeByPropertyObjectTrump, type: type)
         let error = await trySave(setup.second)
         #expect(error == nil)
         // name: both changed → the second's; the rest merged property by property.
@@ -198,9 +204,9 @@ struct ContextBehaviourMergePolicyTests {
         try await setup.saveAgainWithoutConflict()
     }
 
-    @Test func overwriteWritesTheWholeObject() async throws {
+    @Test(arguments: storedTypes) func overwriteWritesTheWholeObject(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await VersionConflict(dir, secondPolicy: .overwrite)
+        let setup = try await VersionConflict(dir, secondPolicy: .overwrite, type: type)
         let error = await trySave(setup.second)
         #expect(error == nil)
         // The second's whole object, including age, email and town that only the first changed.
@@ -212,9 +218,9 @@ struct ContextBehaviourMergePolicyTests {
         try await setup.saveAgainWithoutConflict()
     }
 
-    @Test func rollbackDropsTheObjectsChanges() async throws {
+    @Test(arguments: storedTypes) func rollbackDropsTheObjectsChanges(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await VersionConflict(dir, secondPolicy: .rollback)
+        let setup = try await VersionConflict(dir, secondPolicy: .rollback, type: type)
         let error = await trySave(setup.second)
         #expect(error == nil)
         let second = await setup.secondObject()
@@ -224,9 +230,9 @@ struct ContextBehaviourMergePolicyTests {
         try await setup.saveAgainWithoutConflict()
     }
 
-    @Test func conflictWithARowDeletedByAnotherContext() async throws {
+    @Test(arguments: storedTypes) func conflictWithARowDeletedByAnotherContext(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await VersionConflict(dir, secondPolicy: .error)
+        let setup = try await VersionConflict(dir, secondPolicy: .error, type: type)
         let first = setup.first, id = setup.id
         try await first.perform {
             first.delete(try #require(first.registeredObject(for: id)))
@@ -253,9 +259,9 @@ struct ContextBehaviourMergePolicyTests {
         #expect(count == 0)
     }
 
-    @Test func errorPolicyListsEveryConflict() async throws {
+    @Test(arguments: storedTypes) func errorPolicyListsEveryConflict(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let coordinator = try makeCoordinator(type, in: dir)
         let (adaID, bobID) = try await ContextBehaviourFaultTests.seed(coordinator)
         let first = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let second = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
@@ -280,9 +286,9 @@ struct ContextBehaviourMergePolicyTests {
         #expect(try reopen(coordinator).count(for: FetchRequest<Person>()) == 2)
     }
 
-    @Test func deletingARowAnotherContextUpdatedIsAConflict() async throws {
+    @Test(arguments: storedTypes) func deletingARowAnotherContextUpdatedIsAConflict(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await VersionConflict(dir, secondPolicy: .error)
+        let setup = try await VersionConflict(dir, secondPolicy: .error, type: type)
         let second = setup.second, id = setup.id
         await second.perform {
             second.rollback()
@@ -375,8 +381,8 @@ struct ContextBehaviourUniquenessTests {
         let context: ManagedObjectContext
         let storedID: ObjectID
 
-        init(_ dir: TemporaryDirectory, policy: MergePolicy) async throws {
-            coordinator = try makeCoordinator(.sqlite, in: dir)
+        init(_ dir: TemporaryDirectory, policy: MergePolicy, type: StoreType = .sqlite) async throws {
+            coordinator = try makeCoordinator(type, in: dir)
             let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "other")
             storedID = try await other.perform {
                 let oslo = Town(context: other)
@@ -413,9 +419,9 @@ struct ContextBehaviourUniquenessTests {
         func storedTownCount() throws -> Int { try reopen(coordinator).count(for: FetchRequest<Town>()) }
     }
 
-    @Test func errorPolicyReportsTheConstraint() async throws {
+    @Test(arguments: storedTypes) func errorPolicyReportsTheConstraint(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await Setup(dir, policy: .error)
+        let setup = try await Setup(dir, policy: .error, type: type)
         let tempID = await setup.insertOslo()
         let error = try #require(await trySave(setup.context))
         #expect(error.code == .conflict)
@@ -434,9 +440,9 @@ struct ContextBehaviourUniquenessTests {
         #expect(state.0 == 1 && state.1 == true)
     }
 
-    @Test func objectTrumpUpserts() async throws {
+    @Test(arguments: storedTypes) func objectTrumpUpserts(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await Setup(dir, policy: .mergeByPropertyObjectTrump)
+        let setup = try await Setup(dir, policy: .mergeByPropertyObjectTrump, type: type)
         let context = setup.context, storedID = setup.storedID
         try await context.perform {
             let oslo = Town(context: context)
@@ -458,9 +464,9 @@ struct ContextBehaviourUniquenessTests {
         #expect(try await setup.storedTowns()["Oslo"] == 200)
     }
 
-    @Test func objectTrumpUpsertReplacesARegisteredCopyOfTheRow() async throws {
+    @Test(arguments: storedTypes) func objectTrumpUpsertReplacesARegisteredCopyOfTheRow(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await Setup(dir, policy: .mergeByPropertyObjectTrump)
+        let setup = try await Setup(dir, policy: .mergeByPropertyObjectTrump, type: type)
         let context = setup.context, storedID = setup.storedID
         try await context.perform {
             let loaded = try #require(context.existingObject(with: storedID) as? Town)
@@ -476,9 +482,9 @@ struct ContextBehaviourUniquenessTests {
         #expect(try await setup.storedTowns()["Oslo"] == 300)
     }
 
-    @Test func storeTrumpKeepsTheStoredValues() async throws {
+    @Test(arguments: storedTypes) func storeTrumpKeepsTheStoredValues(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let setup = try await Setup(dir, policy: .mergeByPropertyStoreTrump)
+        let setup = try await Setup(dir, policy: .mergeByPropertyStoreTrump, type: type)
         _ = await setup.insertOslo()
         let context = setup.context
         #expect(await trySave(context) == nil)

@@ -14,7 +14,7 @@ func makeContext(_ dir: TemporaryDirectory, type: StoreType = .sqlite, name: Str
 
 @Suite("Managed object contexts")
 struct ContextTests {
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func insertSaveFetch(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
         let context = try makeContext(dir, type: type)
@@ -44,7 +44,7 @@ struct ContextTests {
 
     /// Inserted objects are found by their temporary IDs (they are kept out of the identity map
     /// until they are saved, so this exercises the separate lookup).
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func insertedObjectsAreFoundByTemporaryID(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
         let context = try makeContext(dir, type: type)

@@ -74,19 +74,28 @@ extension CrossData {
         }
     }()
 
-    /// The rows of ``readings`` and ``notes``.
-    static func valueRows(_ model: ManagedObjectModel) throws -> [RowInsert] {
+    /// The rows of ``readings`` and ``notes``; `postgreSQLValues`: as a PostgreSQL store holds
+    /// them — every NaN the plain one (PostgreSQL keeps no sign or payload), and no note with a
+    /// NUL character (PostgreSQL text cannot hold one).
+    static func valueRows(_ model: ManagedObjectModel, postgreSQLValues: Bool = false) throws -> [RowInsert] {
         let reading = try #require(model.entity(for: Reading.self))
         let note = try #require(model.entity(for: Note.self))
+        func plain(_ d: Double?) -> Double? { d.map { $0.isNaN ? .nan : $0 } }
         return readings.map { r in
             rowInsert(
                 reading,
-                [
-                    "label": .text(r.label), "value": r.value.storedValue, "optionalValue": r.optionalValue.storedValue,
-                    "single": r.single.storedValue, "at": r.at.storedValue
-                ])
+                postgreSQLValues
+                    ? [
+                        "label": .text(r.label), "value": plain(r.value).storedValue, "optionalValue": plain(r.optionalValue).storedValue,
+                        "single": (r.single.isNaN ? Float.nan : r.single).storedValue,
+                        "at": r.at.map { Date(timeIntervalSinceReferenceDate: plain($0.timeIntervalSinceReferenceDate) ?? 0) }.storedValue
+                    ]
+                    : [
+                        "label": .text(r.label), "value": r.value.storedValue, "optionalValue": r.optionalValue.storedValue,
+                        "single": r.single.storedValue, "at": r.at.storedValue
+                    ])
         }
-            + notes.map { n in
+            + notes.filter { n in !postgreSQLValues || !(n.text + (n.optionalText ?? "")).contains("\0") }.map { n in
                 rowInsert(note, ["key": .text(n.key), "text": .text(n.text), "optionalText": n.optionalText.storedValue])
             }
     }

@@ -166,7 +166,9 @@ enum CrossData {
     ]
 
     /// Inserts the dataset, in the same order, through `coordinator`.
-    static func populate(_ coordinator: PersistentStoreCoordinator) throws {
+    /// Inserts the dataset; `postgreSQLValues`: only the values a PostgreSQL store can hold
+    /// (see ``valueRows(_:postgreSQLValues:)``).
+    static func populate(_ coordinator: PersistentStoreCoordinator, postgreSQLValues: Bool = false) throws {
         let model = coordinator.managedObjectModel
         let town = try #require(model.entity(for: Town.self))
         let club = try #require(model.entity(for: Club.self))
@@ -203,7 +205,8 @@ enum CrossData {
                 : rowInsert(square, ["label": .text(s.label), "side": .real(s.size)])
         }
         var changes = StoreChangeSet()
-        changes.inserts = townRows + clubRows + personRows + sampleRows + shapeRows + (try valueRows(model))
+        changes.inserts =
+            townRows + clubRows + personRows + sampleRows + shapeRows + (try valueRows(model, postgreSQLValues: postgreSQLValues))
         for (p, spec) in zip(personRows, people) {
             for c in spec.clubIndexes {
                 changes.joinInserts.append(
@@ -214,17 +217,31 @@ enum CrossData {
     }
 }
 
-/// The dataset in a SQLite store and in an in-memory store. The stores are only read, so the
-/// cases of one test share them (see ``CrossStoresScope``).
+/// The dataset in a SQLite store and in an in-memory store; and, when the PostgreSQL tests
+/// run, in a PostgreSQL store next to an in-memory store holding the same values (PostgreSQL
+/// text holds no NUL, and its NaN has no sign or payload: see
+/// ``CrossData/valueRows(_:postgreSQLValues:)``). The stores are only read, so the cases of one
+/// test share them (see ``CrossStoresScope``).
 struct CrossStores: Sendable {
     let sqlite: PersistentStoreCoordinator
     let memory: PersistentStoreCoordinator
+    /// The PostgreSQL store, and the in-memory store it must agree with.
+    let postgreSQL: (store: PersistentStoreCoordinator, reference: PersistentStoreCoordinator)?
 
     init(in directory: TemporaryDirectory) throws {
         sqlite = try makeCoordinator(.sqlite, in: directory, model: try makeCrossModel())
         memory = try makeCoordinator(.inMemory, in: directory, model: sqlite.managedObjectModel)
         try CrossData.populate(sqlite)
         try CrossData.populate(memory)
+        if PostgreSQLTestServer.enabled {
+            let store = try makeCoordinator(.postgreSQL, in: directory, model: sqlite.managedObjectModel)
+            let reference = try makeCoordinator(.inMemory, in: directory, model: sqlite.managedObjectModel)
+            try CrossData.populate(store, postgreSQLValues: true)
+            try CrossData.populate(reference, postgreSQLValues: true)
+            postgreSQL = (store, reference)
+        } else {
+            postgreSQL = nil
+        }
     }
 
     /// The stores of the enclosing ``CrossStoresScope``.
@@ -864,7 +881,7 @@ enum CrossCases {
 
 // MARK: Tests
 
-@Suite("Predicates: SQLite and in-memory stores agree")
+@Suite("Predicates: SQLite, in-memory and PostgreSQL stores agree")
 struct CrossStorePredicateTests {
     @Test(.crossStores, arguments: CrossCases.all)
     func sameAnswer(_ c: CrossCase) throws {
@@ -880,6 +897,49 @@ struct CrossStorePredicateTests {
             #expect(sqlite.keys.sorted() == memory.keys.sorted(), "SQLite and in-memory stores disagree")
             #expect(memory.keys.sorted() == c.expected.sorted(), "stores disagree with the expected answer")
         }
+        if let (store, reference) = stores.postgreSQL {
+            try samePostgreSQLAnswer(c, store: store, reference: reference)
+        }
+    }
+
+    /// Cases whose PostgreSQL answer differs from the in-memory store's (see Architecture.md,
+    /// "PostgreSQL"): folding of decomposed characters and of characters that fold to several
+    /// (`ß`), done per character in SQL; floating-point arithmetic that overflows (PostgreSQL
+    /// raises an error, Swift gives an infinity); integer arithmetic that overflows (SQLite and
+    /// the evaluator go on in floating point).
+    static let postgreSQLDivergences: Set<String> = [
+        "integer overflow continues in floating point", "double * 2 > 1", "!(double * 2 > 1)",
+        "text caseInsensitiveCompare e == same", "text caseInsensitiveCompare e != descending",
+        "text localizedStandardContains combining acute", "text caseInsensitiveCompare precomposed é == same",
+        "text caseInsensitiveCompare precomposed é != descending", "text localizedStandardContains decomposed é",
+        "text caseInsensitiveCompare decomposed é == same", "text caseInsensitiveCompare decomposed é == ascending",
+        "text localizedStandardContains ss", "text caseInsensitiveCompare ss == same", "text caseInsensitiveCompare ss != descending",
+        "text caseInsensitiveCompare Ü == ascending", "text caseInsensitiveCompare Ü != descending"
+    ]
+
+    /// The PostgreSQL store gives the in-memory store's answer on the same values, or (for a
+    /// constant with a NUL character, which PostgreSQL text cannot hold) `.unsupportedPredicate`.
+    private func samePostgreSQLAnswer(_ c: CrossCase, store: PersistentStoreCoordinator, reference: PersistentStoreCoordinator) throws {
+        if c.name.contains("NUL") {
+            let error = #expect(throws: CoherenceError.self) { try c.run(store) }
+            #expect(error?.code == .unsupportedPredicate && error?.message.contains("NUL") == true, "\(String(describing: error))")
+            return
+        }
+        let check = {
+            let postgreSQL = try c.run(store)
+            let expected = try c.run(reference)
+            #expect(postgreSQL.count == postgreSQL.keys.count, "PostgreSQL count(for:) disagrees with its fetch")
+            if c.ordered {
+                #expect(postgreSQL.keys == expected.keys, "PostgreSQL and in-memory stores disagree")
+            } else {
+                #expect(postgreSQL.keys.sorted() == expected.keys.sorted(), "PostgreSQL and in-memory stores disagree")
+            }
+        }
+        if Self.postgreSQLDivergences.contains(c.name) {
+            withKnownIssue("PostgreSQL differs here (see postgreSQLDivergences)") { try check() }
+        } else {
+            try check()
+        }
     }
 
     @Test func caseNamesAreUniqueAndDatasetKeysDistinct() {
@@ -893,7 +953,7 @@ struct CrossStorePredicateTests {
 
     /// Forms that cannot be translated fail when the request is compiled, before any store is
     /// asked, so both stores report the same `.unsupportedPredicate` error.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func unsupportedFormsFailInBothStores(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)

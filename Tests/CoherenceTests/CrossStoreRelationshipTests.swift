@@ -127,7 +127,7 @@ struct CrossStoreRelationshipTests {
     }
 
     static func location(_ store: PersistentStore) -> String {
-        store.url?.path ?? store.engine.locationDescription
+        store.type.factory == nil ? store.url?.path ?? store.engine.locationDescription : store.engine.locationDescription
     }
 
     @Test(arguments: ModelSource.allCases, [StoreType.sqlite, .inMemory])
@@ -217,7 +217,7 @@ struct CrossStoreRelationshipTests {
 
     /// A reference to an object of a store that is no longer attached, with one store attached:
     /// the store itself refuses it with the same code.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aReferenceToADetachedStoreIsRefused(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
@@ -226,7 +226,7 @@ struct CrossStoreRelationshipTests {
         let person = try #require(coordinator.managedObjectModel.entity(for: Person.self))
         let townID = try #require(try insertObjects(coordinator, [rowInsert(town, ["name": .text("Oslo")])]).first)
         try coordinator.remove(old)
-        let store = try coordinator.addPersistentStore(type: type, at: type == .sqlite ? dir.file("s.sqlite") : nil)
+        let store = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "s"))
         do {
             try insertObjects(coordinator, [rowInsert(person, ["name": .text("p")], references: ["town": townID])])
             Issue.record("a reference to another store was written")

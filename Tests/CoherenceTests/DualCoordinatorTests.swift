@@ -9,10 +9,12 @@ import Testing
 // The dual-coordinator container (Ambar's shape): its contexts, their policies, the merge
 // rule, enforced read-only and temporary contexts, the in-memory case, the move initializer.
 
-/// A dual-coordinator container on a SQLite file (or in memory) in the test's directory.
+/// A dual-coordinator container on a SQLite file (or in memory) in the test's directory, or in
+/// a PostgreSQL schema of the test.
 func dualContainer(_ dir: TemporaryDirectory, _ type: StoreType = .sqlite) throws -> DualCoordinatorContainer {
     try DualCoordinatorContainer(
-        storeType: type, modelName: "People", managedObjectModel: try makeTestModel(), storeURL: dir.file("people.sqlite"))
+        storeType: type, modelName: "People", managedObjectModel: try makeTestModel(),
+        storeURL: type == .postgreSQL ? try dir.postgreSQLURL("people") : dir.file("people.sqlite"))
 }
 
 /// Inserts people named `names` in `context` and saves.
@@ -47,9 +49,9 @@ func onView<T: Sendable>(_ container: DualCoordinatorContainer, _ body: @escapin
         #expect(container.name == "People")
     }
 
-    @Test func eachContextKindHasItsPolicyAndCoordinator() async throws {
+    @Test(arguments: storedTypes) func eachContextKindHasItsPolicyAndCoordinator(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let container = try dualContainer(dir)
+        let container = try dualContainer(dir, type)
         #expect(container.viewContext.mergePolicy === MergePolicy.mergeByPropertyStoreTrump)
         #expect(container.viewContext.concurrencyType == .mainQueue)
         let importer = container.importerContext()
@@ -73,9 +75,9 @@ func onView<T: Sendable>(_ container: DualCoordinatorContainer, _ body: @escapin
         }
     }
 
-    @Test func importerSavesAreMergedIntoTheViewContext() async throws {
+    @Test(arguments: storedTypes) func importerSavesAreMergedIntoTheViewContext(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let container = try dualContainer(dir)
+        let container = try dualContainer(dir, type)
         let view = container.viewContext
         // The view context holds Ann (loaded), whose row its coordinator caches.
         try savePeople(["Ann"], in: container.importerContext())
@@ -98,9 +100,9 @@ func onView<T: Sendable>(_ container: DualCoordinatorContainer, _ body: @escapin
         #expect(count == 2)
     }
 
-    @Test func onlyWriterSavesAreMergedNotMainSideOrOwnSaves() async throws {
+    @Test(arguments: storedTypes) func onlyWriterSavesAreMergedNotMainSideOrOwnSaves(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let container = try dualContainer(dir)
+        let container = try dualContainer(dir, type)
         let view = container.viewContext
         let merged = LockedValue<[Set<ObjectID>]>([])
         let observer = NotificationCenter.default.addObserver(
@@ -138,9 +140,9 @@ func onView<T: Sendable>(_ container: DualCoordinatorContainer, _ body: @escapin
         #expect(names == 4)
     }
 
-    @Test func writerSavesAreMergedInOrder() async throws {
+    @Test(arguments: storedTypes) func writerSavesAreMergedInOrder(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let container = try dualContainer(dir)
+        let container = try dualContainer(dir, type)
         let view = container.viewContext
         let seen = LockedValue<[Set<ObjectID>]>([])
         let observer = NotificationCenter.default.addObserver(

@@ -45,7 +45,7 @@ func fetchPerson(_ name: String, in context: ManagedObjectContext) throws -> Per
 
     /// Core Data's controller misses these: the context never loaded the object, and a merge
     /// only refreshes registered objects.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func anUnloadedObjectThatStartsToMatchIsReported(_ type: StoreType) throws {
         let f = try ControllerFixture(type)
         f.context.performAndWait { f.context.automaticallyMergesChangesFromParent = true }

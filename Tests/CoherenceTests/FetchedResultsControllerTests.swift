@@ -181,7 +181,7 @@ struct ControllerFixture {
         }
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func ownInsertsAreReportedWhereTheySort(_ type: StoreType) throws {
         let f = try ControllerFixture(type)
         f.context.performAndWait {

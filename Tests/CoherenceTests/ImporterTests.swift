@@ -126,7 +126,7 @@ struct ImporterTests {
         return ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func insertThenUpdateLinkingRelationshipsByID(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let context = try emptyContext(type, dir)
@@ -191,7 +191,7 @@ struct ImporterTests {
         }
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aFailingPrefetchThrowsAndChangesNothing(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let context = try emptyContext(type, dir)

@@ -29,7 +29,7 @@ struct OneToOneJoinTests {
         return (coordinator, ["P1": p[0], "P2": p[1], "P3": p[2], "a": o[0], "b": o[1], "c": o[2]])
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aRepeatedDestinationListsItsSourceOnce(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (coordinator, ids) = try Self.populate(type, in: dir)

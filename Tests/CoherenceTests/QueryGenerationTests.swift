@@ -107,7 +107,7 @@ import Testing
 
     // MARK: The tapped row
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func tappedRowStillReadsEverythingUntilAdvanced(_ type: StoreType) throws {
         let f = try Fixture(type)
         let view = f.context("view")
@@ -209,7 +209,7 @@ import Testing
 
     // MARK: Sharing, unpinning, errors
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func twoContextsShareOneToken(_ type: StoreType) throws {
         let f = try Fixture(type)
         let a = f.context("a"), b = f.context("b")
@@ -247,7 +247,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func unpinningReadsTheStoresAsTheyAreNow(_ type: StoreType) throws {
         let f = try Fixture(type)
         let view = try f.pinnedContext("view")
@@ -320,7 +320,7 @@ import Testing
 
     // MARK: Nested contexts
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func childContextsReadThroughTheirParentsGeneration(_ type: StoreType) throws {
         let f = try Fixture(type)
         let parent = f.context("parent")

@@ -36,7 +36,7 @@ struct SiblingEntityRowTests {
         return Fixture(coordinator: coordinator, circle: circle, square: square, shape: shape, squareID: ids[1])
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aRowIsNotReadAsASiblingEntity(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let f = try Self.fixture(type, in: dir)
@@ -52,7 +52,7 @@ struct SiblingEntityRowTests {
         #expect(try f.coordinator.rows(for: [f.shapeID]).values.first?.entity === f.square)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aContextFindsNoObjectForAnIDOfTheWrongSubEntity(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let f = try Self.fixture(type, in: dir)
@@ -84,7 +84,7 @@ struct SiblingEntityRowTests {
     }
 
     /// A conflict report reads the row as it is now: an ID of the wrong sub-entity reads none.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aConflictReportReadsNoSiblingRow(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let f = try Self.fixture(type, in: dir)

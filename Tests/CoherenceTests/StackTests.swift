@@ -3,6 +3,7 @@ import Testing
 @testable import Coherence
 @testable import CoherenceBase
 @testable import CoherenceContext
+@testable import CoherencePostgreSQL
 @testable import CoherenceSQLite
 @testable import CoherenceStore
 
@@ -81,6 +82,11 @@ struct StackTests {
         #expect(StoreConfiguration(name: "T", type: .inMemory).url(in: location, containerName: "HR") == nil)
         #expect(StoreConfiguration(fileName: "X", name: "Y").description == "<StoreConfiguration> (fileName: 'X', name: 'Y', type: SQLite)")
         #expect(StoreConfiguration().description == "<StoreConfiguration> (type: SQLite)")
+        // A server's location is shown without its password.
+        let server = StoreConfiguration(type: .postgreSQL, location: URL(string: "postgresql://u:hunter2secret@h/db?schema=s"))
+        #expect(server.description == "<StoreConfiguration> (type: PostgreSQL, location: postgresql://u@h/db?schema=s)")
+        #expect(server.url(in: location, containerName: "HR") == nil)
+        #expect(server != StoreConfiguration(type: .postgreSQL, location: nil))
     }
 
     @Test func userLocationsCannotEscapeTheirParent() throws {
@@ -161,11 +167,14 @@ struct StackTests {
 /// Saves in a background context and checks the view context and the disk, per strategy.
 @Suite("Stack: context strategies")
 struct StrategyTests {
-    func exercise<S: ContextStrategyType>(_ strategy: S.Type, updatesView: Bool) async throws {
+    func exercise<S: ContextStrategyType>(_ strategy: S.Type, updatesView: Bool, type: StoreType = .sqlite) async throws {
         let dir = try TemporaryDirectory()
         let model = try ManagedObjectModel(types: [Town.self, Person.self, Club.self])
+        // A PostgreSQL store is configured; a SQLite store is the default one, at the location.
+        let configuration = type == .sqlite ? nil : StoreConfiguration(type: type, location: try dir.storeURL(type))
         let connect = GenericConnect<S>(name: "Strategies", managedObjectModel: model)
         connect.storeLocation = dir.url
+        if let configuration { try connect.attachPersistentStore(for: configuration) }
         try connect.start()
         let view = connect.viewContext
         // The view context holds one town before the background work.
@@ -210,6 +219,7 @@ struct StrategyTests {
         try connect.stop()
         let again = GenericConnect<S>(name: "Strategies", managedObjectModel: model)
         again.storeLocation = dir.url
+        if let configuration { try again.attachPersistentStore(for: configuration) }
         try again.start()
         let count = try again.persistentStoreCoordinator.count(for: FetchRequest<Person>())
         #expect(count == 1)
@@ -238,8 +248,16 @@ struct StrategyTests {
         return count
     }
 
-    @Test func direct() async throws { try await exercise(ContextStrategy.Direct.self, updatesView: true) }
-    @Test func directIndependent() async throws { try await exercise(ContextStrategy.DirectIndependent.self, updatesView: false) }
-    @Test func indirectNested() async throws { try await exercise(ContextStrategy.IndirectNested.self, updatesView: true) }
-    @Test func mixed() async throws { try await exercise(ContextStrategy.Mixed.self, updatesView: true) }
+    @Test(arguments: storedTypes) func direct(_ type: StoreType) async throws {
+        try await exercise(ContextStrategy.Direct.self, updatesView: true, type: type)
+    }
+    @Test(arguments: storedTypes) func directIndependent(_ type: StoreType) async throws {
+        try await exercise(ContextStrategy.DirectIndependent.self, updatesView: false, type: type)
+    }
+    @Test(arguments: storedTypes) func indirectNested(_ type: StoreType) async throws {
+        try await exercise(ContextStrategy.IndirectNested.self, updatesView: true, type: type)
+    }
+    @Test(arguments: storedTypes) func mixed(_ type: StoreType) async throws {
+        try await exercise(ContextStrategy.Mixed.self, updatesView: true, type: type)
+    }
 }

@@ -16,7 +16,7 @@ struct StoreAssignmentTests {
     {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         let first = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("a.sqlite"))
-        let second = try coordinator.addPersistentStore(type: secondType, at: secondType == .sqlite ? dir.file("b.sqlite") : nil)
+        let second = try coordinator.addPersistentStore(type: secondType, at: try dir.storeURL(secondType, "b"))
         return (coordinator, first, second)
     }
 
@@ -37,7 +37,7 @@ struct StoreAssignmentTests {
         return town
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func anAssignedObjectIsSavedInItsStoreAndOthersInTheFirst(_ secondType: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (coordinator, first, second) = try Self.twoStores(secondType, in: dir)

@@ -30,7 +30,7 @@ struct StoreTests {
         #expect(permissions == 0o600)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func roundTripsEveryAttributeType(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)
@@ -73,7 +73,7 @@ struct StoreTests {
         }
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func objectIDURIRoundTrip(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)
@@ -141,7 +141,7 @@ struct StoreTests {
         #expect(try coordinator.fetchObjectIDs(FetchRequest<Town>()).count == 2)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func versionConflictsAreReportedAsData(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)
@@ -198,7 +198,7 @@ struct StoreTests {
         }
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func uniquenessConflictsNameTheConstraintAndRow(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)
@@ -222,7 +222,7 @@ struct StoreTests {
         #expect(try coordinator.count(for: FetchRequest<Town>()) == 1)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func relationshipsAreStoredAndLoaded(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(type, in: dir)

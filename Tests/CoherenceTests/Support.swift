@@ -3,20 +3,49 @@ import Testing
 @testable import Coherence
 @testable import CoherenceBase
 @testable import CoherenceContext
+@testable import CoherencePostgreSQL
 @testable import CoherenceSQLite
 @testable import CoherenceStore
 
-/// A temporary directory for one test, removed when the value goes away.
+/// A temporary directory for one test, removed when the value goes away; and the test's
+/// PostgreSQL schemas (``postgreSQLURL(_:)``), dropped with it.
 final class TemporaryDirectory {
     let url: URL
+    /// A name unique to this test run, for schemas.
+    private let unique: String
+    private var schemas: [String] = []
     init(_ name: String = #function) throws {
         let safe = name.filter { $0.isLetter || $0.isNumber }
+        unique = "\(safe.prefix(30))_\(UUID().uuidString.prefix(8))".lowercased()
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("coherence-tests-\(safe)-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
     func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// The URL of a store in a new schema of the test server, unique to this test (`name`
+    /// tells several apart), dropped when this directory goes away. Fails the test when no
+    /// server is configured (see ``PostgreSQLTestServer``).
+    func postgreSQLURL(_ name: String = "store") throws -> URL {
+        let schema = "t_\(unique)_\(name)".lowercased()
+        let url = try PostgreSQLTestServer.url(schema: schema)
+        schemas.append(schema)
+        return url
+    }
+
+    /// The location of a store of `type`: a file here, nothing (in-memory) or a schema.
+    func storeURL(_ type: StoreType, _ name: String = "store") throws -> URL? {
+        switch type {
+        case .sqlite: return file(name + ".sqlite")
+        case .postgreSQL: return try postgreSQLURL(name)
+        default: return nil
+        }
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+        for schema in schemas { PostgreSQLTestServer.drop(schema: schema) }
+    }
 }
 
 // MARK: A typed test model
@@ -109,9 +138,9 @@ extension StoreType: CustomTestStringConvertible {
     public var testDescription: String { description }
 }
 
-/// A coordinator with one store of `type` (SQLite in `dir`).
+/// A coordinator with one store of `type` (SQLite in `dir`, PostgreSQL in a schema of the test).
 func makeCoordinator(_ type: StoreType, in dir: TemporaryDirectory, model: ManagedObjectModel? = nil) throws -> PersistentStoreCoordinator {
     let c = PersistentStoreCoordinator(managedObjectModel: try model ?? makeTestModel())
-    try c.addPersistentStore(type: type, at: type == .sqlite ? dir.file("store.sqlite") : nil)
+    try c.addPersistentStore(type: type, at: try dir.storeURL(type, "store"))
     return c
 }

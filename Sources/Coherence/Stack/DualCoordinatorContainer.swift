@@ -22,14 +22,15 @@ import Foundation
 public final class DualCoordinatorContainer: GenericPersistentContainer<ContextStrategy.DualCoordinator>, @unchecked Sendable {
     // @unchecked Sendable: as GenericPersistentContainer; `storeURL` is immutable.
 
-    /// The store's file (nil for a store in memory).
+    /// The store's file (nil for a store in memory); a server store's connection URL.
     public let storeURL: URL?
 
     /// Creates the container and opens its store on both coordinators.
     ///
     /// - Parameters:
-    ///   - storeType: `.sqlite` (default) or `.inMemory` (then one coordinator serves both, as a
-    ///     store in memory cannot be shared).
+    ///   - storeType: `.sqlite` (default), `.inMemory` (then one coordinator serves both, as a
+    ///     store in memory cannot be shared), or a server's store type (`.postgreSQL`: then
+    ///     `storeURL` is its connection URL).
     ///   - modelName: the Xcode model to load from `bundle` when `managedObjectModel` is nil; also
     ///     the container's name and the default store file's name.
     ///   - bundle: where the model named `modelName` is.
@@ -47,10 +48,12 @@ public final class DualCoordinatorContainer: GenericPersistentContainer<ContextS
         let model = try Self.model(managedObjectModel, named: modelName, in: bundle)
         let name = modelName ?? Self.defaultStoreName()
         let url = storeType == .sqlite ? (storeURL ?? Self.defaultStoreURL(name: name)) : nil
-        self.storeURL = url
+        self.storeURL = storeType.factory == nil ? url : storeURL
         super.init(name: name, managedObjectModel: model)
         let configuration: StoreConfiguration
-        if let url {
+        if storeType.factory != nil {
+            configuration = StoreConfiguration(type: storeType, location: storeURL, options: storeOptions)
+        } else if let url {
             configuration = StoreConfiguration(fileName: url.lastPathComponent, type: .sqlite, options: storeOptions)
         } else {
             configuration = StoreConfiguration(type: .inMemory, options: storeOptions)
@@ -60,7 +63,9 @@ public final class DualCoordinatorContainer: GenericPersistentContainer<ContextS
         } catch let error as CoherenceError {
             throw error
         } catch {
-            throw CoherenceError(.storeOpenFailed, "The store could not be opened: \(error)", store: url?.path)
+            throw CoherenceError(
+                .storeOpenFailed, "The store could not be opened: \(error)",
+                store: storeType.factory == nil ? url?.path : storeType.factory?.publicURL(for: storeURL)?.absoluteString)
         }
         _ = strategy.writerCoordinator  // opens the file on the writer coordinator now
     }

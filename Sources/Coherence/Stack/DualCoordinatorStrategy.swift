@@ -88,8 +88,8 @@ extension ContextStrategy {
             }
         }
 
-        /// Opens in `writer` the SQLite stores of `stores` it lacks, and closes those it has
-        /// that are no longer attached.
+        /// Opens in `writer` the SQLite (and server) stores of `stores` it lacks, and closes
+        /// those it has that are no longer attached.
         private func follow(_ stores: [PersistentStore], in writer: PersistentStoreCoordinator) {
             let urls = Set(stores.compactMap { $0.url?.standardizedFileURL })
             for s in writer.persistentStores where !urls.contains(s.url?.standardizedFileURL ?? URL(fileURLWithPath: "/")) {
@@ -99,7 +99,8 @@ extension ContextStrategy {
             for s in stores {
                 guard let url = s.url, !open.contains(url.standardizedFileURL) else { continue }
                 do {
-                    try writer.addPersistentStore(type: .sqlite, configuration: s.configurationName, at: url, options: s.options)
+                    try writer.addPersistentStore(
+                        type: s.type, configuration: s.configurationName, at: s.openedURL ?? url, options: s.options)
                 } catch {
                     errorHandler(error)
                 }

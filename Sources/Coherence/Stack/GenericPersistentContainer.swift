@@ -184,7 +184,12 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         // component each: the file cannot escape the location.
         try configuration.validateFileName(containerName: name)
         let store: PersistentStore
-        if let url = configuration.url(in: location, containerName: name) {
+        if configuration.type.factory != nil {
+            // A store of a server (PostgreSQL): at the configuration's own location.
+            store = try persistentStoreCoordinator.addPersistentStore(
+                type: configuration.type, configuration: configuration.name, at: configuration.location,
+                options: configuration.options)
+        } else if let url = configuration.url(in: location, containerName: name) {
             try StoreLocation.createDirectory(url.deletingLastPathComponent())
             do {
                 store = try persistentStoreCoordinator.addPersistentStore(

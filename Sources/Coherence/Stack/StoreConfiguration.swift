@@ -9,6 +9,14 @@ import Foundation
 /// ])
 /// ```
 ///
+/// A store of a server (`StoreType.postgreSQL`, in `CoherencePostgreSQL`) is at its
+/// ``location``, its connection URL:
+///
+/// ```swift
+/// StoreConfiguration(name: "PersistentData", type: .postgreSQL,
+///                    location: URL(string: "postgresql://app@db:5432/hr?schema=alice"))
+/// ```
+///
 /// File naming: an in-memory store has no file; with `fileName` the store is
 /// `location/fileName`; otherwise `location/<container name>[.<configuration lowercased>].sqlite`
 /// (`HR.sqlite`, `HR.persistentdata.sqlite`).
@@ -17,8 +25,12 @@ public struct StoreConfiguration: Equatable, Sendable, CustomStringConvertible {
     public var fileName: String?
     /// The model configuration the store holds (nil: every entity).
     public var name: String?
-    /// SQLite or in-memory.
+    /// SQLite, in-memory, or a store type of another product (`.postgreSQL`).
     public var type: StoreType
+    /// Where a store of a server is: its connection URL (a PostgreSQL store's
+    /// `postgresql://user@host:port/database?schema=name`). Nil for SQLite and in-memory stores,
+    /// whose place the container works out (see ``url(in:containerName:)``).
+    public var location: URL?
     /// Replace an on-disk store made for an incompatible model (with its `-wal`/`-shm` files)
     /// by a new, empty store instead of failing.
     public var overwriteIncompatibleStore: Bool
@@ -30,9 +42,21 @@ public struct StoreConfiguration: Equatable, Sendable, CustomStringConvertible {
         fileName: String? = nil, name: String? = nil, type: StoreType = .sqlite,
         overwriteIncompatibleStore: Bool = false, options: StoreOptions = StoreOptions()
     ) {
+        self.init(
+            fileName: fileName, name: name, type: type, location: nil, overwriteIncompatibleStore: overwriteIncompatibleStore,
+            options: options)
+    }
+
+    /// Creates a configuration of a store of a server at `location` (a PostgreSQL store's
+    /// connection URL).
+    public init(
+        fileName: String? = nil, name: String? = nil, type: StoreType, location: URL?,
+        overwriteIncompatibleStore: Bool = false, options: StoreOptions = StoreOptions()
+    ) {
         self.fileName = fileName
         self.name = name
         self.type = type
+        self.location = location
         self.overwriteIncompatibleStore = overwriteIncompatibleStore
         self.options = options
     }
@@ -67,6 +91,8 @@ public struct StoreConfiguration: Equatable, Sendable, CustomStringConvertible {
         if let fileName { parts.append("fileName: '\(fileName)'") }
         if let name { parts.append("name: '\(name)'") }
         parts.append("type: \(type)")
+        // A server's URL without its password.
+        if let location { parts.append("location: \(type.factory?.publicURL(for: location)?.absoluteString ?? location.path)") }
         if overwriteIncompatibleStore { parts.append("overwriteIncompatibleStore: true") }
         return "<StoreConfiguration> (\(parts.joined(separator: ", ")))"
     }

@@ -69,7 +69,8 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Adds a store.
     /// - Parameters:
-    ///   - type: `.sqlite` (needs `url`) or `.inMemory`.
+    ///   - type: `.sqlite` (needs `url`), `.inMemory`, or a store type of another product
+    ///     (`.postgreSQL`, whose `url` is the server's connection URL).
     ///   - configuration: the model configuration the store holds (nil: every entity).
     ///   - url: the SQLite file; its directory must exist.
     ///   - options: how the store is opened and saved (``StoreOptions``), persistent history
@@ -92,7 +93,15 @@ public final class PersistentStoreCoordinator: Sendable {
                 store: url?.path)
         }
         let engine: any StoreEngine
+        var publicURL = type == .sqlite ? url?.standardizedFileURL : nil
         switch type {
+        case _ where type.factory != nil:
+            guard let factory = type.factory else { throw CoherenceError(.invalidRequest, "No factory for \(type) stores.") }
+            publicURL = factory.publicURL(for: url)
+            if let publicURL, stores.withLock({ $0.contains { $0.url == publicURL } }) {
+                throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: publicURL.absoluteString)
+            }
+            engine = try factory.makeEngine(url: url, model: managedObjectModel, configuration: configuration, options: options)
         case .sqlite:
             guard let url else {
                 throw CoherenceError(.invalidRequest, "A SQLite store needs a file URL.")
@@ -114,7 +123,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 model: managedObjectModel, configuration: configuration, historyTracking: options.persistentHistoryTracking)
         }
         let store = PersistentStore(
-            type: type, url: type == .sqlite ? url?.standardizedFileURL : nil, options: options,
+            type: type, url: publicURL, openedURL: url, options: options,
             engine: engine, entities: entities)
         let duplicate = stores.withLock { list -> Bool in
             if list.contains(where: { $0.identifier == store.identifier }) { return true }
@@ -125,7 +134,7 @@ public final class PersistentStoreCoordinator: Sendable {
             engine.close()
             throw CoherenceError(
                 .alreadyAttached, "A store with the same UUID is already attached (a copy of the same file?).",
-                store: url?.path)
+                store: store.url.map { type.factory == nil ? $0.path : $0.absoluteString })
         }
         if options.remoteChangeNotificationPost && type == .sqlite {
             do {
@@ -522,9 +531,9 @@ public final class PersistentStoreCoordinator: Sendable {
         if !unresolvable.isEmpty { rowCache.remove(unresolvable) }
     }
 
-    /// A store as errors name it: its file, or "in-memory <UUID>".
+    /// A store as errors name it: its file, "in-memory <UUID>", or a server store's URL without its password.
     package static func location(of store: PersistentStore) -> String {
-        store.url?.path ?? store.engine.locationDescription
+        store.type.factory == nil ? store.url?.path ?? store.engine.locationDescription : store.engine.locationDescription
     }
 
     /// One store's part of a change set, with the positions its inserts and updates have in

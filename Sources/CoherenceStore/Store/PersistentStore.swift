@@ -1,15 +1,53 @@
 import Foundation
 
-/// The kind of a persistent store.
+/// The kind of a persistent store: ``sqlite``, ``inMemory``, or a store type another product
+/// defines (`StoreType.postgreSQL`, in `CoherencePostgreSQL`).
 public struct StoreType: Hashable, Sendable, CustomStringConvertible {
-    private enum Kind: Hashable, Sendable { case sqlite, inMemory }
+    private enum Kind: Hashable, Sendable { case sqlite, inMemory, engine(String) }
     private let kind: Kind
+    /// How a store of an engine type opens (nil for SQLite and in-memory stores).
+    package let factory: (any StoreEngineFactory)?
+
+    private init(kind: Kind) {
+        self.kind = kind
+        self.factory = nil
+    }
+
+    /// A store type whose stores `factory` opens; types with the same `name` are equal.
+    package init(name: String, factory: any StoreEngineFactory) {
+        self.kind = .engine(name)
+        self.factory = factory
+    }
+
     /// A SQLite file.
     public static let sqlite = StoreType(kind: .sqlite)
     /// Memory only; gone when the store is removed.
     public static let inMemory = StoreType(kind: .inMemory)
-    /// `SQLite` or `InMemory`.
-    public var description: String { kind == .sqlite ? "SQLite" : "InMemory" }
+    /// `SQLite`, `InMemory`, or the type's name (`PostgreSQL`).
+    public var description: String {
+        switch kind {
+        case .sqlite: return "SQLite"
+        case .inMemory: return "InMemory"
+        case .engine(let name): return name
+        }
+    }
+
+    /// Whether both name the same kind of store.
+    public static func == (lhs: StoreType, rhs: StoreType) -> Bool { lhs.kind == rhs.kind }
+    /// Hashes the kind, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
+}
+
+/// Opens the stores of a ``StoreType`` defined outside this module: the hook by which a product
+/// above (`CoherencePostgreSQL`) adds a store engine without this module depending on it.
+package protocol StoreEngineFactory: Sendable {
+    /// Opens the store at `url` for the entities of `configuration` (nil: every entity).
+    func makeEngine(
+        url: URL?, model: ManagedObjectModel, configuration: String?, options: StoreOptions
+    ) throws(CoherenceError) -> any StoreEngine
+    /// The URL the attached store shows (``PersistentStore/url``): `url` without what must not
+    /// be shown (a password); also what identifies the store among the attached ones.
+    func publicURL(for url: URL?) -> URL?
 }
 
 /// Options for adding a store.
@@ -109,7 +147,8 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     public let identifier: UUID
     /// SQLite or in-memory.
     public let type: StoreType
-    /// The file, for SQLite stores.
+    /// The file, for SQLite stores; the connection URL without its password, for a store type
+    /// with a server (PostgreSQL).
     public let url: URL?
     /// The model configuration whose entities the store holds (nil: every entity).
     public let configurationName: String?
@@ -120,11 +159,15 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     package let engine: any StoreEngine
     /// Entities this store holds.
     package let entities: Set<ObjectIdentifier>
+    /// The URL the store was opened with (a server's, password included: never shown), for
+    /// opening the same store again (a second coordinator of a container).
+    package let openedURL: URL?
 
-    init(type: StoreType, url: URL?, options: StoreOptions, engine: any StoreEngine, entities: [EntityDescription]) {
+    init(type: StoreType, url: URL?, openedURL: URL?, options: StoreOptions, engine: any StoreEngine, entities: [EntityDescription]) {
         self.identifier = engine.identifier
         self.type = type
         self.url = url
+        self.openedURL = openedURL
         self.configurationName = engine.configurationName
         self.metadata = engine.metadata
         self.options = options
@@ -141,6 +184,6 @@ public final class PersistentStore: Sendable, Hashable, CustomStringConvertible 
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
     /// The type, file (or `memory`) and configuration of the store.
     public var description: String {
-        "<PersistentStore \(type) \(url?.path ?? "memory") configuration: \(configurationName ?? ManagedObjectModel.defaultConfigurationName)>"
+        "<PersistentStore \(type) \(type.factory == nil ? url?.path ?? "memory" : url?.absoluteString ?? "") configuration: \(configurationName ?? ManagedObjectModel.defaultConfigurationName)>"
     }
 }

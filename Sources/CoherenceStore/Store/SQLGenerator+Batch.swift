@@ -3,19 +3,8 @@ import Foundation
 /// The statements of batch requests (see `BatchExecutor`): they work on many rows at once, the
 /// rows' keys bound as one list parameter (``keyList(_:)``).
 extension SQLGenerator {
-    /// Keys as the value of a list parameter (`SQLDialect.listParameter()`): a JSON array.
-    package func keyList(_ keys: [Int64]) -> String {
-        var text = "["
-        text.reserveCapacity(keys.count * 8 + 2)
-        var first = true
-        for k in keys {
-            if !first { text.append(",") }
-            first = false
-            text.append(String(k))
-        }
-        text.append("]")
-        return text
-    }
+    /// Keys as the value of a list parameter (`SQLDialect.inList(_:)`).
+    package func keyList(_ keys: [Int64]) -> String { dialect.keyList(keys) }
 
     /// The keys and entity numbers of the rows a fetch matches, each followed by its values of
     /// `foreignKeys` (columns of the fetched table). The entity number of a hierarchy of one
@@ -59,18 +48,18 @@ extension SQLGenerator {
     /// values in `properties` order, then the key list. Every row's version moves on by one.
     package func updateRows(_ entity: EntityDescription, properties: [PropertyDescription]) -> String {
         let sets = properties.map { "\(column($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]
-        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK IN (\(dialect.listParameter()))"
+        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE \(dialect.inList("Z_PK"))"
     }
 
     /// DELETE of the rows whose keys are bound as one list.
     package func deleteRows(_ entity: EntityDescription) -> String {
-        "DELETE FROM \(table(entity)) WHERE Z_PK IN (\(dialect.listParameter()))"
+        "DELETE FROM \(table(entity)) WHERE \(dialect.inList("Z_PK"))"
     }
 
     /// The keys and entity numbers of those rows of `entity` (and its sub-entities) whose keys
     /// are bound as one list.
     package func selectKeys(_ entity: EntityDescription) -> String {
-        "SELECT t0.Z_PK, \(entityNumber(alias: "t0")) FROM \(table(entity)) AS t0 WHERE t0.Z_PK IN (\(dialect.listParameter()))"
+        "SELECT t0.Z_PK, \(entityNumber(alias: "t0")) FROM \(table(entity)) AS t0 WHERE \(dialect.inList("t0.Z_PK"))"
             + (entityRestriction(entity, includesSubentities: true, alias: "t0").map { " AND " + $0 } ?? "")
     }
 
@@ -78,6 +67,6 @@ extension SQLGenerator {
     /// in the bound list; nil when the relationship has no join table.
     package func deleteJoinRows(_ r: RelationshipDescription, destinations: Bool) -> String? {
         guard let (jt, src, dst) = joinTable(r) else { return nil }
-        return "DELETE FROM \(jt) WHERE \(destinations ? dst : src) IN (\(dialect.listParameter()))"
+        return "DELETE FROM \(jt) WHERE \(dialect.inList(destinations ? dst : src))"
     }
 }

@@ -45,7 +45,7 @@ final class QueryBuilder {
         return scopes[n]
     }
 
-    private func bind(_ v: StoredValue) -> String {
+    func bind(_ v: StoredValue) -> String {
         bindings.append(v)
         return "?"
     }
@@ -91,7 +91,7 @@ final class QueryBuilder {
         return alias
     }
 
-    private func pathSQL(_ p: PropertyPath) throws(CoherenceError) -> String {
+    func pathSQL(_ p: PropertyPath) throws(CoherenceError) -> String {
         if let attribute = p.attribute {
             let a = try alias(scope: p.scope, relationships: p.relationships[...])
             return "\(a).\(generator.column(attribute))"
@@ -117,8 +117,11 @@ final class QueryBuilder {
 
     // MARK: Expressions
 
+    var dialect: SQLDialect { generator.dialect }
+
     /// SQL for an expression.
     func sql(_ e: QueryExpression) throws(CoherenceError) -> String {
+        if dialect == .postgreSQL, let translated = try postgreSQL(e) { return translated }
         switch e {
         case .constant(let v):
             return bind(v)
@@ -133,12 +136,12 @@ final class QueryBuilder {
             let l = try sql(a), r = try sql(b)
             return comparison(op, l, r, collate: collate)
         case .and(let xs):
-            if xs.isEmpty { return "1" }
+            if xs.isEmpty { return dialect.trueSQL }
             var parts: [String] = []
             for x in xs { parts.append(try sql(x)) }
             return "(" + parts.joined(separator: " AND ") + ")"
         case .or(let xs):
-            if xs.isEmpty { return "0" }
+            if xs.isEmpty { return dialect.falseSQL }
             var parts: [String] = []
             for x in xs { parts.append(try sql(x)) }
             return "(" + parts.joined(separator: " OR ") + ")"
@@ -233,10 +236,10 @@ final class QueryBuilder {
     }
 
     /// A comparison of two translated operands.
-    private func comparison(_ op: ComparisonOperator, _ l: String, _ r: String, collate: String = "") -> String {
+    func comparison(_ op: ComparisonOperator, _ l: String, _ r: String, collate: String = "") -> String {
         switch op {
-        case .equal: return "(\(l) IS \(r)\(collate))"
-        case .notEqual: return "(\(l) IS NOT \(r)\(collate))"
+        case .equal: return "(\(l) \(dialect.isSQL) \(r)\(collate))"
+        case .notEqual: return "(\(l) \(dialect.isNotSQL) \(r)\(collate))"
         case .less: return "(\(l) < \(r)\(collate))"
         case .lessOrEqual: return "(\(l) <= \(r)\(collate))"
         case .greater: return "(\(l) > \(r)\(collate))"
@@ -376,8 +379,8 @@ final class QueryBuilder {
             conditions.append(restriction)
         }
         if let predicate {
-            let p = try sql(predicate)
-            conditions.append(negate ? "NOT coalesce(\(p), 0)" : p)
+            let p = try condition(predicate)
+            conditions.append(negate ? "NOT coalesce(\(p), \(dialect.falseSQL))" : p)
         }
         from += inner.joins.map { " " + $0 }.joined()
         return "SELECT \(select) FROM \(from) WHERE \(conditions.joined(separator: " AND "))"

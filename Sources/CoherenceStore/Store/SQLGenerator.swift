@@ -1,28 +1,92 @@
 import Foundation
 
-/// The SQL dialect differences the generator knows about. Only SQLite today; a PostgreSQL store
-/// adds a case here rather than new SQL elsewhere.
+/// The SQL dialect differences the generator knows about: SQLite, and PostgreSQL (the
+/// `CoherencePostgreSQL` store). Every difference lives here and in the generator, never in a
+/// store.
 package enum SQLDialect: Sendable {
     case sqlite
+    case postgreSQL
 
     /// Quotes an identifier.
-    func quote(_ identifier: String) -> String {
+    package func quote(_ identifier: String) -> String {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    /// The column type for an attribute type.
+    /// The column type for an attribute type. PostgreSQL text columns compare and sort by code
+    /// point (`COLLATE "C"`, as SQLite compares UTF-8 bytes), and decimals are `NUMERIC`.
     func columnType(_ type: AttributeType) -> String {
-        switch type.kind {
-        case .integer16, .integer32, .integer64, .boolean: return "INTEGER"
-        case .double, .float, .date: return "REAL"
-        case .string, .uri: return "TEXT"
-        case .decimal: return "TEXT COLLATE \(SQLFunctions.decimalCollation)"
-        case .binaryData, .uuid, .transformable: return "BLOB"
+        switch (self, type.kind) {
+        case (.sqlite, .integer16), (.sqlite, .integer32), (.sqlite, .integer64), (.sqlite, .boolean): return "INTEGER"
+        case (.sqlite, .double), (.sqlite, .float), (.sqlite, .date): return "REAL"
+        case (.sqlite, .string), (.sqlite, .uri): return "TEXT"
+        case (.sqlite, .decimal): return "TEXT COLLATE \(SQLFunctions.decimalCollation)"
+        case (.sqlite, .binaryData), (.sqlite, .uuid), (.sqlite, .transformable): return "BLOB"
+        case (.postgreSQL, .integer16), (.postgreSQL, .integer32), (.postgreSQL, .integer64), (.postgreSQL, .boolean): return "BIGINT"
+        case (.postgreSQL, .double), (.postgreSQL, .float), (.postgreSQL, .date): return "DOUBLE PRECISION"
+        case (.postgreSQL, .string), (.postgreSQL, .uri): return "TEXT COLLATE \"C\""
+        case (.postgreSQL, .decimal): return "NUMERIC"
+        case (.postgreSQL, .binaryData), (.postgreSQL, .uuid), (.postgreSQL, .transformable): return "BYTEA"
         }
     }
 
-    /// A subquery producing the values of one bound list parameter.
-    func listParameter() -> String { "SELECT value FROM json_each(?)" }
+    /// The type of key columns (`Z_PK`, `Z_ENT`, `Z_OPT`, foreign keys, join tables).
+    var keyType: String { self == .sqlite ? "INTEGER" : "BIGINT" }
+
+    /// Whether `expression` is one of the keys bound as one list parameter (``keyList(_:)``).
+    func inList(_ expression: String) -> String {
+        switch self {
+        case .sqlite: return "\(expression) IN (SELECT value FROM json_each(?))"
+        case .postgreSQL: return "\(expression) = ANY(?::BIGINT[])"
+        }
+    }
+
+    /// Keys as the value of a list parameter (``inList(_:)``): a JSON array for SQLite, an
+    /// array literal for PostgreSQL.
+    package func keyList(_ keys: [Int64]) -> String {
+        var text = self == .sqlite ? "[" : "{"
+        text.reserveCapacity(keys.count * 8 + 2)
+        var first = true
+        for k in keys {
+            if !first { text.append(",") }
+            first = false
+            text.append(String(k))
+        }
+        text.append(self == .sqlite ? "]" : "}")
+        return text
+    }
+
+    /// True and false as SQL (SQLite has no boolean type).
+    var trueSQL: String { self == .sqlite ? "1" : "TRUE" }
+    var falseSQL: String { self == .sqlite ? "0" : "FALSE" }
+    /// Null-safe equality and inequality.
+    var isSQL: String { self == .sqlite ? "IS" : "IS NOT DISTINCT FROM" }
+    var isNotSQL: String { self == .sqlite ? "IS NOT" : "IS DISTINCT FROM" }
+
+    /// The statement with its `?` placeholders numbered as PostgreSQL writes them (`$1`, `$2`,
+    /// … in order); `?` inside quoted text or identifiers is left alone. SQLite's SQL is
+    /// returned as it is.
+    package func numberingPlaceholders(_ sql: String) -> String {
+        guard self == .postgreSQL, sql.contains("?") else { return sql }
+        var out = ""
+        out.reserveCapacity(sql.utf8.count + 16)
+        var n = 0
+        var quote: Character?
+        for c in sql {
+            if let q = quote {
+                if c == q { quote = nil }
+                out.append(c)
+            } else if c == "'" || c == "\"" {
+                quote = c
+                out.append(c)
+            } else if c == "?" {
+                n += 1
+                out += "$\(n)"
+            } else {
+                out.append(c)
+            }
+        }
+        return out
+    }
 }
 
 /// Column layout of a SELECT over one entity hierarchy, and how columns map to slots.
@@ -96,15 +160,37 @@ package struct SQLGenerator: Sendable {
     package func createMetadataTables() -> [String] {
         [
             "CREATE TABLE IF NOT EXISTS Z_METADATA (Z_KEY TEXT PRIMARY KEY NOT NULL, Z_VALUE TEXT)",
-            "CREATE TABLE IF NOT EXISTS Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY NOT NULL, Z_NAME TEXT NOT NULL, Z_MAX INTEGER NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS Z_PRIMARYKEY (Z_ENT \(dialect.keyType) PRIMARY KEY NOT NULL, Z_NAME TEXT NOT NULL, Z_MAX \(dialect.keyType) NOT NULL)"
         ]
     }
 
     package var readMetadata: String { "SELECT Z_KEY, Z_VALUE FROM Z_METADATA" }
-    package var writeMetadata: String { "INSERT OR REPLACE INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?)" }
-    package var metadataTableExists: String { "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'Z_METADATA'" }
-    package var userTableCount: String { "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'" }
-    package var initPrimaryKey: String { "INSERT OR IGNORE INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, 0)" }
+    package var writeMetadata: String {
+        switch dialect {
+        case .sqlite: return "INSERT OR REPLACE INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?)"
+        case .postgreSQL:
+            return "INSERT INTO Z_METADATA (Z_KEY, Z_VALUE) VALUES (?, ?) ON CONFLICT (Z_KEY) DO UPDATE SET Z_VALUE = EXCLUDED.Z_VALUE"
+        }
+    }
+    package var metadataTableExists: String {
+        switch dialect {
+        case .sqlite: return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'Z_METADATA'"
+        case .postgreSQL:
+            return "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'z_metadata'"
+        }
+    }
+    package var userTableCount: String {
+        switch dialect {
+        case .sqlite: return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        case .postgreSQL: return "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+        }
+    }
+    package var initPrimaryKey: String {
+        switch dialect {
+        case .sqlite: return "INSERT OR IGNORE INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, 0)"
+        case .postgreSQL: return "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, 0) ON CONFLICT DO NOTHING"
+        }
+    }
     package var allocatePrimaryKeys: String { "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ? RETURNING Z_MAX" }
 
     /// Statements that create the tables and indexes for `entities` (whole hierarchies).
@@ -113,14 +199,17 @@ package struct SQLGenerator: Sendable {
         let roots = Set(entities.map { ObjectIdentifier($0.rootEntity) })
         let rootEntities = entities.filter { roots.contains(ObjectIdentifier($0)) }
         var joinTables = Set<String>()
+        // Join tables come last: PostgreSQL wants the tables they reference to exist.
+        var joinStatements: [String] = []
         for root in rootEntities {
             let hierarchy = Self.hierarchy(of: root)
-            var columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER NOT NULL", "Z_OPT INTEGER NOT NULL"]
+            let key = dialect.keyType
+            var columns = ["Z_PK \(key) PRIMARY KEY", "Z_ENT \(key) NOT NULL", "Z_OPT \(key) NOT NULL"]
             for p in Self.storedColumns(of: hierarchy) {
                 if let a = p as? AttributeDescription {
                     columns.append("\(column(a)) \(dialect.columnType(a.type))")
                 } else {
-                    columns.append("\(column(p)) INTEGER")
+                    columns.append("\(column(p)) \(key)")
                 }
             }
             statements.append("CREATE TABLE \(table(root)) (\(columns.joined(separator: ", ")))")
@@ -151,17 +240,17 @@ package struct SQLGenerator: Sendable {
                     {
                         let first = sourceIsFirst ? table(e) : table(dest)
                         let second = sourceIsFirst ? table(dest) : table(e)
-                        statements.append(
+                        joinStatements.append(
                             """
-                            CREATE TABLE \(dialect.quote(jname)) (Z_1 INTEGER NOT NULL REFERENCES \(first)(Z_PK) ON DELETE CASCADE, \
-                            Z_2 INTEGER NOT NULL REFERENCES \(second)(Z_PK) ON DELETE CASCADE, PRIMARY KEY (Z_1, Z_2)) WITHOUT ROWID
+                            CREATE TABLE \(dialect.quote(jname)) (Z_1 \(key) NOT NULL REFERENCES \(first)(Z_PK) ON DELETE CASCADE, \
+                            Z_2 \(key) NOT NULL REFERENCES \(second)(Z_PK) ON DELETE CASCADE, PRIMARY KEY (Z_1, Z_2))\(dialect == .sqlite ? " WITHOUT ROWID" : "")
                             """)
-                        statements.append("CREATE INDEX \(dialect.quote("\(jname)_Z_2")) ON \(dialect.quote(jname)) (Z_2, Z_1)")
+                        joinStatements.append("CREATE INDEX \(dialect.quote("\(jname)_Z_2")) ON \(dialect.quote(jname)) (Z_2, Z_1)")
                     }
                 }
             }
         }
-        return statements
+        return statements + joinStatements
     }
 
     /// An entity and all its descendants.
@@ -222,13 +311,16 @@ package struct SQLGenerator: Sendable {
         for key in fetch.sortKeys {
             var expr = try builder.sql(.path(key.path))
             if key.folded { expr = "\(SQLFunctions.foldFunction)(\(expr))" }
-            if key.path.attribute?.type == .decimal { expr += " COLLATE \(SQLFunctions.decimalCollation)" }
-            if key.path.attribute?.type.keepsNegativeZero == true {
+            // PostgreSQL sorts NUMERIC by value, and −0.0 as 0 and NaN after every number.
+            if key.path.attribute?.type == .decimal && dialect == .sqlite { expr += " COLLATE \(SQLFunctions.decimalCollation)" }
+            if key.path.attribute?.type.keepsNegativeZero == true && dialect == .sqlite {
                 // −0.0 is a blob, which SQL sorts after every number: sort it as 0. (NaN, a blob
                 // too, sorts after every number, NaNs by their bits, as the evaluator sorts them.)
                 expr = "(CASE WHEN \(expr) = \(QueryBuilder.negativeZero) THEN 0.0 ELSE \(expr) END)"
             }
-            orderBy.append(expr + (key.ascending ? " ASC" : " DESC"))
+            // nil sorts first, as in SQLite (PostgreSQL sorts NULL last by default).
+            let nulls = dialect == .postgreSQL ? (key.ascending ? " NULLS FIRST" : " NULLS LAST") : ""
+            orderBy.append(expr + (key.ascending ? " ASC" : " DESC") + nulls)
         }
         let from = "\(table(fetch.entity)) AS t0\(builder.joins(forScope: 0))"
         if count {
@@ -243,7 +335,8 @@ package struct SQLGenerator: Sendable {
         var bindings = builder.bindings
         if fetch.limit != nil || fetch.offset > 0 {
             sql += " LIMIT ? OFFSET ?"
-            bindings.append(.integer(Int64(fetch.limit ?? -1)))
+            // No limit: -1 for SQLite, NULL (LIMIT ALL) for PostgreSQL.
+            bindings.append(fetch.limit.map { .integer(Int64($0)) } ?? (dialect == .sqlite ? .integer(-1) : .null))
             bindings.append(.integer(Int64(fetch.offset)))
         }
         return (sql, bindings)
@@ -257,7 +350,7 @@ package struct SQLGenerator: Sendable {
             conditions.append(restriction)
         }
         if let predicate = fetch.predicate {
-            conditions.append(try builder.sql(predicate))
+            conditions.append(try builder.condition(predicate))
         }
         return conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
     }
@@ -279,7 +372,7 @@ package struct SQLGenerator: Sendable {
     /// array). A key of a row of another entity in the same table finds nothing. `plan` is the
     /// plan of the hierarchy's root, or of `entity`.
     package func selectByKeys(_ entity: EntityDescription, plan: SelectPlan) -> String {
-        "SELECT \(plan.columnsSQL) FROM \(table(entity)) AS t0 WHERE t0.Z_PK IN (\(dialect.listParameter()))"
+        "SELECT \(plan.columnsSQL) FROM \(table(entity)) AS t0 WHERE \(dialect.inList("t0.Z_PK"))"
             + (entityRestriction(entity, includesSubentities: true, alias: "t0").map { " AND " + $0 } ?? "")
     }
 
@@ -300,12 +393,12 @@ package struct SQLGenerator: Sendable {
             guard let source = r.entity else { return nil }
             return """
                 SELECT s.Z_PK, d.Z_PK, \(entityNumber(alias: "d")) FROM \(table(source)) AS s JOIN \(table(dest)) AS d ON d.Z_PK = s.\(column(r)) \
-                WHERE s.Z_PK IN (\(dialect.listParameter()))
+                WHERE \(dialect.inList("s.Z_PK"))
                 """
         case .inverseForeignKey:
             guard let inverse = r.inverseRelationship else { return nil }
             var sql =
-                "SELECT d.\(column(inverse)), d.Z_PK, \(entityNumber(alias: "d")) FROM \(table(dest)) AS d WHERE d.\(column(inverse)) IN (\(dialect.listParameter()))"
+                "SELECT d.\(column(inverse)), d.Z_PK, \(entityNumber(alias: "d")) FROM \(table(dest)) AS d WHERE \(dialect.inList("d.\(column(inverse))"))"
             if let restriction = entityRestriction(dest, includesSubentities: true, alias: "d") { sql += " AND " + restriction }
             if r.isOrdered { sql += " ORDER BY d.Z_PK" }
             return sql
@@ -313,7 +406,7 @@ package struct SQLGenerator: Sendable {
             guard let (jt, src, dst) = joinTable(r) else { return nil }
             return """
                 SELECT j.\(src), d.Z_PK, \(entityNumber(alias: "d")) FROM \(jt) AS j JOIN \(table(dest)) AS d ON d.Z_PK = j.\(dst) \
-                WHERE j.\(src) IN (\(dialect.listParameter()))
+                WHERE \(dialect.inList("j.\(src)"))
                 """
         }
     }
@@ -323,7 +416,7 @@ package struct SQLGenerator: Sendable {
         _ entity: EntityDescription, constraint: [PropertyDescription],
         declaringEntity: EntityDescription
     ) -> String {
-        var conditions = constraint.map { "\(column($0)) IS ?" }
+        var conditions = constraint.map { "\(column($0)) \(dialect.isSQL) ?" }
         if let restriction = entityRestriction(declaringEntity, includesSubentities: true, alias: table(entity)) {
             conditions.append(restriction)
         }
@@ -336,15 +429,20 @@ package struct SQLGenerator: Sendable {
     package func insert(_ entity: EntityDescription) -> String {
         let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + entity.storedProperties.map(column)
         let marks = Array(repeating: "?", count: cols.count).joined(separator: ", ")
-        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(marks))"
+        // PostgreSQL: a row that violates a unique index is not inserted (no error, which would
+        // end the transaction); the store reads the changed-row count and reports a conflict.
+        let onConflict = dialect == .postgreSQL ? " ON CONFLICT DO NOTHING" : ""
+        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(marks))\(onConflict)"
     }
 
     /// UPDATE of some columns; parameters: the values in `properties` order, then Z_PK, then
-    /// (when `checkVersion`) the expected Z_OPT. (No RETURNING clause: SQLite would build a
-    /// temporary table for it on every execution; the writer works the new version out.)
+    /// (when `checkVersion`) the expected Z_OPT. (No RETURNING clause for SQLite: it would build
+    /// a temporary table for it on every execution; the writer works the new version out.
+    /// PostgreSQL returns the new Z_OPT.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
         let sets = properties.map { "\(column($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]
         return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+            + (dialect == .postgreSQL ? " RETURNING Z_OPT" : "")
     }
 
     /// DELETE of one row; parameters: Z_PK, then (when `checkVersion`) the expected Z_OPT.
@@ -360,7 +458,10 @@ package struct SQLGenerator: Sendable {
     /// Insert into a join table; parameters: source key, destination key.
     package func insertJoin(_ r: RelationshipDescription) -> String? {
         guard let (jt, src, dst) = joinTable(r) else { return nil }
-        return "INSERT OR IGNORE INTO \(jt) (\(src), \(dst)) VALUES (?, ?)"
+        switch dialect {
+        case .sqlite: return "INSERT OR IGNORE INTO \(jt) (\(src), \(dst)) VALUES (?, ?)"
+        case .postgreSQL: return "INSERT INTO \(jt) (\(src), \(dst)) VALUES (?, ?) ON CONFLICT DO NOTHING"
+        }
     }
 
     /// Delete from a join table; parameters: source key, destination key.

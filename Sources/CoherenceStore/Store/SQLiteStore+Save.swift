@@ -78,15 +78,8 @@ private struct SaveWriter {
     let connection: SQLiteConnection
     var generator: SQLGenerator { store.generator }
     var conflicts: [SaveConflict] = []
-    /// The changes being written.
-    var inserts: [RowInsert] = []
-    /// The primary key of each insert, aligned with `inserts`.
-    var insertKeys: [Int64] = []
-    /// Temporary ID → permanent ID for objects inserted by this save; built only when a reference
-    /// to one of them must be resolved (most saves never need it).
-    var permanentMap: [ObjectID: ObjectID]?
-    /// Primary key → temporary IDs of this save's inserts (for reporting uniqueness conflicts).
-    var temporaryByKey: [Int64: [ObjectID]]?
+    /// The inserts' keys and the references resolved to keys.
+    var keys: SaveKeys
     /// The last UPDATE shape and its statement: consecutive rows usually share it, so they skip
     /// the SQL and statement lookups.
     var lastUpdate: (entity: ObjectIdentifier, slots: [Int], check: Bool, properties: [PropertyDescription], statement: SQLiteStatement)?
@@ -103,12 +96,13 @@ private struct SaveWriter {
     init(store: SQLiteStore, connection: SQLiteConnection) {
         self.store = store
         self.connection = connection
+        self.keys = SaveKeys(storeIdentifier: store.identifier, location: store.url.path)
     }
 
     mutating func write(_ changes: StoreChangeSet) throws -> StoreSaveResult {
         var result = StoreSaveResult()
-        inserts = changes.inserts
-        try allocateKeys()
+        let store = self.store
+        try keys.allocate(for: changes.inserts) { root, count throws(CoherenceError) in try store.allocateKeys(for: root, count: count) }
 
         // Read in place (iterating would copy each row and retain its values).
         try changes.deletes.withUnsafeBufferPointer { rows in
@@ -119,9 +113,9 @@ private struct SaveWriter {
         // context lists updated objects in hash order). Results stay aligned with the change set.
         let updates = changes.updates
         result.updatedVersions = Array(repeating: 0, count: updates.count)
-        let keys = updates.map { $0.objectID.primaryKey }
-        var order = Array(keys.indices)
-        if zip(keys, keys.dropFirst()).contains(where: { $0 > $1 }) { order.sort { keys[$0] < keys[$1] } }
+        let updateKeys = updates.map { $0.objectID.primaryKey }
+        var order = Array(updateKeys.indices)
+        if zip(updateKeys, updateKeys.dropFirst()).contains(where: { $0 > $1 }) { order.sort { updateKeys[$0] < updateKeys[$1] } }
         // Rows are borrowed from the change set (no copy of each row's arrays).
         try updates.withUnsafeBufferPointer { rows in
             guard let base = rows.baseAddress else { return }
@@ -132,7 +126,7 @@ private struct SaveWriter {
         }
         // Inserts too are read in place, through pointers (iterating the array would copy each
         // row and retain its arrays).
-        let insertRows = inserts
+        let insertRows = changes.inserts
         try insertRows.withUnsafeBufferPointer { rows in
             guard let base = rows.baseAddress else { return }
             var plan: InsertPlan?
@@ -140,118 +134,18 @@ private struct SaveWriter {
                 let entity = base[n].objectID.entity
                 if plan?.entity !== entity { plan = try insertPlan(for: entity) }
                 guard let plan else { continue }
-                try insert(base + n, primaryKey: insertKeys[n], plan: plan)  // new rows are version 1
+                try insert(base + n, primaryKey: keys.insertKeys[n], plan: plan)  // new rows are version 1
             }
         }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
-        result.insertedIDs = insertRows.withUnsafeBufferPointer { rows in
-            var ids: [ObjectID] = []
-            ids.reserveCapacity(rows.count)
-            for n in 0..<rows.count {
-                let id = rows[n].objectID
-                ids.append(
-                    id.isTemporaryID ? ObjectID(entity: id.entity, storeIdentifier: store.identifier, primaryKey: insertKeys[n]) : id)
-            }
-            return ids
-        }
+        result.insertedIDs = keys.insertedIDs(insertRows)
         return result
     }
 
     private func insertPlan(for entity: EntityDescription) throws -> InsertPlan {
         let layout = store.insertLayout(for: entity)
         return InsertPlan(entity: entity, statement: try connection.cachedStatement(layout.sql), layout: layout)
-    }
-
-    /// Gives every insert its primary key: temporary IDs get keys reserved in blocks per root
-    /// entity; permanent IDs keep theirs.
-    private mutating func allocateKeys() throws {
-        // (By index: iterating the rows would copy each one.)
-        insertKeys = inserts.indices.map { inserts[$0].objectID.primaryKey }
-        // The usual case, every insert new and of one root entity: one reservation.
-        if let root = inserts.first?.objectID.entity.rootEntity,
-            inserts.indices.allSatisfy({ inserts[$0].objectID.isTemporaryID && inserts[$0].objectID.entity.rootEntity === root })
-        {
-            let first = try store.allocateKeys(for: root, count: inserts.count)
-            for n in insertKeys.indices { insertKeys[n] = first + Int64(n) }
-            return
-        }
-        var byRoot: [ObjectIdentifier: (EntityDescription, Int)] = [:]
-        var lastRoot: EntityDescription?
-        var run = 0
-        func flush() {
-            if let root = lastRoot { byRoot[ObjectIdentifier(root), default: (root, 0)].1 += run }
-        }
-        for i in inserts where i.objectID.isTemporaryID {
-            let root = i.objectID.entity.rootEntity
-            if root === lastRoot { run += 1; continue }
-            flush()
-            lastRoot = root
-            run = 1
-        }
-        flush()
-        guard !byRoot.isEmpty else { return }
-        var next: [ObjectIdentifier: Int64] = [:]
-        for (key, (root, count)) in byRoot {
-            next[key] = try store.allocateKeys(for: root, count: count)
-        }
-        var lastKey: ObjectIdentifier?
-        var pk: Int64 = 0
-        for n in inserts.indices where inserts[n].objectID.isTemporaryID {
-            let key = ObjectIdentifier(inserts[n].objectID.entity.rootEntity)
-            if key != lastKey {
-                if let lastKey { next[lastKey] = pk }
-                guard let first = next[key] else { continue }
-                pk = first
-                lastKey = key
-            }
-            insertKeys[n] = pk
-            pk += 1
-        }
-    }
-
-    /// The permanent ID an object inserted by this save got, for its temporary ID.
-    private mutating func permanentID(for temporary: ObjectID) -> ObjectID? {
-        if permanentMap == nil {
-            var map: [ObjectID: ObjectID] = [:]
-            map.reserveCapacity(inserts.count)
-            for (i, key) in zip(inserts, insertKeys) where i.objectID.isTemporaryID {
-                map[i.objectID] = ObjectID(entity: i.objectID.entity, storeIdentifier: store.identifier, primaryKey: key)
-            }
-            permanentMap = map
-        }
-        return permanentMap?[temporary]
-    }
-
-    /// The primary key for a reference, or nil for no destination.
-    private mutating func key(for target: ObjectID?, from source: ObjectID, slot: Int) throws -> Int64? {
-        guard let target else { return nil }
-        if target.isTemporaryID, let p = permanentID(for: target) { return p.primaryKey }
-        guard !target.isTemporaryID else {
-            let name = source.entity.properties[slot].name
-            throw CoherenceError(
-                .invalidRequest, "\(source) refers through '\(name)' to \(target), which is not saved and not inserted in this save.",
-                entity: source.entity.name, property: name, objectID: source, store: store.url.path)
-        }
-        guard target.storeIdentifier == store.identifier else {
-            let name = source.entity.properties[slot].name
-            var error = CoherenceError(
-                .crossStoreRelationship,
-                "\(source) refers through '\(name)' to \(target) in another store; relationships cannot cross stores.",
-                entity: source.entity.name, property: name, objectID: source, store: store.url.path)
-            error.destinationStore = "store \(target.storeIdentifier?.uuidString ?? "")"
-            throw error
-        }
-        return target.primaryKey
-    }
-
-    private mutating func resolved(_ values: [StoredValue], _ references: [RowReference], source: ObjectID) throws -> [StoredValue] {
-        guard !references.isEmpty else { return values }
-        var values = values
-        for r in references {
-            values[r.slot] = try key(for: r.target, from: source, slot: r.slot).map { .integer($0) } ?? .null
-        }
-        return values
     }
 
     private mutating func insert(_ pointer: UnsafePointer<RowInsert>, primaryKey: Int64, plan: InsertPlan) throws {
@@ -266,7 +160,7 @@ private struct SaveWriter {
         if !plan.layout.foreignKeys.isEmpty {
             for fk in plan.layout.foreignKeys { st.bindNull(fk.index) }
             for r in row.references {
-                guard let target = try key(for: r.target, from: row.objectID, slot: r.slot),
+                guard let target = try keys.key(for: r.target, from: row.objectID, slot: r.slot),
                     let fk = plan.layout.foreignKeys.first(where: { $0.slot == r.slot })
                 else { continue }
                 st.bind(target, at: fk.index)
@@ -280,7 +174,7 @@ private struct SaveWriter {
             let id =
                 row.objectID.isTemporaryID
                 ? ObjectID(entity: plan.entity, storeIdentifier: store.identifier, primaryKey: primaryKey) : row.objectID
-            var values = try resolved(row.values, row.references, source: id)
+            var values = try keys.resolved(row.values, row.references, source: id)
             for fk in plan.layout.foreignKeys where !row.references.contains(where: { $0.slot == fk.slot }) { values[fk.slot] = .null }
             try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
         }
@@ -319,7 +213,7 @@ private struct SaveWriter {
                 index += 1
             }
         } else {
-            let values = try resolved(u.values, u.references, source: u.objectID)
+            let values = try keys.resolved(u.values, u.references, source: u.objectID)
             for p in properties {
                 st.bind(values[p.slot], at: index)
                 index += 1
@@ -332,7 +226,7 @@ private struct SaveWriter {
         } catch {
             // `error` is a SQLiteError here (typed throws).
             guard error.isUniqueConstraintViolation else { throw error }
-            let values = try resolved(u.values, u.references, source: u.objectID)
+            let values = try keys.resolved(u.values, u.references, source: u.objectID)
             try recordUniquenessConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
             return nil
         }
@@ -343,7 +237,7 @@ private struct SaveWriter {
             if let expected = u.expectedVersion { return expected + 1 }
             return try currentVersion(of: u.objectID)
         }
-        let values = try resolved(u.values, u.references, source: u.objectID)
+        let values = try keys.resolved(u.values, u.references, source: u.objectID)
         try recordVersionConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
         return nil
     }
@@ -383,8 +277,8 @@ private struct SaveWriter {
             throw CoherenceError(.invalidRequest, "Relationship '\(j.relationship.name)' has no join table.", property: j.relationship.name)
         }
         let slot = j.relationship.slot
-        guard let source = try key(for: j.source, from: j.source, slot: slot),
-            let destination = try key(for: j.destination, from: j.source, slot: slot)
+        guard let source = try keys.key(for: j.source, from: j.source, slot: slot),
+            let destination = try keys.key(for: j.destination, from: j.source, slot: slot)
         else { return }
         let st = try connection.cachedStatement(sql)
         st.bind(source, at: 1)
@@ -393,17 +287,6 @@ private struct SaveWriter {
     }
 
     // MARK: Conflicts
-
-    /// The temporary ID of an object this save inserts with the permanent ID `id`, if any.
-    private mutating func temporaryID(for id: ObjectID) -> ObjectID? {
-        guard id.storeIdentifier == store.identifier else { return nil }
-        if temporaryByKey == nil {
-            var map: [Int64: [ObjectID]] = [:]
-            for (i, key) in zip(inserts, insertKeys) where i.objectID.isTemporaryID { map[key, default: []].append(i.objectID) }
-            temporaryByKey = map
-        }
-        return temporaryByKey?[id.primaryKey]?.first { $0.entity.rootEntity === id.entity.rootEntity }
-    }
 
     /// The current version and values of a row, or nil when it does not exist.
     private func current(_ id: ObjectID) throws -> StoreRow? {
@@ -447,11 +330,11 @@ private struct SaveWriter {
                     guard pk != id.primaryKey else { continue }
                     let other = e.managedObjectModel?.entities.first { $0.entityNumber == Int(st.int64(1)) } ?? e
                     let otherID = ObjectID(entity: other, storeIdentifier: store.identifier, primaryKey: pk)
-                    others.append(temporaryID(for: otherID) ?? otherID)
+                    others.append(keys.temporaryID(for: otherID) ?? otherID)
                 }
                 if !others.isEmpty {
                     found = true
-                    let row = try others.first.flatMap { o in try current(o.isTemporaryID ? permanentID(for: o) ?? o : o) }
+                    let row = try others.first.flatMap { o in try current(o.isTemporaryID ? keys.permanentID(for: o) ?? o : o) }
                     conflicts.append(
                         SaveConflict(
                             kind: .uniqueness, objectID: reportAs ?? id, objectValues: values, cachedValues: cached,

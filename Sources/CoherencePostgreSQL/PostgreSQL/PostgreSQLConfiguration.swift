@@ -1,0 +1,82 @@
+import Foundation
+
+/// Where a PostgreSQL store lives, parsed from its URL:
+/// `postgresql://user[:password]@host[:port]/database?schema=name`.
+///
+/// `host` may be a Unix-socket directory, given as `?host=/path` (the URL's host is then empty:
+/// `postgresql://user@/database?host=/tmp/pg&schema=app`). Other query items (`sslmode`,
+/// `connect_timeout`, `application_name`, …) are passed to libpq as connection keywords. The
+/// schema defaults to `public`.
+///
+/// The password is kept for libpq only: ``redactedURL`` and every description leave it out.
+struct PostgreSQLConfiguration: Sendable, Equatable {
+    /// libpq connection keywords and values (`user`, `password`, `host`, `port`, `dbname`, …).
+    let parameters: [(key: String, value: String)]
+    /// The schema the store's tables live in.
+    let schema: String
+    /// The URL without its password (for errors, descriptions and logs).
+    let redactedURL: String
+    /// The password, if the URL has one (only for libpq, and for removing it from messages).
+    let password: String?
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.parameters.elementsEqual(rhs.parameters, by: { $0 == $1 }) && lhs.schema == rhs.schema && lhs.redactedURL == rhs.redactedURL
+            && lhs.password == rhs.password
+    }
+
+    /// Parses a `postgresql://` (or `postgres://`) URL.
+    /// - Throws: a ``PostgreSQLError`` (no SQLSTATE) naming what is wrong, the URL shown without
+    ///   its password.
+    init(url: URL) throws(PostgreSQLError) {
+        let text = url.absoluteString
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            throw PostgreSQLError(message: "The store URL is not a valid URL.", location: Self.redact(text))
+        }
+        var redacted = components
+        if redacted.password != nil { redacted.password = nil }
+        let shown = redacted.string ?? Self.redact(text)
+        guard let scheme = components.scheme?.lowercased(), scheme == "postgresql" || scheme == "postgres" else {
+            throw PostgreSQLError(message: "A PostgreSQL store URL starts with postgresql://.", location: shown)
+        }
+        var parameters: [(key: String, value: String)] = []
+        if let user = components.user, !user.isEmpty { parameters.append(("user", user)) }
+        let password = components.password
+        if let password { parameters.append(("password", password)) }
+        if let host = components.host, !host.isEmpty { parameters.append(("host", host)) }
+        if let port = components.port { parameters.append(("port", String(port))) }
+        let database = String(components.path.drop { $0 == "/" })
+        if !database.isEmpty { parameters.append(("dbname", database)) }
+        var schema = "public"
+        for item in components.queryItems ?? [] {
+            guard let value = item.value, !value.isEmpty else {
+                throw PostgreSQLError(message: "The URL's query item '\(item.name)' has no value.", location: shown)
+            }
+            switch item.name {
+            case "schema": schema = value
+            case "password", "passfile":
+                throw PostgreSQLError(message: "Give the password in the URL's user part, not as '\(item.name)'.", location: shown)
+            default:
+                parameters.removeAll { $0.key == item.name }
+                parameters.append((item.name, value))
+            }
+        }
+        self.parameters = parameters
+        self.schema = schema
+        self.redactedURL = shown
+        self.password = password
+    }
+
+    /// Removes the password part (`:secret@`) from a URL text that `URLComponents` cannot parse.
+    private static func redact(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@") else { return text }
+        let userInfo = text[scheme.upperBound..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return text }
+        return String(text[..<colon]) + String(text[at...])
+    }
+
+    /// `text` with every occurrence of the password removed (for libpq's and the server's messages).
+    func redacting(_ text: String) -> String {
+        guard let password, !password.isEmpty else { return text }
+        return text.replacingOccurrences(of: password, with: "***")
+    }
+}

@@ -1,0 +1,192 @@
+import CCoherencePostgreSQL
+import Foundation
+
+/// One connection to a PostgreSQL server through libpq.
+///
+/// Statements with parameters are prepared once per connection (`PQprepare`, named by a
+/// counter) and run with `PQexecPrepared`; their SQL uses `$1`, `$2`, … placeholders. Values
+/// cross as text (bytes as binary) and come back as ``StoredValue``s read by column type.
+/// Every error is a ``PostgreSQLError`` with the SQLSTATE, the message and the SQL, never the
+/// bound values or the password.
+final class PostgreSQLConnection: @unchecked Sendable {
+    // @unchecked Sendable: a connection is used by one thread at a time (its owner takes it out
+    // of a pool under a lock, or holds the coordinator's save lock); libpq allows that.
+
+    /// The libpq connection. Invariant: a live `PGconn` from `PQconnectdbParams` until `close()`
+    /// (or `deinit`) finishes it once and sets it to nil.
+    private var handle: OpaquePointer?
+    let configuration: PostgreSQLConfiguration
+    /// Prepared statements by SQL and parameter types: their names on this connection.
+    private var prepared: [String: String] = [:]
+
+    /// Connects and sets the search path to the configuration's schema (which need not exist).
+    /// - Throws: a ``PostgreSQLError`` with libpq's message (no SQLSTATE) when the server cannot
+    ///   be reached or refuses the connection.
+    init(_ configuration: PostgreSQLConfiguration) throws(PostgreSQLError) {
+        self.configuration = configuration
+        let keys = configuration.parameters.map(\.key) + ["client_encoding"]
+        let values = configuration.parameters.map(\.value) + ["UTF8"]
+        let connection = Self.connect(keys: keys, values: values)
+        handle = connection
+        guard let connection, PQstatus(connection) == CONNECTION_OK else {
+            let message = connection.map { Self.message(PQerrorMessage($0)) } ?? "libpq could not allocate a connection."
+            close()
+            throw PostgreSQLError(
+                message: configuration.redacting("Cannot connect to the server: \(message)"), location: configuration.redactedURL)
+        }
+        // Notices (e.g. "schema … does not exist, skipping") go nowhere: libpq would print them
+        // on standard error.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        try execute("SET search_path TO \(SQLDialect.postgreSQL.quote(configuration.schema))")
+    }
+
+    deinit { close() }
+
+    /// Finishes the connection (later calls fail).
+    func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        prepared.removeAll()
+    }
+
+    /// Whether the connection is open and healthy.
+    var isOpen: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
+
+    /// Whether a transaction is open on the connection (failed ones included).
+    var isInTransaction: Bool {
+        guard let handle else { return false }
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    /// Runs SQL without parameters, as one or more statements (`PQexec`).
+    @discardableResult
+    func execute(_ sql: String) throws(PostgreSQLError) -> PostgreSQLResult {
+        let connection = try open(sql)
+        return try read(PQexec(connection, sql), sql: sql)
+    }
+
+    /// Runs one statement with parameters (`$1`, `$2`, …), prepared on first use.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [StoredValue]) throws(PostgreSQLError) -> PostgreSQLResult {
+        let connection = try open(sql)
+        var converted: [(type: UInt32, bytes: [UInt8]?, binary: Bool)] = []
+        converted.reserveCapacity(parameters.count)
+        for p in parameters {
+            do {
+                converted.append(try PostgreSQLValue.parameter(p))
+            } catch {
+                throw PostgreSQLError(sqlState: error.sqlState, message: error.message, sql: sql, location: configuration.redactedURL)
+            }
+        }
+        let types = converted.map(\.type)
+        let key = types.map(String.init).joined(separator: ",") + "|" + sql
+        let name: String
+        if let existing = prepared[key] {
+            name = existing
+        } else {
+            name = "c\(prepared.count + 1)"
+            _ = try read(PQprepare(connection, name, sql, Int32(types.count), types), sql: sql)
+            prepared[key] = name
+        }
+        let result = Self.withParameters(converted) { values, lengths, formats in
+            PQexecPrepared(connection, name, Int32(converted.count), values, lengths, formats, 0)
+        }
+        return try read(result, sql: sql)
+    }
+
+    /// Forgets the prepared statements (after the schema changed under them).
+    func clearStatementCache() {
+        if isOpen { _ = try? execute("DEALLOCATE ALL") }
+        prepared.removeAll()
+    }
+
+    // MARK: libpq calls
+
+    private func open(_ sql: String) throws(PostgreSQLError) -> OpaquePointer {
+        guard let handle else {
+            throw PostgreSQLError(message: "The connection is closed.", sql: sql, location: configuration.redactedURL)
+        }
+        return handle
+    }
+
+    /// Reads a result into Swift values and clears it; a failed result becomes an error.
+    private func read(_ result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> PostgreSQLResult {
+        guard let result else {
+            let message = handle.map { Self.message(PQerrorMessage($0)) } ?? "no connection"
+            throw PostgreSQLError(message: configuration.redacting(message), sql: sql, location: configuration.redactedURL)
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            let message = primary ?? Self.message(PQresultErrorMessage(result))
+            throw PostgreSQLError(
+                sqlState: state, message: configuration.redacting(message), sql: sql, location: configuration.redactedURL)
+        }
+        var out = PostgreSQLResult()
+        out.affectedRows = Int(String(cString: PQcmdTuples(result))) ?? 0
+        let rowCount = PQntuples(result), columnCount = PQnfields(result)
+        guard rowCount > 0, columnCount > 0 else { return out }
+        let types = (0..<columnCount).map { PQftype(result, $0) }
+        out.rows.reserveCapacity(Int(rowCount))
+        for r in 0..<rowCount {
+            var row: [StoredValue] = []
+            row.reserveCapacity(Int(columnCount))
+            for c in 0..<columnCount {
+                if PQgetisnull(result, r, c) != 0 {
+                    row.append(.null)
+                } else {
+                    // Valid until PQclear (deferred above); copied into a String at once.
+                    let text = String(cString: PQgetvalue(result, r, c))
+                    row.append(PostgreSQLValue.value(text: text, type: types[Int(c)]))
+                }
+            }
+            out.rows.append(row)
+        }
+        return out
+    }
+
+    /// A libpq message without its trailing newline.
+    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "unknown error" }
+        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Calls `PQconnectdbParams` with NUL-terminated copies of the keywords and values.
+    private static func connect(keys: [String], values: [String]) -> OpaquePointer? {
+        // Invariant: every pointer is a strdup'd copy, freed after the call returns (libpq copies
+        // what it keeps); both arrays end with a NULL, as libpq requires.
+        let k = keys.map { strdup($0) }, v = values.map { strdup($0) }
+        defer {
+            for p in k { free(p) }
+            for p in v { free(p) }
+        }
+        let kp: [UnsafePointer<CChar>?] = k.map { $0.map { UnsafePointer($0) } } + [nil]
+        let vp: [UnsafePointer<CChar>?] = v.map { $0.map { UnsafePointer($0) } } + [nil]
+        return PQconnectdbParams(kp, vp, 0)
+    }
+
+    /// Calls `body` with libpq's parameter arrays: values (NUL-terminated copies, NULL for a
+    /// null), lengths and formats (1: binary).
+    private static func withParameters(
+        _ parameters: [(type: UInt32, bytes: [UInt8]?, binary: Bool)],
+        _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> OpaquePointer?
+    ) -> OpaquePointer? {
+        // Invariant: each buffer holds its value's bytes and a NUL, lives until `body` returns,
+        // and is freed once here.
+        let buffers: [UnsafeMutablePointer<CChar>?] = parameters.map { p in
+            guard let bytes = p.bytes else { return nil }
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (i, byte) in bytes.enumerated() { buffer[i] = CChar(bitPattern: byte) }
+            buffer[bytes.count] = 0
+            return buffer
+        }
+        defer { for b in buffers { b?.deallocate() } }
+        let values = buffers.map { $0.map { UnsafePointer($0) } }
+        let lengths = parameters.map { Int32($0.bytes?.count ?? 0) }
+        let formats = parameters.map { Int32($0.binary ? 1 : 0) }
+        return body(values, lengths, formats)
+    }
+}

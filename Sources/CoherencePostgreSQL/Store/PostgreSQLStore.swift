@@ -1,0 +1,346 @@
+import Foundation
+
+/// A store in a PostgreSQL schema: the SQLite store's tables (one per entity hierarchy, with
+/// `Z_PK`, `Z_ENT` and the row version `Z_OPT`; `Z_METADATA`; `Z_PRIMARYKEY`) in the schema the
+/// URL names, SQL from ``SQLGenerator`` in its PostgreSQL dialect.
+///
+/// Reads use a small pool of connections; writes use one writer connection, only under the
+/// coordinator's save lock, in a `READ COMMITTED` transaction whose updates and deletes check
+/// the row version (a row another client changed is a version conflict).
+package final class PostgreSQLStore: StoreEngine {
+    package let identifier: UUID
+    package let configurationName: String?
+    package let metadata: [String: String]
+    package let entities: [EntityDescription]
+    let configuration: PostgreSQLConfiguration
+    let generator = SQLGenerator(dialect: .postgreSQL)
+
+    let writer: PostgreSQLConnectionBox
+    private let readers = LockedValue<(idle: [PostgreSQLConnection], isClosed: Bool)>(([], false))
+    private let plans = LockedValue<[ObjectIdentifier: SelectPlan]>([:])
+    /// Generated SQL with numbered placeholders, by the generator's text.
+    private let numbered = LockedValue<[String: String]>([:])
+    /// How many idle reader connections the pool keeps.
+    static let idleReaders = 4
+
+    package var locationDescription: String { configuration.redactedURL }
+    package var tracksHistory: Bool { false }
+
+    /// Opens the store in the URL's schema, creating the schema and its tables when the schema
+    /// has none. Openers are serialized by an advisory lock on the schema's name, so that two
+    /// processes opening a new store make it once.
+    /// - Throws: `.storeOpenFailed` (bad URL, server unreachable, refused),
+    ///   `.storeIncompatible` (a schema made for another model, or with tables that are not a
+    ///   Coherence store's), `.invalidRequest` (an option the store does not support yet).
+    package init(url: URL, model: ManagedObjectModel, configuration configurationName: String?, options: StoreOptions)
+        throws(CoherenceError)
+    {
+        let configuration: PostgreSQLConfiguration
+        do {
+            configuration = try PostgreSQLConfiguration(url: url)
+        } catch {
+            throw Self.error(.storeOpenFailed, error, "The store URL is not valid", store: error.location)
+        }
+        let location = configuration.redactedURL
+        guard !options.persistentHistoryTracking else {
+            throw CoherenceError(.invalidRequest, "Persistent history is not supported by the PostgreSQL store yet.", store: location)
+        }
+        guard let entities = model.entities(forConfiguration: configurationName) else {
+            throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configurationName ?? "")'.", store: location)
+        }
+        let connection: PostgreSQLConnection
+        do {
+            connection = try PostgreSQLConnection(configuration)
+        } catch {
+            throw Self.error(.storeOpenFailed, error, "Cannot open the store", store: location)
+        }
+        let generator = self.generator
+        let expectedHash = model.versionHash(forConfiguration: configurationName) ?? model.versionHash
+        var metadata: [String: String] = [:]
+        do {
+            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(generator.dialect.quote(configuration.schema))")
+            try connection.execute("BEGIN")
+            try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("coherence:" + configuration.schema)])
+            let sql = { (text: String) in generator.dialect.numberingPlaceholders(text) }
+            if (try connection.execute(generator.metadataTableExists).firstInteger ?? 0) > 0 {
+                for row in try connection.execute(generator.readMetadata).rows {
+                    if case .text(let k) = row[0], case .text(let v) = row[1] { metadata[k] = v }
+                }
+                guard metadata["modelVersionHash"] == expectedHash else {
+                    throw CoherenceError(
+                        .storeIncompatible,
+                        "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)); the PostgreSQL store does not migrate yet.",
+                        store: location)
+                }
+            } else {
+                guard (try connection.execute(generator.userTableCount).firstInteger ?? 0) == 0 else {
+                    throw CoherenceError(
+                        .storeIncompatible, "The schema '\(configuration.schema)' has tables but is not a Coherence store.", store: location
+                    )
+                }
+                metadata = [
+                    "storeUUID": UUID().uuidString,
+                    "modelVersionHash": expectedHash,
+                    "configuration": configurationName ?? ManagedObjectModel.defaultConfigurationName,
+                    "storeType": "PostgreSQL",
+                    "formatVersion": "1"
+                ]
+                metadata.merge(StoredSchema.versionMetadata(entities: entities, model: model)) { _, new in new }
+                for statement in generator.createFunctions() + generator.createMetadataTables() + generator.createSchema(for: entities) {
+                    try connection.execute(statement)
+                }
+                for (k, v) in metadata.sorted(by: { $0.key < $1.key }) {
+                    try connection.execute(sql(generator.writeMetadata), [.text(k), .text(v)])
+                }
+                for e in entities where e.superentity == nil {
+                    try connection.execute(sql(generator.initPrimaryKey), [.integer(Int64(e.entityNumber)), .text(e.name)])
+                }
+            }
+            try connection.execute("COMMIT")
+        } catch let error as CoherenceError {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw Self.error(.storeOpenFailed, error, "Cannot open the store", store: location)
+        }
+        guard let uuidText = metadata["storeUUID"], let uuid = UUID(uuidString: uuidText) else {
+            throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: location)
+        }
+        self.identifier = uuid
+        self.configurationName = configurationName
+        self.metadata = metadata
+        self.entities = entities
+        self.configuration = configuration
+        self.writer = PostgreSQLConnectionBox(connection)
+    }
+
+    deinit { close() }
+
+    package func close() {
+        let idle = readers.withLock { pool -> [PostgreSQLConnection] in
+            pool.isClosed = true
+            defer { pool.idle.removeAll() }
+            return pool.idle
+        }
+        for c in idle { c.close() }
+        writer.close()
+    }
+
+    /// A store error (`code`) for a libpq failure, with the SQL and the PostgreSQL error in
+    /// `underlyingErrors`; a `CoherenceError` is returned as it is.
+    static func error(_ code: CoherenceError.Code, _ error: any Error, _ what: String, store: String?) -> CoherenceError {
+        if let e = error as? CoherenceError { return e }
+        let postgres = error as? PostgreSQLError
+        var e = CoherenceError(code, "\(what): \(postgres?.message ?? "\(error)")", store: store, sql: postgres?.sql)
+        e.underlyingErrors = [postgres ?? PostgreSQLError(message: "\(error)", location: store)]
+        return e
+    }
+
+    func storeError(_ code: CoherenceError.Code, _ error: any Error, _ what: String) -> CoherenceError {
+        Self.error(code, error, what, store: locationDescription)
+    }
+
+    /// The generator's SQL with numbered placeholders (worked out once per text).
+    func numbered(_ sql: String) -> String {
+        if let s = numbered.withLock({ $0[sql] }) { return s }
+        let s = generator.dialect.numberingPlaceholders(sql)
+        numbered.withLock { $0[sql] = s }
+        return s
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` on the snapshot's connection, or on a reader connection of the pool.
+    func withReader<T>(_ snapshot: (any StoreSnapshot)?, _ body: (PostgreSQLConnection) throws -> T) throws(CoherenceError) -> T {
+        if let snapshot = snapshot as? PostgreSQLSnapshot {
+            return try snapshot.read { (c: PostgreSQLConnection) throws(CoherenceError) -> T in
+                do { return try body(c) } catch { throw storeError(.storeReadFailed, error, "Reading the store failed") }
+            }
+        }
+        let c = try takeReader()
+        var healthy = true
+        defer { if healthy { returnReader(c) } }
+        do {
+            return try body(c)
+        } catch {
+            healthy = c.isOpen && !c.isInTransaction
+            throw storeError(.storeReadFailed, error, "Reading the store failed")
+        }
+    }
+
+    /// A reader connection: an idle one of the pool, or a new one.
+    func takeReader() throws(CoherenceError) -> PostgreSQLConnection {
+        let taken = readers.withLock { pool -> (PostgreSQLConnection?, Bool) in
+            if pool.isClosed { return (nil, true) }
+            return (pool.idle.popLast(), false)
+        }
+        if taken.1 { throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription) }
+        if let c = taken.0, c.isOpen { return c }
+        do {
+            return try PostgreSQLConnection(configuration)
+        } catch {
+            throw storeError(.storeReadFailed, error, "Cannot connect to the server")
+        }
+    }
+
+    /// Puts a reader connection back in the pool (when it has room and the store is open).
+    func returnReader(_ c: PostgreSQLConnection) {
+        let kept = readers.withLock { pool -> Bool in
+            guard !pool.isClosed && pool.idle.count < Self.idleReaders && c.isOpen else { return false }
+            pool.idle.append(c)
+            return true
+        }
+        if !kept { c.close() }
+    }
+
+    /// The writer connection (used only under the coordinator's save lock).
+    func writerConnection() throws(CoherenceError) -> PostgreSQLConnection {
+        guard let c = writer.connection else {
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
+        }
+        return c
+    }
+
+    // MARK: Reads
+
+    func plan(for entity: EntityDescription) -> SelectPlan {
+        let key = ObjectIdentifier(entity)
+        if let p = plans.withLock({ $0[key] }) { return p }
+        let p = generator.selectPlan(for: entity)
+        plans.withLock { $0[key] = p }
+        return p
+    }
+
+    /// A row of a result whose columns are `plan`'s (`Z_PK`, `Z_ENT`, `Z_OPT`, then the columns).
+    func row(_ columns: [StoredValue], plan: SelectPlan) throws(CoherenceError) -> StoreRow {
+        guard columns.count >= 3, case .integer(let pk) = columns[0], case .integer(let version) = columns[2] else {
+            throw CoherenceError(.corruptRow, "A row has no key or version.", store: locationDescription)
+        }
+        let number: Int
+        if let single = plan.singleEntityNumber {
+            number = single
+        } else if case .integer(let n) = columns[1] {
+            number = Int(n)
+        } else {
+            number = -1
+        }
+        guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
+            throw CoherenceError(
+                .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: locationDescription)
+        }
+        var values = entity.initialValues
+        for (column, slot) in mapping where Int(column) < columns.count && slot < values.count { values[slot] = columns[Int(column)] }
+        return StoreRow(entity: entity, primaryKey: pk, version: version, values: values)
+    }
+
+    package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
+        let plan = self.plan(for: fetch.entity)
+        let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
+        let result = try withReader(fetch.generation?.snapshot(of: identifier)) { c in try c.execute(numbered(sql), bindings) }
+        var rows: [StoreRow] = []
+        rows.reserveCapacity(result.rows.count)
+        for r in result.rows { rows.append(try row(r, plan: plan)) }
+        return rows
+    }
+
+    package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
+        let (sql, bindings) = try generator.select(fetch, plan: nil, storeIdentifier: identifier)
+        let result = try withReader(fetch.generation?.snapshot(of: identifier)) { c in try c.execute(numbered(sql), bindings) }
+        return result.rows.compactMap { r in
+            guard r.count >= 2, case .integer(let pk) = r[0], case .integer(let n) = r[1] else { return nil }
+            return (pk, Int(n))
+        }
+    }
+
+    package func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int {
+        var f = fetch
+        f.sortKeys = []
+        f.limit = nil
+        f.offset = 0
+        let (sql, bindings) = try generator.select(f, plan: nil, storeIdentifier: identifier, count: true)
+        let result = try withReader(fetch.generation?.snapshot(of: identifier)) { c in try c.execute(numbered(sql), bindings) }
+        let total = Int(result.firstInteger ?? 0)
+        let afterOffset = max(0, total - fetch.offset)
+        return fetch.limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
+    package func rows(of entity: EntityDescription, keys: [Int64], in snapshot: (any StoreSnapshot)?) throws(CoherenceError) -> [StoreRow] {
+        guard !keys.isEmpty else { return [] }
+        let plan = self.plan(for: entity.rootEntity)
+        let sql = numbered(generator.selectByKeys(entity, plan: plan))
+        let result = try withReader(snapshot) { c in try c.execute(sql, [.text(generator.keyList(keys))]) }
+        var rows: [StoreRow] = []
+        rows.reserveCapacity(result.rows.count)
+        for r in result.rows { rows.append(try row(r, plan: plan)) }
+        return rows
+    }
+
+    package func related(
+        _ relationship: RelationshipDescription, sources: [Int64], in snapshot: (any StoreSnapshot)?
+    ) throws(CoherenceError) -> RelatedKeys {
+        guard !sources.isEmpty else { return [:] }
+        guard let sql = generator.selectRelated(relationship) else {
+            throw CoherenceError(.invalidRequest, "Relationship '\(relationship.name)' is not stored.", property: relationship.name)
+        }
+        let result = try withReader(snapshot) { c in try c.execute(numbered(sql), [.text(generator.keyList(sources))]) }
+        var related: RelatedKeys = [:]
+        for r in result.rows {
+            guard r.count >= 3, case .integer(let source) = r[0], case .integer(let key) = r[1], case .integer(let n) = r[2] else {
+                continue
+            }
+            related[source, default: []].append((key, Int(n)))
+        }
+        return related
+    }
+
+    package func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64 {
+        let c = try writerConnection()
+        let root = entity.rootEntity
+        do {
+            // One statement: atomic on its own, or part of the open save's transaction.
+            let result = try c.execute(
+                numbered(generator.allocatePrimaryKeys), [.integer(Int64(count)), .integer(Int64(root.entityNumber))])
+            guard let last = result.firstInteger else {
+                throw CoherenceError(
+                    .corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: locationDescription)
+            }
+            return last - Int64(count) + 1
+        } catch {
+            throw storeError(.storeWriteFailed, error, "Allocating primary keys failed")
+        }
+    }
+
+    // MARK: Batch requests and history (not supported yet)
+
+    package func beginBatch(_ request: StoreBatchRequest, author: String?, contextName: String?) throws(CoherenceError) -> StoreBatchResult
+    {
+        throw CoherenceError(.invalidRequest, "Batch requests are not supported by the PostgreSQL store yet.", store: locationDescription)
+    }
+
+    package var lastCommittedHistoryToken: PersistentHistoryToken? { nil }
+    package func currentHistoryToken() throws(CoherenceError) -> PersistentHistoryToken? { nil }
+    package func fetchHistory(_ query: HistoryQuery) throws(CoherenceError) -> (transactions: [PersistentHistoryTransaction], count: Int) {
+        throw CoherenceError(
+            .historyTrackingRequired, "The PostgreSQL store does not record persistent history yet.", store: locationDescription)
+    }
+    package func deleteHistory(_ query: HistoryQuery) throws(CoherenceError) -> Int {
+        throw CoherenceError(
+            .historyTrackingRequired, "The PostgreSQL store does not record persistent history yet.", store: locationDescription)
+    }
+    package func historyProgress() throws(CoherenceError) -> [String: HistoryProgress]? { nil }
+    package func recordHistoryProgress(_ progress: HistoryProgress, author: String) throws(CoherenceError) -> Bool { false }
+    package func removeHistoryProgress(author: String) throws(CoherenceError) -> Bool { false }
+}
+
+/// A connection shared between the store and the thread using it.
+final class PostgreSQLConnectionBox: @unchecked Sendable {
+    // @unchecked Sendable: the writer is used only under the coordinator's save lock; `close`
+    // runs under it too (the coordinator removes a store under its save lock).
+    private(set) var connection: PostgreSQLConnection?
+    init(_ connection: PostgreSQLConnection) { self.connection = connection }
+    func close() {
+        connection?.close()
+        connection = nil
+    }
+}
