@@ -298,6 +298,7 @@ package enum CoreDataLayout {
         /// model's (a to-one's entity column, the second side of a one-to-one).
         mutating func mapRelationship(_ r: RelationshipDescription, of e: EntityDescription) throws {
             guard let destination = r.destinationEntity else { return }
+            let q = SQLDialect.sqlite.quote
             let table = naming.tableName(e.rootEntity)
             let destinationTable = naming.tableName(destination.rootEntity)
             if r.isOrdered && r.isToMany {
@@ -313,18 +314,19 @@ package enum CoreDataLayout {
                 for candidate in columns.keys.sorted() where candidate.hasSuffix(suffix) && candidate.first == "Z" {
                     let digits = candidate.dropFirst().dropLast(suffix.count)
                     guard !digits.isEmpty, digits.allSatisfy(\.isNumber) else { continue }
-                    let destinationEntity = "(SELECT d.Z_ENT FROM \"\(destinationTable)\" d WHERE d.Z_PK = \"\(table)\".\"\(column)\")"
-                    naming.upkeep.append(
-                        "UPDATE \"\(table)\" SET \"\(candidate)\" = \(destinationEntity) WHERE \"\(candidate)\" IS NOT \(destinationEntity)"
-                    )
+                    let destinationEntity = "(SELECT d.Z_ENT FROM \(q(destinationTable)) d WHERE d.Z_PK = \(q(table)).\(q(column)))"
+                    let sql =
+                        "UPDATE \(q(table)) SET \(q(candidate)) = \(destinationEntity) WHERE \(q(candidate)) IS NOT \(destinationEntity)"
+                    naming.upkeep.append((sql, [e.rootEntity.name]))
                 }
             case .inverseForeignKey:
                 // The second side of a one-to-one, kept up to date from the first.
                 guard let column = naming.columns[SQLNaming.key(r)], let inverse = r.inverseRelationship,
                     let inverseColumn = naming.columns[SQLNaming.key(inverse)]
                 else { return }
-                let source = "(SELECT min(s.Z_PK) FROM \"\(destinationTable)\" s WHERE s.\"\(inverseColumn)\" = \"\(table)\".Z_PK)"
-                naming.upkeep.append("UPDATE \"\(table)\" SET \"\(column)\" = \(source) WHERE \"\(column)\" IS NOT \(source)")
+                let source = "(SELECT min(s.Z_PK) FROM \(q(destinationTable)) s WHERE s.\(q(inverseColumn)) = \(q(table)).Z_PK)"
+                let sql = "UPDATE \(q(table)) SET \(q(column)) = \(source) WHERE \(q(column)) IS NOT \(source)"
+                naming.upkeep.append((sql, [e.rootEntity.name, destination.rootEntity.name]))
             case .joinTable(let name, let sourceIsFirst):
                 guard sourceIsFirst else { return }
                 try mapJoinTable(name, r, of: e, destination: destination)
