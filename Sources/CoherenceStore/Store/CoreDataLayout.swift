@@ -122,6 +122,20 @@ package enum CoreDataLayout {
                     try c.execute("ALTER TABLE \(q(table)) RENAME COLUMN \(q(p.name)) TO \(q(name))")
                 }
             }
+            // The second side of each one-to-one, which Core Data stores too (filled by the
+            // upkeep that follows the migration).
+            let info = try c.prepare("SELECT name FROM pragma_table_info(?)")
+            info.bind(table, at: 1)
+            let existing = Set(try info.rows { $0.string(0) })
+            for e in SQLGenerator.hierarchy(of: root) {
+                for case let r as RelationshipDescription in e.ownProperties
+                where !r.isTransient && !r.hasForeignKey && !r.isToMany && r.inverseRelationship?.isToMany == false {
+                    let name = "Z" + r.name.uppercased()
+                    guard !taken.contains(name), !existing.contains(name) else { continue }
+                    taken.insert(name)
+                    try c.execute("ALTER TABLE \(q(table)) ADD COLUMN \(q(name)) INTEGER")
+                }
+            }
         }
         for e in entities {
             for case let r as RelationshipDescription in e.ownProperties where !r.isTransient {

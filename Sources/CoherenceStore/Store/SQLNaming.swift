@@ -65,7 +65,7 @@ package struct SQLNaming: Sendable, Codable {
 
     /// The table name of a root entity (unquoted).
     package func tableName(_ root: EntityDescription) -> String {
-        tables[root.name] ?? root.name
+        isCoreData ? tables[root.name] ?? root.name : root.name
     }
 
     /// The column name of a stored property (unquoted).
@@ -80,9 +80,9 @@ package struct SQLNaming: Sendable, Codable {
 
     /// The number stored for a model entity number.
     package func storedNumber(_ modelNumber: Int) -> Int {
-        storedNumbers[modelNumber] ?? modelNumber
+        isCoreData ? storedNumbers[modelNumber] ?? modelNumber : modelNumber
     }
 
     /// Whether stored entity numbers differ from the model's.
-    var translatesNumbers: Bool { storedNumbers.contains { $0.key != $0.value } }
+    var translatesNumbers: Bool { isCoreData && storedNumbers.contains { $0.key != $0.value } }
 }
