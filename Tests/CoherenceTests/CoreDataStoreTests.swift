@@ -342,28 +342,30 @@ struct CoreDataStoreTests {
 
     /// Animals (abstract) with cats and dogs in one table; owners with a pet (to-one to the
     /// parent, with Core Data's entity column) and a passport (one-to-one, stored on both sides).
-    static func zooModel() throws -> ManagedObjectModel {
-        try ManagedObjectModel(entities: [
-            EntityDescription(name: "Animal", isAbstract: true, properties: [AttributeDescription(name: "name", type: .string)]),
-            EntityDescription(
-                name: "Cat", superentity: "Animal",
-                properties: [AttributeDescription(name: "lives", type: .integer16, defaultValue: Int16(9))]),
-            EntityDescription(
-                name: "Dog", superentity: "Animal", properties: [AttributeDescription(name: "breed", type: .string, isOptional: true)]),
-            EntityDescription(
-                name: "Owner",
-                properties: [
-                    AttributeDescription(name: "name", type: .string),
-                    RelationshipDescription(name: "pet", destination: "Animal"),
-                    RelationshipDescription(name: "passport", destination: "Passport", inverse: "owner")
-                ]),
-            EntityDescription(
-                name: "Passport",
-                properties: [
-                    AttributeDescription(name: "number", type: .string),
-                    RelationshipDescription(name: "owner", destination: "Owner", inverse: "passport")
-                ])
-        ])
+    static func zooModel(animalExtras: [PropertyDescription] = [], entities: [EntityDescription] = []) throws -> ManagedObjectModel {
+        try ManagedObjectModel(
+            entities: entities + [
+                EntityDescription(
+                    name: "Animal", isAbstract: true, properties: [AttributeDescription(name: "name", type: .string)] + animalExtras),
+                EntityDescription(
+                    name: "Cat", superentity: "Animal",
+                    properties: [AttributeDescription(name: "lives", type: .integer16, defaultValue: Int16(9))]),
+                EntityDescription(
+                    name: "Dog", superentity: "Animal", properties: [AttributeDescription(name: "breed", type: .string, isOptional: true)]),
+                EntityDescription(
+                    name: "Owner",
+                    properties: [
+                        AttributeDescription(name: "name", type: .string),
+                        RelationshipDescription(name: "pet", destination: "Animal"),
+                        RelationshipDescription(name: "passport", destination: "Passport", inverse: "owner")
+                    ]),
+                EntityDescription(
+                    name: "Passport",
+                    properties: [
+                        AttributeDescription(name: "number", type: .string),
+                        RelationshipDescription(name: "owner", destination: "Owner", inverse: "passport")
+                    ])
+            ])
     }
 
     static func makeZoo(at url: URL) throws {
@@ -583,5 +585,38 @@ struct CoreDataStoreTests {
             try context.save()
         }
         #expect(try Self.query(url, "SELECT Z_2SHELF, Z_1ITEMS FROM Z_2ITEMS ORDER BY 2") == [["1", "1"], ["1", "2"]])
+    }
+
+    @Test func migratesAHierarchyRenumberingItsEntities() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("zoo.sqlite")
+        try Self.makeZoo(at: url)
+        try withMigrationStore(try Self.zooModel(), at: url) { _ in }
+        // Version 2: animals have a color, and birds are new (every entity after Animal is
+        // renumbered, so every table is made again).
+        let v2 = try Self.zooModel(
+            animalExtras: [AttributeDescription(name: "color", type: .string, defaultValue: "grey")],
+            entities: [EntityDescription(name: "Bird", superentity: "Animal", properties: [])])
+        try withMigrationStore(v2, at: url) { context in
+            let dogs = try context.fetch(FetchRequest<ManagedObject>(entityName: "Dog"))
+            #expect(dogs.map(\.nameValue) == ["Rex"] && dogs.allSatisfy { (try? $0.value(forKey: "color")) as? String == "grey" })
+            let ann = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Owner")).first)
+            #expect(ann.related("pet").map(\.nameValue) == ["Rex"])
+            #expect(try ann.related("passport").first?.value(forKey: "number") as? String == "X1")
+            try insertObject(context, "Cat", ["name": "Kit", "color": "black"])
+            try context.save()
+        }
+        #expect(
+            try Self.query(url, "SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT")
+                == [
+                    ["1", "Animal", "0", "3"], ["2", "Bird", "1", "0"], ["3", "Cat", "1", "0"], ["4", "Dog", "1", "0"],
+                    ["5", "Owner", "0", "1"], ["6", "Passport", "0", "1"]
+                ])
+        #expect(
+            try Self.query(url, "SELECT Z_PK, Z_ENT, ZCOLOR FROM ZANIMAL ORDER BY Z_PK") == [
+                ["1", "3", "grey"], ["2", "4", "grey"], ["3", "3", "black"]
+            ])
+        // The one-to-one's second side is kept in the table made again.
+        #expect(try Self.query(url, "SELECT Z_ENT, ZOWNER FROM ZPASSPORT") == [["6", "1"]])
     }
 }

@@ -76,11 +76,13 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - options: how the store is opened and saved (``StoreOptions``), persistent history
     ///     included.
     /// A SQLite store made with another version of the model is migrated first (one transaction),
-    /// unless ``StoreOptions/migratesAutomatically`` is off.
+    /// unless ``StoreOptions/migratesAutomatically`` is off. A SQLite store made by Apple's Core
+    /// Data is read and written in its own layout (see the Migrations guide).
     /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`,
     ///   `.historyTrackingRequired` (a SQLite store with history opened without
     ///   ``StoreOptions/persistentHistoryTracking``), `.migrationNotInferable`,
-    ///   `.migrationMissingValues`, `.migrationUniquenessViolated`, `.migrationFailed`.
+    ///   `.migrationMissingValues`, `.migrationUniquenessViolated`, `.migrationFailed`,
+    ///   `.storeLayoutMismatch` (a store made by Core Data whose tables do not fit the model).
     @discardableResult
     public func addPersistentStore(
         type: StoreType, configuration: String? = nil, at url: URL? = nil,

@@ -122,6 +122,20 @@ package enum CoreDataLayout {
                     try c.execute("ALTER TABLE \(q(table)) RENAME COLUMN \(q(p.name)) TO \(q(name))")
                 }
             }
+            // The second side of each one-to-one, which Core Data stores too (filled by the
+            // upkeep that follows the migration).
+            let info = try c.prepare("SELECT name FROM pragma_table_info(?)")
+            info.bind(table, at: 1)
+            let existing = Set(try info.rows { $0.string(0) })
+            for e in SQLGenerator.hierarchy(of: root) {
+                for case let r as RelationshipDescription in e.ownProperties
+                where !r.isTransient && !r.hasForeignKey && !r.isToMany && r.inverseRelationship?.isToMany == false {
+                    let name = "Z" + r.name.uppercased()
+                    guard !taken.contains(name), !existing.contains(name) else { continue }
+                    taken.insert(name)
+                    try c.execute("ALTER TABLE \(q(table)) ADD COLUMN \(q(name)) INTEGER")
+                }
+            }
         }
         for e in entities {
             for case let r as RelationshipDescription in e.ownProperties where !r.isTransient {
@@ -298,6 +312,7 @@ package enum CoreDataLayout {
         /// model's (a to-one's entity column, the second side of a one-to-one).
         mutating func mapRelationship(_ r: RelationshipDescription, of e: EntityDescription) throws {
             guard let destination = r.destinationEntity else { return }
+            let q = SQLDialect.sqlite.quote
             let table = naming.tableName(e.rootEntity)
             let destinationTable = naming.tableName(destination.rootEntity)
             if r.isOrdered && r.isToMany {
@@ -313,18 +328,19 @@ package enum CoreDataLayout {
                 for candidate in columns.keys.sorted() where candidate.hasSuffix(suffix) && candidate.first == "Z" {
                     let digits = candidate.dropFirst().dropLast(suffix.count)
                     guard !digits.isEmpty, digits.allSatisfy(\.isNumber) else { continue }
-                    let destinationEntity = "(SELECT d.Z_ENT FROM \"\(destinationTable)\" d WHERE d.Z_PK = \"\(table)\".\"\(column)\")"
-                    naming.upkeep.append(
-                        "UPDATE \"\(table)\" SET \"\(candidate)\" = \(destinationEntity) WHERE \"\(candidate)\" IS NOT \(destinationEntity)"
-                    )
+                    let destinationEntity = "(SELECT d.Z_ENT FROM \(q(destinationTable)) d WHERE d.Z_PK = \(q(table)).\(q(column)))"
+                    let sql =
+                        "UPDATE \(q(table)) SET \(q(candidate)) = \(destinationEntity) WHERE \(q(candidate)) IS NOT \(destinationEntity)"
+                    naming.upkeep.append((sql, [e.rootEntity.name]))
                 }
             case .inverseForeignKey:
                 // The second side of a one-to-one, kept up to date from the first.
                 guard let column = naming.columns[SQLNaming.key(r)], let inverse = r.inverseRelationship,
                     let inverseColumn = naming.columns[SQLNaming.key(inverse)]
                 else { return }
-                let source = "(SELECT min(s.Z_PK) FROM \"\(destinationTable)\" s WHERE s.\"\(inverseColumn)\" = \"\(table)\".Z_PK)"
-                naming.upkeep.append("UPDATE \"\(table)\" SET \"\(column)\" = \(source) WHERE \"\(column)\" IS NOT \(source)")
+                let source = "(SELECT min(s.Z_PK) FROM \(q(destinationTable)) s WHERE s.\(q(inverseColumn)) = \(q(table)).Z_PK)"
+                let sql = "UPDATE \(q(table)) SET \(q(column)) = \(source) WHERE \(q(column)) IS NOT \(source)"
+                naming.upkeep.append((sql, [e.rootEntity.name, destination.rootEntity.name]))
             case .joinTable(let name, let sourceIsFirst):
                 guard sourceIsFirst else { return }
                 try mapJoinTable(name, r, of: e, destination: destination)

@@ -27,10 +27,11 @@ package struct SQLNaming: Sendable, Codable {
     package var storedNumbers: [Int: Int] = [:]
     /// Join tables by the model's join-table name.
     package var joinTables: [String: JoinTable] = [:]
-    /// Statements that keep columns the model does not use up to date, run at the end of every
-    /// save that wrote rows: the entity column of a to-one relationship (`Z3_OWNER`) and the
-    /// second foreign key of a one-to-one relationship, which Core Data stores on both sides.
-    package var upkeep: [String] = []
+    /// Statements that keep columns the model does not use up to date, run at the end of a save
+    /// that wrote rows of one of their hierarchies (`roots`, by root entity name), and of every
+    /// batch request: the entity column of a to-one relationship (`Z3_OWNER`) and the second
+    /// foreign key of a one-to-one relationship, which Core Data stores on both sides.
+    package var upkeep: [(sql: String, roots: Set<String>)] = []
 
     /// What a store records of its names (``json``): tables, columns and join tables.
     enum CodingKeys: String, CodingKey {
@@ -64,7 +65,7 @@ package struct SQLNaming: Sendable, Codable {
 
     /// The table name of a root entity (unquoted).
     package func tableName(_ root: EntityDescription) -> String {
-        tables[root.name] ?? root.name
+        isCoreData ? tables[root.name] ?? root.name : root.name
     }
 
     /// The column name of a stored property (unquoted).
@@ -79,9 +80,9 @@ package struct SQLNaming: Sendable, Codable {
 
     /// The number stored for a model entity number.
     package func storedNumber(_ modelNumber: Int) -> Int {
-        storedNumbers[modelNumber] ?? modelNumber
+        isCoreData ? storedNumbers[modelNumber] ?? modelNumber : modelNumber
     }
 
     /// Whether stored entity numbers differ from the model's.
-    var translatesNumbers: Bool { storedNumbers.contains { $0.key != $0.value } }
+    var translatesNumbers: Bool { isCoreData && storedNumbers.contains { $0.key != $0.value } }
 }

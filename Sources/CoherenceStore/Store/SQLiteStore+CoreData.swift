@@ -45,7 +45,7 @@ extension SQLiteStore {
                 try migration.run(on: connection)
                 try CoreDataLayout.useCoreDataNames(entities, connection)
                 let naming = try CoreDataLayout.naming(for: entities, connection, path: path)
-                for sql in naming.upkeep { try connection.execute(sql) }
+                for (sql, _) in naming.upkeep { try connection.execute(sql) }
                 version = versionMetadata(entities: entities, model: model, naming: naming)
                 version["modelVersionHash"] = expectedHash
                 try CoreDataLayout.writeMetadata(
@@ -75,9 +75,20 @@ extension SQLiteStore {
 
     /// Brings the columns of a store made by Core Data that the model does not write (a
     /// to-one's entity column, the second side of a one-to-one) up to date, at the end of a save
-    /// or batch (inside its transaction).
-    func keepCoreDataColumns(_ c: SQLiteConnection) throws {
-        for sql in generator.naming.upkeep { try c.cachedStatement(sql).execute() }
+    /// (those of the hierarchies `changes` wrote) or a batch request (all), inside its
+    /// transaction. Each statement reads its whole table.
+    func keepCoreDataColumns(_ c: SQLiteConnection, after changes: StoreChangeSet? = nil) throws {
+        let upkeep = generator.naming.upkeep
+        guard !upkeep.isEmpty else { return }
+        var written: Set<String>?
+        if let changes {
+            written = Set(
+                changes.inserts.map(\.objectID.entity.rootEntity.name) + changes.updates.map(\.objectID.entity.rootEntity.name)
+                    + changes.deletes.map(\.objectID.entity.rootEntity.name))
+        }
+        for (sql, roots) in upkeep where written.map({ !$0.isDisjoint(with: roots) }) ?? true {
+            try c.cachedStatement(sql).execute()
+        }
     }
 
     /// The version metadata of a store made by Core Data: as a Coherence store's, with the

@@ -26,7 +26,7 @@ extension SQLiteStore {
                 history = builder
             }
             let result = try writer.write(changes)
-            try keepCoreDataColumns(c)
+            try keepCoreDataColumns(c, after: changes)
             if !writer.conflicts.isEmpty {
                 rollbackSave()
                 var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: url.path)

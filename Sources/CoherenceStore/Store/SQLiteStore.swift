@@ -85,11 +85,14 @@ package final class SQLiteStore: StoreEngine {
     /// generations.
     /// With `migratesAutomatically`, a store made with another version of the model is migrated
     /// (``InferredMigration``) in one transaction before it is used.
+    /// A store made by Apple's Core Data (``CoreDataLayout``) is used in its own layout: the
+    /// generator takes the names found in the file.
     /// - Throws: `.storeOpenFailed` (missing directory, unreadable or non-SQLite file),
     ///   `.storeIncompatible` (made for another model, or not a Coherence store),
     ///   `.migrationNotInferable`, `.migrationMissingValues`, `.migrationUniquenessViolated`,
     ///   `.migrationFailed` (the store is left as it was),
-    ///   `.historyTrackingRequired` (the store has history and `historyTracking` is off).
+    ///   `.historyTrackingRequired` (the store has history and `historyTracking` is off),
+    ///   `.storeLayoutMismatch` (a store made by Core Data that does not fit the model).
     package init(
         url: URL, model: ManagedObjectModel, configuration: String?,
         synchronous: StoreOptions.Synchronous = .normal, historyTracking: Bool = false,
