@@ -46,7 +46,8 @@ package struct MigrationCopy {
     }
 
     /// Puts the copy in the store's place: the copy is made self-contained (no write-ahead log),
-    /// the store's own log is folded into it and removed, then the copy is renamed over it.
+    /// the store's own log is checkpointed into the store and removed, then the copy is renamed
+    /// over the store.
     /// Until the rename the store is complete at its old version; after it, at the new one.
     /// - Throws: `.migrationFailed` (the store is left at its old version, the copy discarded),
     ///   for instance when another connection holds the store open.
