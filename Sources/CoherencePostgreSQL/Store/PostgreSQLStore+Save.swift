@@ -82,7 +82,7 @@ struct PostgreSQLSaveWriter {
 
     /// A stored value as a column of `property` keeps it: floating-point NaN and −0.0, which
     /// `StoredValue` keeps as 8-byte blobs, are numbers in a `DOUBLE PRECISION` column.
-    private func columnValue(_ value: StoredValue, _ property: PropertyDescription) -> StoredValue {
+    private static func columnValue(_ value: StoredValue, _ property: PropertyDescription) -> StoredValue {
         if case .blob = value, let a = property as? AttributeDescription, a.type.isFloatingPoint, let d = value.doubleValue {
             return .real(d)
         }
@@ -98,7 +98,7 @@ struct PostgreSQLSaveWriter {
             values[p.slot] = .null
         }
         var parameters: [StoredValue] = [.integer(primaryKey), .integer(Int64(entity.entityNumber)), .integer(1)]
-        for p in entity.storedProperties { parameters.append(columnValue(values[p.slot], p)) }
+        for p in entity.storedProperties { parameters.append(Self.columnValue(values[p.slot], p)) }
         let changed = try connection.execute(store.numbered(generator.insert(entity)), parameters).affectedRows
         if changed == 0 {
             try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
@@ -112,7 +112,7 @@ struct PostgreSQLSaveWriter {
             p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
         }
         let values = try keys.resolved(u.values, u.references, source: u.objectID)
-        var parameters = properties.map { columnValue(values[$0.slot], $0) }
+        var parameters = properties.map { Self.columnValue(values[$0.slot], $0) }
         parameters.append(.integer(u.objectID.primaryKey))
         if let v = u.expectedVersion { parameters.append(.integer(v)) }
         let sql = store.numbered(generator.update(entity, properties: properties, checkVersion: u.expectedVersion != nil))
@@ -165,19 +165,16 @@ struct PostgreSQLSaveWriter {
     // MARK: Conflicts
 
     /// The current version and values of a row, or nil when it does not exist.
-    private func current(_ id: ObjectID) throws -> StoreRow? {
+    private static func current(_ id: ObjectID, store: PostgreSQLStore, connection: PostgreSQLConnection) throws -> StoreRow? {
         let plan = store.plan(for: id.entity.rootEntity)
-        let result = try connection.execute(store.numbered(generator.selectOne(id.entity, plan: plan)), [.integer(id.primaryKey)])
+        let result = try connection.execute(store.numbered(store.generator.selectOne(id.entity, plan: plan)), [.integer(id.primaryKey)])
         guard let first = result.rows.first else { return nil }
         return try store.row(first, plan: plan)
     }
 
     private mutating func recordVersionConflict(id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64) throws {
-        let row = try current(id)
-        conflicts.append(
-            SaveConflict(
-                kind: .version, objectID: id, objectValues: values, cachedValues: cached,
-                persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0))
+        let row = try Self.current(id, store: store, connection: connection)
+        conflicts.append(SaveKeys.versionConflict(id: id, values: values, cached: cached, oldVersion: oldVersion, row: row))
     }
 
     /// `reportAs`: the ID the conflict names (an insert's temporary ID, as the caller knows it).
@@ -185,38 +182,15 @@ struct PostgreSQLSaveWriter {
         id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64,
         reportAs: ObjectID? = nil
     ) throws {
-        var found = false
-        var entity: EntityDescription? = id.entity
-        while let e = entity {
-            for constraint in e.uniquenessConstraints {
-                let properties = constraint.compactMap { e.propertiesByName[$0] }
-                let sql = store.numbered(generator.selectUniquenessMatches(id.entity, constraint: properties, declaringEntity: e))
-                let result = try connection.execute(sql, properties.map { columnValue(values[$0.slot], $0) })
-                var others: [ObjectID] = []
-                for r in result.rows {
-                    guard r.count >= 2, case .integer(let pk) = r[0], case .integer(let number) = r[1], pk != id.primaryKey else {
-                        continue
-                    }
-                    let other = e.managedObjectModel?.entities.first { $0.entityNumber == Int(number) } ?? e
-                    let otherID = ObjectID(entity: other, storeIdentifier: store.identifier, primaryKey: pk)
-                    others.append(keys.temporaryID(for: otherID) ?? otherID)
+        let store = self.store, connection = self.connection
+        conflicts += try keys.uniquenessConflicts(
+            id: id, values: values, cached: cached, oldVersion: oldVersion, reportAs: reportAs,
+            matches: { e, properties in
+                let sql = store.numbered(store.generator.selectUniquenessMatches(id.entity, constraint: properties, declaringEntity: e))
+                return try connection.execute(sql, properties.map { Self.columnValue(values[$0.slot], $0) }).rows.compactMap { r in
+                    guard r.count >= 2, case .integer(let pk) = r[0], case .integer(let number) = r[1] else { return nil }
+                    return (pk, Int(number))
                 }
-                if !others.isEmpty {
-                    found = true
-                    let row = try others.first.flatMap { o in try current(o.isTemporaryID ? keys.permanentID(for: o) ?? o : o) }
-                    conflicts.append(
-                        SaveConflict(
-                            kind: .uniqueness, objectID: reportAs ?? id, objectValues: values, cachedValues: cached,
-                            persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0,
-                            constraint: constraint, conflictingObjectIDs: others))
-                }
-            }
-            entity = e.superentity
-        }
-        if !found {
-            throw CoherenceError(
-                .conflict, "A uniqueness constraint failed for \(id), but no conflicting row was found.",
-                entity: id.entity.name, objectID: id, store: store.locationDescription)
-        }
+            }, current: { try Self.current($0, store: store, connection: connection) })
     }
 }

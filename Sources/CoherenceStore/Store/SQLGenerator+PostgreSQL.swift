@@ -45,18 +45,6 @@ extension QueryBuilder {
             if QueryEvaluator.domain(a, b) == .floatingPoint { return try floatingPointComparisonPG(op, a, b) }
             let l = try value(a), r = try value(b)
             return comparison(op, l, r)
-        case .and(let xs):
-            if xs.isEmpty { return "TRUE" }
-            var parts: [String] = []
-            for x in xs { parts.append(try condition(x)) }
-            return "(" + parts.joined(separator: " AND ") + ")"
-        case .or(let xs):
-            if xs.isEmpty { return "FALSE" }
-            var parts: [String] = []
-            for x in xs { parts.append(try condition(x)) }
-            return "(" + parts.joined(separator: " OR ") + ")"
-        case .not(let x):
-            return "(NOT \(try condition(x)))"
         case .isNull(let x):
             return "(\(try value(x)) IS NULL)"
         case .coalesce(let a, let b):

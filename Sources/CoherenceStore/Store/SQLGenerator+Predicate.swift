@@ -138,15 +138,15 @@ final class QueryBuilder {
         case .and(let xs):
             if xs.isEmpty { return dialect.trueSQL }
             var parts: [String] = []
-            for x in xs { parts.append(try sql(x)) }
+            for x in xs { parts.append(try condition(x)) }
             return "(" + parts.joined(separator: " AND ") + ")"
         case .or(let xs):
             if xs.isEmpty { return dialect.falseSQL }
             var parts: [String] = []
-            for x in xs { parts.append(try sql(x)) }
+            for x in xs { parts.append(try condition(x)) }
             return "(" + parts.joined(separator: " OR ") + ")"
         case .not(let x):
-            return "(NOT \(try sql(x)))"
+            return "(NOT \(try condition(x)))"
         case .isNull(let x):
             return "(\(try sql(x)) IS NULL)"
         case .arithmetic(let op, let a, let b):

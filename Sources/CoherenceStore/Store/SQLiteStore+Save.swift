@@ -289,9 +289,9 @@ private struct SaveWriter {
     // MARK: Conflicts
 
     /// The current version and values of a row, or nil when it does not exist.
-    private func current(_ id: ObjectID) throws -> StoreRow? {
+    private static func current(_ id: ObjectID, store: SQLiteStore, connection: SQLiteConnection) throws -> StoreRow? {
         let plan = store.plan(for: id.entity.rootEntity)
-        let st = try connection.cachedStatement(generator.selectOne(id.entity, plan: plan))
+        let st = try connection.cachedStatement(store.generator.selectOne(id.entity, plan: plan))
         defer { st.reset() }
         st.bind(id.primaryKey, at: 1)
         guard try st.step() else { return nil }
@@ -303,11 +303,8 @@ private struct SaveWriter {
     }
 
     private mutating func recordVersionConflict(id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64) throws {
-        let row = try current(id)
-        conflicts.append(
-            SaveConflict(
-                kind: .version, objectID: id, objectValues: values, cachedValues: cached,
-                persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0))
+        let row = try Self.current(id, store: store, connection: connection)
+        conflicts.append(SaveKeys.versionConflict(id: id, values: values, cached: cached, oldVersion: oldVersion, row: row))
     }
 
     /// `reportAs`: the ID the conflict names (an insert's temporary ID, as the caller knows it).
@@ -315,40 +312,18 @@ private struct SaveWriter {
         id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64,
         reportAs: ObjectID? = nil
     ) throws {
-        var found = false
-        var entity: EntityDescription? = id.entity
-        while let e = entity {
-            for constraint in e.uniquenessConstraints {
-                let properties = constraint.compactMap { e.propertiesByName[$0] }
+        let store = self.store, connection = self.connection
+        conflicts += try keys.uniquenessConflicts(
+            id: id, values: values, cached: cached, oldVersion: oldVersion, reportAs: reportAs,
+            matches: { e, properties in
                 let st = try connection.cachedStatement(
-                    generator.selectUniquenessMatches(id.entity, constraint: properties, declaringEntity: e))
+                    store.generator.selectUniquenessMatches(id.entity, constraint: properties, declaringEntity: e))
                 defer { st.reset() }
                 for (i, p) in properties.enumerated() { st.bind(values[p.slot], at: Int32(i + 1)) }
-                var others: [ObjectID] = []
-                while try st.step() {
-                    let pk = st.int64(0)
-                    guard pk != id.primaryKey else { continue }
-                    let other = e.managedObjectModel?.entities.first { $0.entityNumber == Int(st.int64(1)) } ?? e
-                    let otherID = ObjectID(entity: other, storeIdentifier: store.identifier, primaryKey: pk)
-                    others.append(keys.temporaryID(for: otherID) ?? otherID)
-                }
-                if !others.isEmpty {
-                    found = true
-                    let row = try others.first.flatMap { o in try current(o.isTemporaryID ? keys.permanentID(for: o) ?? o : o) }
-                    conflicts.append(
-                        SaveConflict(
-                            kind: .uniqueness, objectID: reportAs ?? id, objectValues: values, cachedValues: cached,
-                            persistedValues: row?.values, oldVersion: oldVersion, newVersion: row?.version ?? 0,
-                            constraint: constraint, conflictingObjectIDs: others))
-                }
-            }
-            entity = e.superentity
-        }
-        if !found {
-            throw CoherenceError(
-                .conflict, "A uniqueness constraint failed for \(id), but no conflicting row was found.",
-                entity: id.entity.name, objectID: id, store: store.url.path)
-        }
+                var rows: [(primaryKey: Int64, entityNumber: Int)] = []
+                while try st.step() { rows.append((st.int64(0), Int(st.int64(1)))) }
+                return rows
+            }, current: { try Self.current($0, store: store, connection: connection) })
     }
 }
 
