@@ -186,7 +186,9 @@ package final class SQLiteConnection {
     /// - Complexity: O(1) amortized: a few comparisons with the recent statements' SQL (equal
     ///   at once when it is the same string), else one dictionary lookup on the SQL text.
     package func cachedStatement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
-        for i in recentStatements.indices where recentStatements[i].sql == sql {
+        // (Lengths first: `==` on two different strings compares their bytes before their lengths.)
+        let length = sql.utf8.count
+        for i in recentStatements.indices where recentStatements[i].sqlLength == length && recentStatements[i].sql == sql {
             let s = recentStatements[i]
             if i > 0 { recentStatements.swapAt(i, i - 1) }  // the ones asked for most move forward
             return s

@@ -25,6 +25,7 @@ package final class SQLiteStatement {
         }
         self.handle = stmt
         self.sql = sql
+        self.sqlLength = sql.utf8.count
         self.connection = connection
         self.columnCount = sqlite3_column_count(stmt)
         self.parameterCount = sqlite3_bind_parameter_count(stmt)
@@ -36,6 +37,9 @@ package final class SQLiteStatement {
     private var rowCounts: (last: Int, previous: Int) = (0, 0)
     /// The number of complete runs recorded (counted up to 2).
     private var recordedRuns = 0
+    /// The length of ``sql`` in UTF-8 bytes (the connection's cache compares it first).
+    // (Declared after the fields the inlinable readers use, which keep their places.)
+    let sqlLength: Int
 
     deinit {
         sqlite3_finalize(handle)
