@@ -242,9 +242,16 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     // MARK: Dynamic access
 
-    /// The value of an attribute by name, as its Swift type (`Int` for 64-bit integers, `Int16`,
-    /// `Int32`, `Double`, `Float`, `Bool`, `String`, `Data`, `Date`, `UUID`, `URL`, `Decimal`),
-    /// or `nil`.
+    /// The value of a property by name: an attribute as its Swift type (`Int` for 64-bit
+    /// integers, `Int16`, `Int32`, `Double`, `Float`, `Bool`, `String`, `Data`, `Date`, `UUID`,
+    /// `URL`, `Decimal`) or `nil`; a to-one relationship as its destination `ManagedObject` or
+    /// `nil`; a to-many relationship as `[ManagedObject]` (in order for an ordered one), as Core
+    /// Data's `value(forKey:)` gives the object, set or ordered set.
+    ///
+    /// ```swift
+    /// let name = try student.value(forKey: "name") as? String
+    /// let school = try student.value(forKey: "school") as? ManagedObject
+    /// ```
     /// - Throws: ``CoherenceError`` `.unknownKey` when the entity has no such property.
     public func value(forKey key: String) throws(CoherenceError) -> Any? {
         guard let property = entity.propertiesByName[key] else {
@@ -253,9 +260,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
                 entity: entity.name, property: key, objectID: _objectID)
         }
         guard let attribute = property as? AttributeDescription else {
-            throw CoherenceError(
-                .unknownKey, "'\(key)' is a relationship; relationships are read through the context's object graph.",
-                entity: entity.name, property: key, objectID: _objectID)
+            guard let relationship = property as? RelationshipDescription else { return nil }
+            return _dynamicValue(of: relationship)
         }
         if attribute.type == .transformable {
             return Self.transformedSwiftValue(_storedValue(at: attribute.slot), for: attribute)
@@ -280,10 +286,19 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return value
     }
 
-    /// Sets an attribute by name, checking the value's type.
-    /// - Throws: `.unknownKey` for a key that is not an attribute, `.typeMismatch` for a value of
-    ///   the wrong type. `nil` is accepted for any attribute; a non-optional one that is still nil
-    ///   is reported at save by validation, as in Core Data.
+    /// Sets a property by name, checking the value's type: an attribute's Swift value, a
+    /// to-one relationship's destination (`ManagedObject` or `nil`), or a to-many
+    /// relationship's destinations (`[ManagedObject]`, `Set<ManagedObject>`, or `nil` for
+    /// none). Relationships keep their inverses in step, as the typed properties do.
+    ///
+    /// ```swift
+    /// try student.setValue("Ada", forKey: "name")
+    /// try student.setValue(school, forKey: "school")      // also adds student to school.students
+    /// ```
+    /// - Throws: `.unknownKey` for a key that is not a property, `.typeMismatch` for a value of
+    ///   the wrong type (an object of another entity included), `.contextMismatch` for a
+    ///   destination in another context. `nil` is accepted for any attribute; a non-optional one
+    ///   that is still nil is reported at save by validation, as in Core Data.
     public func setValue(_ value: Any?, forKey key: String) throws(CoherenceError) {
         guard let property = entity.propertiesByName[key] else {
             throw CoherenceError(
@@ -291,9 +306,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
                 entity: entity.name, property: key, objectID: _objectID)
         }
         guard let attribute = property as? AttributeDescription else {
-            throw CoherenceError(
-                .unknownKey, "'\(key)' is a relationship; set relationships through the context's object graph.",
-                entity: entity.name, property: key, objectID: _objectID)
+            guard let relationship = property as? RelationshipDescription else { return }
+            try _setDynamicValue(value, of: relationship)
+            return
         }
         let converted =
             attribute.type == .transformable && value != nil
