@@ -98,7 +98,7 @@ func expectActionError(_ code: ActionError.Code, message: String? = nil, _ body:
 
 // MARK: Statistics and notifications
 
-@Suite("Action behaviour: statistics and notifications", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: statistics and notifications", .timeLimit(.minutes(10)))
 struct ActionStatisticsBehaviourTests {
     @Test func timesAreSetAndExecutionTimeIsZeroUntilFinished() async throws {
         let dir = try TemporaryDirectory()
@@ -195,7 +195,7 @@ struct ActionStatisticsBehaviourTests {
 
 // MARK: ActionContext.merge
 
-@Suite("Action behaviour: merge", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: merge", .timeLimit(.minutes(10)))
 struct ActionMergeBehaviourTests {
     @Test func orderOfTheInputDoesNotMatter() async throws {
         let dir = try TemporaryDirectory()
@@ -452,7 +452,7 @@ struct ActionMergeBehaviourTests {
 
 // MARK: Lifecycle
 
-@Suite("Action behaviour: lifecycle", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: lifecycle", .timeLimit(.minutes(10)))
 struct ActionLifecycleBehaviourTests {
     @Test func suspendedHoldsQueuedActionsAndRunningOnesFinish() async throws {
         let dir = try TemporaryDirectory()

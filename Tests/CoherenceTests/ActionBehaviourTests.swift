@@ -62,9 +62,15 @@ func makeBehaviourConnect(_ dir: TemporaryDirectory, name: String = "ActionBehav
 
 struct ActTimeout: Error {}
 
+/// How long a test waits for something that must happen before it calls it a hang: a guard
+/// so a broken rule fails instead of hanging, never a timing assertion. Generous, because on
+/// a loaded 2-core machine other tests' long synchronous work can hold the cooperative pool
+/// for minutes; a passing test never waits for it.
+let testGuardSeconds: Double = 300
+
 /// Waits for a semaphore on a thread of its own (never on the cooperative pool); false after
 /// `seconds` (a guard so a broken rule fails instead of hanging, not a timing assertion).
-func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Double = 50) async -> Bool {
+func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Double = testGuardSeconds) async -> Bool {
     await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
         Thread { c.resume(returning: semaphore.wait(timeout: .now() + seconds) == .success) }.start()
     }
@@ -75,6 +81,12 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
         Thread { c.resume(returning: body()) }.start()
     }
+}
+
+/// Runs throwing synchronous work (a long import, a million-row check) on a thread of its own,
+/// so that it never holds one of the few cooperative threads the other tests' tasks need.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await onOwnThread { Result { try body() } }.get()
 }
 
 /// A one-shot gate that async code can await.
@@ -125,7 +137,7 @@ final class Rendezvous: Sendable {
     private let gate = DispatchSemaphore(value: 0)
     init(_ parties: Int) { self.parties = parties }
     /// False when the others did not come (after a generous guard time).
-    func arriveAndWait(seconds: Double = 20) -> Bool {
+    func arriveAndWait(seconds: Double = testGuardSeconds) -> Bool {
         let n = arrived.withLock {
             $0 += 1; return $0
         }
@@ -195,7 +207,7 @@ final class GateAction: GenericAction {
     func execute() throws {
         runs.withLock { $0 += 1 }
         started.signal()
-        guard release.wait(timeout: .now() + 20) == .success else { throw ActTimeout() }
+        guard release.wait(timeout: .now() + testGuardSeconds) == .success else { throw ActTimeout() }
         if throwsAtEnd { throw Boom() }
     }
     func cancel() {
@@ -215,7 +227,7 @@ final class GateProductAction: EntityAction {
     func execute(context: ActionContext) throws {
         runs.withLock { $0 += 1 }
         started.signal()
-        guard release.wait(timeout: .now() + 20) == .success else { throw ActTimeout() }
+        guard release.wait(timeout: .now() + testGuardSeconds) == .success else { throw ActTimeout() }
         if let items { try context.merge(objects: items, for: ActProduct.self) }
     }
 }
@@ -270,7 +282,7 @@ final class ActionNotificationLog: @unchecked Sendable {
 
 // MARK: Managed entities
 
-@Suite("Action behaviour: managed entities", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: managed entities", .timeLimit(.minutes(10)))
 struct ActionManagedEntityTests {
     private func attributes(_ names: String...) -> [PropertyDescription] {
         names.map { AttributeDescription(name: $0, type: .string) }
@@ -373,7 +385,7 @@ struct ActionManagedEntityTests {
 
 // MARK: Queues and widths
 
-@Suite("Action behaviour: queues", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: queues", .timeLimit(.minutes(10)))
 struct ActionQueueBehaviourTests {
     @Test func genericActionsRunBeforeStartAtMostFiveAtOnce() async throws {
         let dir = try TemporaryDirectory()
@@ -444,7 +456,7 @@ struct ActionQueueBehaviourTests {
 
 // MARK: Proxies
 
-@Suite("Action behaviour: proxies", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: proxies", .timeLimit(.minutes(10)))
 struct ActionProxyBehaviourTests {
     @Test func statesGoCreatedPendingExecutingFinished() async throws {
         let dir = try TemporaryDirectory()
@@ -653,7 +665,7 @@ struct ActionProxyBehaviourTests {
         action.release.signal()  // runs straight through once resumed: the readers spin briefly
         let met = await onOwnThread { ready.arriveAndWait() }
         connect.suspended = false
-        let allDone = await onOwnThread { done.wait(timeout: .now() + 20) == .success }
+        let allDone = await onOwnThread { done.wait(timeout: .now() + testGuardSeconds) == .success }
         #expect(met && allDone)
         #expect(action.runs.withLock { $0 } == 1)
         #expect(problems.withLock { $0 } == [])
@@ -718,7 +730,7 @@ final class TaskCancelledEntityAction: AsyncEntityAction {
     func cancel() { cancels.withLock { $0 += 1 } }
 }
 
-@Suite("Action behaviour: async actions", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: async actions", .timeLimit(.minutes(10)))
 struct ActionAsyncBehaviourTests {
     @Test func cancellingAnAsyncGenericActionCancelsItsTask() async throws {
         let dir = try TemporaryDirectory()

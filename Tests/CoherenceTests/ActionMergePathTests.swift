@@ -33,7 +33,7 @@ func storedCounters(_ connect: ActConnect) async throws -> [String] {
     }
 }
 
-@Suite("Action behaviour: merge paths", .timeLimit(.minutes(1)))
+@Suite("Action behaviour: merge paths", .timeLimit(.minutes(10)))
 struct ActionMergePathTests {
     @Test func integerKeysMergeInAnyOrder() async throws {
         let dir = try TemporaryDirectory()

@@ -7,7 +7,7 @@ import Testing
 
 /// RCDataKit's stacks: BasicDataStack (by model file, by ModelVersion, older versions, history),
 /// PreviewStack and TestingStack.
-@Suite("Data stacks", .timeLimit(.minutes(1)))
+@Suite("Data stacks", .timeLimit(.minutes(10)))
 struct DataStackTests {
     /// Saves what `body` does in a new background context of `stack` written by `author`.
     static func write(_ stack: any DataStack, as author: TransactionAuthor, _ body: (ManagedObjectContext) throws -> Void) throws {

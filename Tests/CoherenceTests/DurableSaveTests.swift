@@ -167,7 +167,7 @@ final class DurableHarness: Sendable {
     }
 }
 
-@Suite("Durable saves: detach, stop and release wait for accepted writes", .timeLimit(.minutes(2)))
+@Suite("Durable saves: detach, stop and release wait for accepted writes", .timeLimit(.minutes(10)))
 struct DurableSaveTests {
     @Test(arguments: StrategyKind.allCases)
     func viewSaveThenDetachAtOnce(_ kind: StrategyKind) async throws {

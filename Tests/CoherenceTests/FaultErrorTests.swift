@@ -30,7 +30,7 @@ final class ReportedErrors: Sendable {
     /// fails the test instead of hanging it) and returns every error so far.
     func wait(for count: Int) -> [CoherenceError] {
         var received = 0
-        while received < count, arrived.wait(timeout: .now() + 60) == .success { received += 1 }
+        while received < count, arrived.wait(timeout: .now() + testGuardSeconds) == .success { received += 1 }
         return errors.withLock { $0 }
     }
 }

@@ -7,7 +7,7 @@ import Testing
 
 /// The history kit across real processes: `CoherenceKitAuthor` children, each an author with
 /// its own kit (or a batch importer without one), and this process as the app.
-@Suite("History kit: processes", .timeLimit(.minutes(1)))
+@Suite("History kit: processes", .timeLimit(.minutes(10)))
 struct HistoryKitProcessTests {
     /// Three author processes and a batch author write one store: each kit merges the others'
     /// inserts, updates and deletes into its view context, never its own author's; the

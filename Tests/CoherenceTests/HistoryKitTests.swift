@@ -7,7 +7,7 @@ import Testing
 
 /// PersistentHistoryTrackingKit on Coherence: two or three containers (each its own
 /// coordinator, as processes have) on one store, each with its author.
-@Suite("History kit", .timeLimit(.minutes(1)))
+@Suite("History kit", .timeLimit(.minutes(10)))
 struct HistoryKitTests {
     /// Another author's insert, update and delete reach the view context through the kit: a
     /// registered object keeps its old value until the kit merges (a merge hook holds the

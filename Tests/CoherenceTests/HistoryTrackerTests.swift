@@ -6,7 +6,7 @@ import Testing
 @testable import CoherenceStore
 
 /// RCDataKit's tracker on Coherence: two stacks on one file.
-@Suite("History tracker", .timeLimit(.minutes(1)))
+@Suite("History tracker", .timeLimit(.minutes(10)))
 struct HistoryTrackerTests {
     /// The tracker merges every other author's transactions, those without an author included,
     /// never its own; a second startMonitoring() makes no second listener.

@@ -8,7 +8,7 @@ import Testing
 
 /// Models, containers, contexts and their objects are released with their last user: a server
 /// that loads a model per tenant, or a test suite, does not keep every model it ever built.
-@Suite("Lifetimes", .timeLimit(.minutes(2)))
+@Suite("Lifetimes", .timeLimit(.minutes(10)))
 struct LifetimeTests {
     /// Weak references to everything one round made.
     final class Watch {

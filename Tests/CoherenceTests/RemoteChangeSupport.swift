@@ -130,7 +130,7 @@ final class RemoteChangeRecorder: Sendable {
 
     /// Waits until `condition` holds, checking it now and after each notification; false when
     /// it still does not hold after `seconds` (generous: only a failing test waits that long).
-    func wait(seconds: Double = 60, until condition: () throws -> Bool) async rethrows -> Bool {
+    func wait(seconds: Double = testGuardSeconds, until condition: () throws -> Bool) async rethrows -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             if try condition() { return true }
@@ -142,13 +142,13 @@ final class RemoteChangeRecorder: Sendable {
 
     /// Waits for the next check the coordinator makes after a wake-up; returns whether it
     /// posted a change (nil: none within `seconds`).
-    func nextCheck(seconds: Double = 60) async -> Bool? {
+    func nextCheck(seconds: Double = testGuardSeconds) async -> Bool? {
         guard await waitOffPool(checked, seconds: seconds) else { return nil }
         return checks.withLock { $0.last }
     }
 
     /// Waits until the stream delivered `count` changes.
-    func waitForStreamed(_ count: Int, seconds: Double = 60) async -> Bool {
+    func waitForStreamed(_ count: Int, seconds: Double = testGuardSeconds) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while streamed.withLock({ $0.count }) < count {
             let left = deadline.timeIntervalSinceNow
@@ -215,7 +215,7 @@ final class WriterProcess: @unchecked Sendable {
     }
 
     /// Waits for a line equal to `expected` among those not consumed yet (consuming up to it).
-    func waitForLine(_ expected: String, seconds: Double = 60) async -> Bool {
+    func waitForLine(_ expected: String, seconds: Double = testGuardSeconds) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let (lines, ended) = received.withLock { ($0.lines, $0.ended) }
@@ -232,7 +232,7 @@ final class WriterProcess: @unchecked Sendable {
 
     /// Waits for the next line not consumed yet and consumes it (nil: none within `seconds`, or
     /// the output ended).
-    func nextLine(seconds: Double = 60) async -> String? {
+    func nextLine(seconds: Double = testGuardSeconds) async -> String? {
         let deadline = Date().addingTimeInterval(seconds)
         while true {
             let (lines, ended) = received.withLock { ($0.lines, $0.ended) }

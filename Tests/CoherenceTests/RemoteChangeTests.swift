@@ -116,7 +116,7 @@ import Testing
             do { try insertNote(b, author: "b", sequence: 1) } catch { failure.withLock { $0 = "\(error)" } }
             saved.signal()
         }.start()
-        let returned = await waitOffPool(saved, seconds: 30)
+        let returned = await waitOffPool(saved)
         flock(holder, LOCK_UN)
         close(holder)
         #expect(returned)
@@ -254,7 +254,7 @@ import Testing
         #endif
 
         try a.remove(store)
-        #expect(await onOwnThread { watcher.waitUntilStopped(timeout: .now() + 60) })
+        #expect(await onOwnThread { watcher.waitUntilStopped(timeout: .now() + testGuardSeconds) })
         #expect(watcher.phase == .stopped)
         #expect(a.remoteChangeWatcher(for: store) == nil)
         #expect(inotifyDescriptorCount() == before)
@@ -293,7 +293,7 @@ import Testing
         }
         #expect(watcher.isQuiet)
         try a.remove(store)
-        let released = await onOwnThread { watcher.waitUntilStopped(timeout: .now() + 60) }
+        let released = await onOwnThread { watcher.waitUntilStopped(timeout: .now() + testGuardSeconds) }
         #expect(released)
         #expect(watcher.phase == .stopped)
     }
@@ -328,7 +328,7 @@ import Testing
             // (Weakly: the thread may outlive the wait for a moment.)
             let released = await onOwnThread { [weak stopped] () -> Bool in
                 guard let stopped else { return false }
-                return stopped.waitUntilStopped(timeout: .now() + 60)
+                return stopped.waitUntilStopped(timeout: .now() + testGuardSeconds)
             }
             #expect(released)
             #expect(stopped.phase == .stopped)
@@ -337,7 +337,7 @@ import Testing
         watcher = nil
         #expect(weakWatcher == nil)
         // The stream ended (its loop returned) without any change.
-        #expect(await waitOffPool(streamEnded, seconds: 60))
+        #expect(await waitOffPool(streamEnded))
         reader?.cancel()
         #expect(await reader?.value == 0)
     }

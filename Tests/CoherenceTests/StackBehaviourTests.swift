@@ -81,7 +81,7 @@ private func employeeNames(_ context: ManagedObjectContext) throws -> [String] {
 
 // MARK: 1. Bad inputs
 
-@Suite("Stack behaviour: bad inputs leave the other stores working", .timeLimit(.minutes(1)))
+@Suite("Stack behaviour: bad inputs leave the other stores working", .timeLimit(.minutes(10)))
 struct StackBadInputTests {
     /// A started connect with one working store in `dir`.
     func startedConnect(_ dir: TemporaryDirectory) throws -> GenericConnect<ContextStrategy.Direct> {
@@ -224,7 +224,7 @@ struct StackBadInputTests {
 
 // MARK: 2. Incompatible stores
 
-@Suite("Stack behaviour: incompatible stores", .timeLimit(.minutes(1)))
+@Suite("Stack behaviour: incompatible stores", .timeLimit(.minutes(10)))
 struct StackIncompatibleStoreTests {
     @Test func anIncompatibleStoreIsKeptUnlessOverwriteIsSet() async throws {
         let dir = try TemporaryDirectory()
@@ -275,7 +275,7 @@ struct StackIncompatibleStoreTests {
 
 // MARK: 3. Several stores
 
-@Suite("Stack behaviour: several stores, per-user stores, detach and deinit", .timeLimit(.minutes(1)))
+@Suite("Stack behaviour: several stores, per-user stores, detach and deinit", .timeLimit(.minutes(10)))
 struct StackStoresTests {
     @Test func severalStoresShareOneLocation() async throws {
         let dir = try TemporaryDirectory()
@@ -470,7 +470,7 @@ private func callFromOwnThread(
     }
 }
 
-@Suite("Stack behaviour: lifecycle", .timeLimit(.minutes(1)))
+@Suite("Stack behaviour: lifecycle", .timeLimit(.minutes(10)))
 struct StackLifecycleTests {
     @Test func startAndStopAreIdempotentAndRestartable() async throws {
         let dir = try TemporaryDirectory()
@@ -600,7 +600,7 @@ struct HandledError: Sendable {
     var onRootQueue: Bool
 }
 
-@Suite("Stack behaviour: context strategies", .timeLimit(.minutes(1)))
+@Suite("Stack behaviour: context strategies", .timeLimit(.minutes(10)))
 struct StackStrategyBehaviourTests {
     static func rootContext<S: ContextStrategyType>(_ strategy: S) -> ManagedObjectContext? {
         (strategy as? ContextStrategy.IndirectNested)?.rootContext ?? (strategy as? ContextStrategy.Mixed)?.rootContext
@@ -857,7 +857,7 @@ struct StackCSVTransformer: AttributeTransformer {
 /// Not Encodable.
 final class StackOpaque {}
 
-@Suite("Stack behaviour: transformable attributes", .timeLimit(.minutes(1)))
+@Suite("Stack behaviour: transformable attributes", .timeLimit(.minutes(10)))
 struct StackTransformableTests {
     @Test func xcodeModelTransformableWithoutARegisteredTransformerUsesJSON() async throws {
         let dir = try TemporaryDirectory()
