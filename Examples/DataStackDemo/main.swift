@@ -93,17 +93,20 @@ print("The store is at \(try SchoolVersion.versionsForStore(type: .sqlite, at: u
 
 // 2. The current version: the enum's stages migrate the store; with history options the stack
 //    also has a history tracker for its main author.
-let stack = try BasicDataStack(
-    storeURL: url, versionKey: SchoolVersion.self, mainAuthor: .app, persistentHistoryOptions: PersistentHistoryTrackingOptions())
-let versions = try SchoolVersion.versionsForStore(type: .sqlite, at: url)
-print("Migrated to \(versions.map(\.versionName)); history tracker for '\(stack.historyTracker?.currentAuthor.name ?? "none")'")
-let reader = try stack.backgroundContext(author: .importer)
-let students = try reader.performAndWait { () throws in
-    try reader.fetch(FetchRequest<Student>(sortBy: [SortDescriptor(\.id)])).map { "\($0.id) \($0.firstName ?? "?") \($0.lastName ?? "?")" }
-}
-for s in students { print("  \(s)") }
-guard versions == [.v3], students == ["1 Ada Lovelace", "2 Alan Turing", "3 Grace Hopper"], stack.historyTracker != nil else {
-    fail("unexpected result \(versions) \(students)")
+// (In a block: the stack and its store are released before the directory is removed.)
+do {
+    let stack = try BasicDataStack(
+        storeURL: url, versionKey: SchoolVersion.self, mainAuthor: .app, persistentHistoryOptions: PersistentHistoryTrackingOptions())
+    let versions = try SchoolVersion.versionsForStore(type: .sqlite, at: url)
+    print("Migrated to \(versions.map(\.versionName)); history tracker for '\(stack.historyTracker?.currentAuthor.name ?? "none")'")
+    let reader = try stack.backgroundContext(author: .importer)
+    let students = try reader.performAndWait { () throws in
+        try reader.fetch(FetchRequest<Student>(sortBy: [SortDescriptor(\.id)])).map { "\($0.id) \($0.firstName ?? "?") \($0.lastName ?? "?")" }
+    }
+    for s in students { print("  \(s)") }
+    guard versions == [.v3], students == ["1 Ada Lovelace", "2 Alan Turing", "3 Grace Hopper"], stack.historyTracker != nil else {
+        fail("unexpected result \(versions) \(students)")
+    }
 }
 
 // 3. A preview stack: the same model in memory.
