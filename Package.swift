@@ -60,6 +60,7 @@ let package = Package(
         .executableTarget(name: "HistoryDemo", dependencies: ["Coherence"], path: "Examples/HistoryDemo"),
         .executableTarget(name: "HistoryKitDemo", dependencies: ["Coherence"], path: "Examples/HistoryKitDemo"),
         .executableTarget(name: "MigrationDemo", dependencies: ["Coherence"], path: "Examples/MigrationDemo"),
+        .executableTarget(name: "ScaleOutDemo", dependencies: ["Coherence", "CoherencePostgreSQL"], path: "Examples/ScaleOutDemo"),
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         // An author process for the history-kit tests (launched by them; not a product).
