@@ -65,6 +65,9 @@ let package = Package(
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         // An author process for the history-kit tests (launched by them; not a product).
         .executableTarget(name: "CoherenceKitAuthor", dependencies: ["Coherence"], path: "Tests/CoherenceKitAuthor"),
+        // A client process for the PostgreSQL reliability tests (launched by them; not a product).
+        .executableTarget(
+            name: "CoherencePGClient", dependencies: ["Coherence", "CoherencePostgreSQL"], path: "Tests/CoherencePGClient"),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence", "CoherencePostgreSQL"],
