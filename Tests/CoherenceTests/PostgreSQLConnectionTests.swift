@@ -61,6 +61,25 @@ import Testing
         ).firstInteger ?? 0) == 0 {}
     }
 
+    /// Saves a person Ada and returns her.
+    func saveAda(_ context: ManagedObjectContext) throws -> Person {
+        try context.performAndWait {
+            let p = Person(context: context)
+            p.name = "Ada"
+            try context.save()
+            return p
+        }
+    }
+
+    /// One save inserting Grace and changing Ada (blocked by a lock on Ada's row).
+    func saveGraceAndAge(_ context: ManagedObjectContext, _ ada: Person) throws {
+        try context.performAndWait {
+            Person(context: context).name = "Grace"
+            ada.age = 37
+            try context.save()
+        }
+    }
+
     func names(_ context: ManagedObjectContext) throws -> [String] {
         try context.performAndWait { try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)])).map(\.name) }
     }
@@ -120,12 +139,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let (url, schema) = try storeURL(dir)
         let (_, context) = try open(url)
-        let ada = try context.performAndWait {
-            let p = Person(context: context)
-            p.name = "Ada"
-            try context.save()
-            return p
-        }
+        let ada = try saveAda(context)
         let locker = try lockPeople(schema)
         // The save inserts Grace, then blocks on updating Ada; its backend is ended there.
         let killer = Thread {
@@ -133,13 +147,7 @@ import Testing
             _ = try? terminateBackends(schema)
         }
         killer.start()
-        let error = #expect(throws: CoherenceError.self) {
-            try context.performAndWait {
-                Person(context: context).name = "Grace"
-                ada.age = 37
-                try context.save()
-            }
-        }
+        let error = #expect(throws: CoherenceError.self) { try saveGraceAndAge(context, ada) }
         #expect(error?.code == .connectionLost)
         try locker.execute("ROLLBACK")
         let (_, reader) = try open(url)
@@ -156,20 +164,9 @@ import Testing
         let dir = try TemporaryDirectory()
         let (url, schema) = try storeURL(dir, ["lock_timeout": "100ms"])
         let (_, context) = try open(url)
-        let ada = try context.performAndWait {
-            let p = Person(context: context)
-            p.name = "Ada"
-            try context.save()
-            return p
-        }
+        let ada = try saveAda(context)
         let locker = try lockPeople(schema)
-        let error = #expect(throws: CoherenceError.self) {
-            try context.performAndWait {
-                Person(context: context).name = "Grace"
-                ada.age = 37
-                try context.save()
-            }
-        }
+        let error = #expect(throws: CoherenceError.self) { try saveGraceAndAge(context, ada) }
         #expect(error?.code == .timeout)
         #expect(error?.underlyingErrors.contains { ($0 as? PostgreSQLError)?.sqlState == PostgreSQLError.lockNotAvailable } == true)
         try locker.execute("ROLLBACK")

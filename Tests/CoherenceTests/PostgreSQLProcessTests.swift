@@ -20,10 +20,7 @@ final class PGItem: ManagedObject {
 @Suite(.serialized) struct PostgreSQLProcessTests {
     /// A store URL in a new schema, with the schema as `application_name`.
     func storeURL(_ dir: TemporaryDirectory) throws -> (url: URL, schema: String) {
-        var components = try #require(URLComponents(url: try dir.postgreSQLURL(), resolvingAgainstBaseURL: false))
-        let schema = try #require(components.queryItems?.first { $0.name == "schema" }?.value)
-        components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "application_name", value: schema)]
-        return (try #require(components.url), schema)
+        try PostgreSQLConnectionTests().storeURL(dir)
     }
 
     func open(_ url: URL) throws -> (PersistentStoreCoordinator, ManagedObjectContext) {
