@@ -63,10 +63,14 @@ let package = Package(
         .executableTarget(
             name: "DataStackDemo", dependencies: ["Coherence"], path: "Examples/DataStackDemo",
             resources: [.copy("School.xcdatamodeld")]),
+        .executableTarget(name: "ScaleOutDemo", dependencies: ["Coherence", "CoherencePostgreSQL"], path: "Examples/ScaleOutDemo"),
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         // An author process for the history-kit tests (launched by them; not a product).
         .executableTarget(name: "CoherenceKitAuthor", dependencies: ["Coherence"], path: "Tests/CoherenceKitAuthor"),
+        // A client process for the PostgreSQL reliability tests (launched by them; not a product).
+        .executableTarget(
+            name: "CoherencePGClient", dependencies: ["Coherence", "CoherencePostgreSQL"], path: "Tests/CoherencePGClient"),
         .testTarget(
             name: "CoherenceTests",
             dependencies: ["Coherence", "CoherencePostgreSQL"],

@@ -4,9 +4,11 @@ import Foundation
 /// `postgresql://user[:password]@host[:port]/database?schema=name`.
 ///
 /// `host` may be a Unix-socket directory, given as `?host=/path` (the URL's host is then empty:
-/// `postgresql://user@/database?host=/tmp/pg&schema=app`). Other query items (`sslmode`,
-/// `connect_timeout`, `application_name`, …) are passed to libpq as connection keywords. The
-/// schema defaults to `public`.
+/// `postgresql://user@/database?host=/tmp/pg&schema=app`). The store's own query items:
+/// `schema` (default `public`), `pool_size` (the reader connections kept open, 1 to 100, default
+/// 4), `statement_timeout` and `lock_timeout` (PostgreSQL durations such as `5s` or `250ms`, set on
+/// every connection). Other query items (`sslmode`, `connect_timeout`, `application_name`, …) are
+/// passed to libpq as connection keywords.
 ///
 /// The password is kept for libpq only: ``redactedURL`` and every description leave it out.
 struct PostgreSQLConfiguration: Sendable, Equatable {
@@ -14,13 +16,22 @@ struct PostgreSQLConfiguration: Sendable, Equatable {
     let parameters: [(key: String, value: String)]
     /// The schema the store's tables live in.
     let schema: String
+    /// How many idle reader connections the store's pool keeps (`pool_size`).
+    let poolSize: Int
+    /// Server settings made on every connection (`statement_timeout`, `lock_timeout`).
+    let settings: [(name: String, value: String)]
+    /// The query items that are the store's, not libpq's.
+    static let settingNames: Set<String> = ["statement_timeout", "lock_timeout"]
+    /// The largest `pool_size`.
+    static let maximumPoolSize = 100
     /// The URL without its password (for errors, descriptions and logs).
     let redactedURL: String
     /// The password, if the URL has one (only for libpq, and for removing it from messages).
     let password: String?
 
     static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.parameters.elementsEqual(rhs.parameters, by: { $0 == $1 }) && lhs.schema == rhs.schema && lhs.redactedURL == rhs.redactedURL
+        lhs.parameters.elementsEqual(rhs.parameters, by: { $0 == $1 }) && lhs.schema == rhs.schema && lhs.poolSize == rhs.poolSize
+            && lhs.settings.elementsEqual(rhs.settings, by: { $0 == $1 }) && lhs.redactedURL == rhs.redactedURL
             && lhs.password == rhs.password
     }
 
@@ -47,12 +58,23 @@ struct PostgreSQLConfiguration: Sendable, Equatable {
         let database = String(components.path.drop { $0 == "/" })
         if !database.isEmpty { parameters.append(("dbname", database)) }
         var schema = "public"
+        var poolSize = 4
+        var settings: [(name: String, value: String)] = []
         for item in components.queryItems ?? [] {
             guard let value = item.value, !value.isEmpty else {
                 throw PostgreSQLError(message: "The URL's query item '\(item.name)' has no value.", location: shown)
             }
             switch item.name {
             case "schema": schema = value
+            case "pool_size":
+                guard let n = Int(value), (1...Self.maximumPoolSize).contains(n) else {
+                    throw PostgreSQLError(
+                        message: "The URL's pool_size must be a number from 1 to \(Self.maximumPoolSize), not '\(value)'.", location: shown)
+                }
+                poolSize = n
+            case let name where Self.settingNames.contains(name):
+                settings.removeAll { $0.name == name }
+                settings.append((name, value))
             case "password", "passfile":
                 throw PostgreSQLError(message: "Give the password in the URL's user part, not as '\(item.name)'.", location: shown)
             default:
@@ -62,6 +84,8 @@ struct PostgreSQLConfiguration: Sendable, Equatable {
         }
         self.parameters = parameters
         self.schema = schema
+        self.poolSize = poolSize
+        self.settings = settings
         self.redactedURL = shown
         self.password = password
     }

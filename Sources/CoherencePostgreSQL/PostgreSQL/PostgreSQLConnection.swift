@@ -32,12 +32,16 @@ final class PostgreSQLConnection: @unchecked Sendable {
             let message = connection.map { Self.message(PQerrorMessage($0)) } ?? "libpq could not allocate a connection."
             close()
             throw PostgreSQLError(
-                message: configuration.redacting("Cannot connect to the server: \(message)"), location: configuration.redactedURL)
+                sqlState: PostgreSQLError.connectionFailure, message: configuration.redacting("Cannot connect to the server: \(message)"),
+                location: configuration.redactedURL)
         }
         // Notices (e.g. "schema … does not exist, skipping") go nowhere: libpq would print them
         // on standard error.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
         try execute("SET search_path TO \(SQLDialect.postgreSQL.quote(configuration.schema))")
+        for setting in configuration.settings {
+            try execute("SELECT set_config($1, $2, false)", [.text(setting.name), .text(setting.value)])
+        }
     }
 
     deinit { close() }
@@ -114,12 +118,17 @@ final class PostgreSQLConnection: @unchecked Sendable {
     private func read(_ result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> PostgreSQLResult {
         guard let result else {
             let message = handle.map { Self.message(PQerrorMessage($0)) } ?? "no connection"
-            throw PostgreSQLError(message: configuration.redacting(message), sql: sql, location: configuration.redactedURL)
+            throw PostgreSQLError(
+                sqlState: isOpen ? nil : PostgreSQLError.connectionFailure, message: configuration.redacting(message), sql: sql,
+                location: configuration.redactedURL)
         }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            // A connection that broke has no SQLSTATE from the server: it is a connection failure.
+            let state =
+                PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+                ?? (isOpen ? nil : PostgreSQLError.connectionFailure)
             let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
             let message = primary ?? Self.message(PQresultErrorMessage(result))
             throw PostgreSQLError(
@@ -188,5 +197,28 @@ final class PostgreSQLConnection: @unchecked Sendable {
         let lengths = parameters.map { Int32($0.bytes?.count ?? 0) }
         let formats = parameters.map { Int32($0.binary ? 1 : 0) }
         return body(values, lengths, formats)
+    }
+}
+
+extension PostgreSQLConnection {
+    /// The connection's socket (for waiting on notifications), or nil when it is closed.
+    var socket: Int32? {
+        guard let handle, isOpen else { return nil }
+        let s = PQsocket(handle)
+        return s >= 0 ? s : nil
+    }
+
+    /// Reads what the server sent and returns the notifications received (`LISTEN`), oldest
+    /// first: channel and payload. An empty list and a closed connection when it was lost.
+    func notifications() -> [(channel: String, payload: String)] {
+        guard let handle else { return [] }
+        guard PQconsumeInput(handle) != 0 else { return [] }
+        var received: [(channel: String, payload: String)] = []
+        while let notify = PQnotifies(handle) {
+            // Invariant: `notify` is libpq's allocation, read here and freed once with PQfreemem.
+            received.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra)))
+            PQfreemem(notify)
+        }
+        return received
     }
 }

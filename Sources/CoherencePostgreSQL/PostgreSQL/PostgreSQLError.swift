@@ -52,6 +52,24 @@ public struct PostgreSQLError: Error, CustomStringConvertible, Sendable, Equatab
     /// `42P01`: the table does not exist.
     public static let undefinedTable = "42P01"
 
+    /// `08006`: the connection to the server failed or broke (libpq reports it without a
+    /// SQLSTATE; the connection layer gives it this one).
+    public static let connectionFailure = "08006"
+    /// `57014`: a statement was cancelled, as `statement_timeout` does.
+    public static let queryCanceled = "57014"
+    /// `55P03`: a lock was not granted in time (`lock_timeout`, `NOWAIT`).
+    public static let lockNotAvailable = "55P03"
+
     /// Whether this is a unique violation (SQLSTATE `23505`).
     public var isUniqueViolation: Bool { sqlState == Self.uniqueViolation }
+
+    /// Whether the connection to the server was lost: a connection exception (SQLSTATE class
+    /// `08`) or the server shutting down or ending the session (`57P01`, `57P02`, `57P03`).
+    public var isConnectionLoss: Bool {
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState)
+    }
+
+    /// Whether a statement or lock timeout ended the statement (SQLSTATE `57014` or `55P03`).
+    public var isTimeout: Bool { sqlState == Self.queryCanceled || sqlState == Self.lockNotAvailable }
 }

@@ -10,11 +10,21 @@ extension PostgreSQLStore {
     /// inside a savepoint, so that a uniqueness conflict is reported as data and the
     /// transaction can go on to find the others.
     package func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
-        let c = try writerConnection()
+        var c = try writerConnection()
         do {
             try c.execute("BEGIN")
         } catch {
-            throw storeError(.storeWriteFailed, error, "Starting the save transaction failed")
+            // A connection lost since the last save (the server restarted): nothing was sent
+            // yet, so the save starts again on a new one.
+            guard error.isConnectionLoss else {
+                throw storeError(.storeWriteFailed, error, "Starting the save transaction failed")
+            }
+            c = try reconnectWriter()
+            do {
+                try c.execute("BEGIN")
+            } catch {
+                throw storeError(.storeWriteFailed, error, "Starting the save transaction failed")
+            }
         }
         do {
             var writer = PostgreSQLSaveWriter(store: self, connection: c)
@@ -38,6 +48,7 @@ extension PostgreSQLStore {
     package func commitSave() throws(CoherenceError) {
         let c = try writerConnection()
         do {
+            try notifyCommit(on: c, token: nil)
             try c.execute("COMMIT")
         } catch {
             rollbackSave()

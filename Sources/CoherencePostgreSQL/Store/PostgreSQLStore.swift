@@ -4,10 +4,16 @@ import Foundation
 /// `Z_PK`, `Z_ENT` and the row version `Z_OPT`; `Z_METADATA`; `Z_PRIMARYKEY`) in the schema the
 /// URL names, SQL from ``SQLGenerator`` in its PostgreSQL dialect.
 ///
-/// Reads use a small pool of connections; writes use one writer connection, only under the
-/// coordinator's save lock, in a `READ COMMITTED` transaction whose updates and deletes check
-/// the row version (a row another client changed is a version conflict).
-package final class PostgreSQLStore: StoreEngine {
+/// Reads use a pool of connections (at most the URL's `pool_size` kept idle); writes use one
+/// writer connection, only under the coordinator's save lock, in a `READ COMMITTED` transaction
+/// whose updates and deletes check the row version (a row another client changed is a version
+/// conflict).
+///
+/// A connection the server dropped (a restart, a network failure) is replaced: a read retries
+/// once on a new connection, a save that was under way fails with `.connectionLost` (its
+/// transaction never committed, so nothing changed) and the next save reconnects. Statement and
+/// lock timeouts are `.timeout`.
+package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     package let identifier: UUID
     package let configurationName: String?
     package let metadata: [String: String]
@@ -18,10 +24,14 @@ package final class PostgreSQLStore: StoreEngine {
     let writer: PostgreSQLConnectionBox
     private let readers = LockedValue<(idle: [PostgreSQLConnection], isClosed: Bool)>(([], false))
     private let plans = LockedValue<[ObjectIdentifier: SelectPlan]>([:])
+    /// Whether commits notify the store's other coordinators (`remoteChangeNotificationPost`).
+    let notifiesCommits: Bool
+    /// This store object's name in its commits' notifications (so its listener skips them).
+    let sender = UUID().uuidString.lowercased()
+    /// The listener of the other coordinators' commits, once started.
+    private let listener = LockedValue<(listener: PostgreSQLListener?, isClosed: Bool)>((nil, false))
     /// Generated SQL with numbered placeholders, by the generator's text.
     private let numbered = LockedValue<[String: String]>([:])
-    /// How many idle reader connections the pool keeps.
-    static let idleReaders = 4
 
     package var locationDescription: String { configuration.redactedURL }
     package var tracksHistory: Bool { false }
@@ -112,6 +122,7 @@ package final class PostgreSQLStore: StoreEngine {
         self.metadata = metadata
         self.entities = entities
         self.configuration = configuration
+        self.notifiesCommits = options.remoteChangeNotificationPost
         self.writer = PostgreSQLConnectionBox(connection)
     }
 
@@ -124,14 +135,57 @@ package final class PostgreSQLStore: StoreEngine {
             return pool.idle
         }
         for c in idle { c.close() }
+        listener.withLock { state -> PostgreSQLListener? in
+            state.isClosed = true
+            defer { state.listener = nil }
+            return state.listener
+        }?.stop()
         writer.close()
     }
 
+    // MARK: Remote changes
+
+    package func startRemoteChanges(_ onChange: @escaping @Sendable (PersistentHistoryToken?) -> Void) throws(CoherenceError) {
+        let started: PostgreSQLListener
+        do {
+            started = try PostgreSQLListener(configuration: configuration, storeIdentifier: identifier, sender: sender, onChange: onChange)
+        } catch {
+            throw storeError(.storeOpenFailed, error, "Cannot listen to the store's remote changes")
+        }
+        let kept = listener.withLock { state -> Bool in
+            guard !state.isClosed else { return false }
+            state.listener?.stop()
+            state.listener = started
+            return true
+        }
+        if kept { started.start() }
+    }
+
+    /// Whether the store listens to its other coordinators' commits.
+    var isListening: Bool { listener.withLock { $0.listener != nil } }
+
+    /// How many commit notifications the listener has handled, its own included (for tests).
+    var notificationsHandled: Int { listener.withLock { $0.listener }?.handled.withLock { $0 } ?? 0 }
+
+    /// Tells the store's other coordinators about the commit under way (inside its
+    /// transaction: the notification is sent when it commits, and never when it rolls back).
+    func notifyCommit(on c: PostgreSQLConnection, token: PersistentHistoryToken?) throws(PostgreSQLError) {
+        guard notifiesCommits else { return }
+        try c.execute(
+            "SELECT pg_notify($1, $2)",
+            [.text(PostgreSQLListener.channel(of: identifier)), .text(PostgreSQLListener.payload(sender: sender, token: token))])
+    }
+
     /// A store error (`code`) for a libpq failure, with the SQL and the PostgreSQL error in
-    /// `underlyingErrors`; a `CoherenceError` is returned as it is.
+    /// `underlyingErrors`; a `CoherenceError` is returned as it is. Once the store is open, a
+    /// lost connection is `.connectionLost` and a statement or lock timeout `.timeout`.
     static func error(_ code: CoherenceError.Code, _ error: any Error, _ what: String, store: String?) -> CoherenceError {
         if let e = error as? CoherenceError { return e }
         let postgres = error as? PostgreSQLError
+        let code: CoherenceError.Code =
+            code == .storeOpenFailed
+            ? code
+            : postgres?.isConnectionLoss == true ? .connectionLost : postgres?.isTimeout == true ? .timeout : code
         var e = CoherenceError(code, "\(what): \(postgres?.message ?? "\(error)")", store: store, sql: postgres?.sql)
         e.underlyingErrors = [postgres ?? PostgreSQLError(message: "\(error)", location: store)]
         return e
@@ -151,22 +205,42 @@ package final class PostgreSQLStore: StoreEngine {
 
     // MARK: Connections
 
-    /// Runs `body` on the snapshot's connection, or on a reader connection of the pool.
+    /// Runs `body` on the snapshot's connection, or on a reader connection of the pool. When
+    /// the pool's connection turns out to be lost (the server restarted since it was used), the
+    /// idle ones are dropped too and `body` runs once more on a new connection.
     func withReader<T>(_ snapshot: (any StoreSnapshot)?, _ body: (PostgreSQLConnection) throws -> T) throws(CoherenceError) -> T {
         if let snapshot = snapshot as? PostgreSQLSnapshot {
             return try snapshot.read { (c: PostgreSQLConnection) throws(CoherenceError) -> T in
                 do { return try body(c) } catch { throw storeError(.storeReadFailed, error, "Reading the store failed") }
             }
         }
-        let c = try takeReader()
-        var healthy = true
-        defer { if healthy { returnReader(c) } }
-        do {
-            return try body(c)
-        } catch {
-            healthy = c.isOpen && !c.isInTransaction
-            throw storeError(.storeReadFailed, error, "Reading the store failed")
+        var attempt = 0
+        while true {
+            attempt += 1
+            let c = try takeReader()
+            do {
+                let value = try body(c)
+                returnReader(c)
+                return value
+            } catch {
+                let lost = (error as? PostgreSQLError)?.isConnectionLoss == true
+                if c.isOpen && !c.isInTransaction { returnReader(c) } else { c.close() }
+                guard lost, attempt == 1 else { throw storeError(.storeReadFailed, error, "Reading the store failed") }
+                dropIdleReaders()
+            }
         }
+    }
+
+    /// How many reader connections are idle in the pool.
+    var idleReaderCount: Int { readers.withLock { $0.idle.count } }
+
+    /// Closes the idle reader connections (after one of them was found lost).
+    func dropIdleReaders() {
+        let idle = readers.withLock { pool -> [PostgreSQLConnection] in
+            defer { pool.idle.removeAll() }
+            return pool.idle
+        }
+        for c in idle { c.close() }
     }
 
     /// A reader connection: an idle one of the pool, or a new one.
@@ -187,19 +261,39 @@ package final class PostgreSQLStore: StoreEngine {
     /// Puts a reader connection back in the pool (when it has room and the store is open).
     func returnReader(_ c: PostgreSQLConnection) {
         let kept = readers.withLock { pool -> Bool in
-            guard !pool.isClosed && pool.idle.count < Self.idleReaders && c.isOpen else { return false }
+            guard !pool.isClosed && pool.idle.count < configuration.poolSize && c.isOpen else { return false }
             pool.idle.append(c)
             return true
         }
         if !kept { c.close() }
     }
 
-    /// The writer connection (used only under the coordinator's save lock).
+    /// The writer connection (used only under the coordinator's save lock); a new one when the
+    /// last one was lost.
     func writerConnection() throws(CoherenceError) -> PostgreSQLConnection {
         guard let c = writer.connection else {
             throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
         }
-        return c
+        if c.isOpen { return c }
+        return try reconnectWriter()
+    }
+
+    /// Replaces the writer connection with a new one (under the coordinator's save lock).
+    /// - Throws: `.connectionLost` when the server cannot be reached.
+    @discardableResult
+    func reconnectWriter() throws(CoherenceError) -> PostgreSQLConnection {
+        do {
+            let c = try PostgreSQLConnection(configuration)
+            guard writer.replace(with: c) else {
+                c.close()
+                throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
+            }
+            return c
+        } catch let error as CoherenceError {
+            throw error
+        } catch {
+            throw storeError(.connectionLost, error, "Cannot reconnect to the server")
+        }
     }
 
     // MARK: Reads
@@ -339,6 +433,13 @@ final class PostgreSQLConnectionBox: @unchecked Sendable {
     // runs under it too (the coordinator removes a store under its save lock).
     private(set) var connection: PostgreSQLConnection?
     init(_ connection: PostgreSQLConnection) { self.connection = connection }
+    /// Puts `new` in place of the open connection (closing the old one); false once closed.
+    func replace(with new: PostgreSQLConnection) -> Bool {
+        guard let old = connection else { return false }
+        old.close()
+        connection = new
+        return true
+    }
     func close() {
         connection?.close()
         connection = nil

@@ -23,6 +23,7 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
             case readOnlyContext
             case migrationNotInferable, migrationMissingValues, migrationUniquenessViolated, migrationFailed
             case storeLayoutMismatch
+            case timeout, connectionLost
         }
         private let kind: Kind
         /// A key that is not a property of the entity.
@@ -58,6 +59,19 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// with the ``SQLiteError`` in ``CoherenceError/underlyingErrors``; the transaction is
         /// rolled back, so the store is as it was. (A uniqueness violation is a ``conflict``.)
         public static let storeWriteFailed = Code(kind: .storeWriteFailed)
+        /// A server store's statement or lock timeout ended a fetch or a save (the URL's
+        /// `statement_timeout` or `lock_timeout`). A save that timed out changed nothing.
+        ///
+        /// ```swift
+        /// do { try context.save() }
+        /// catch let error as CoherenceError where error.code == .timeout { retryLater() }
+        /// ```
+        public static let timeout = Code(kind: .timeout)
+        /// The connection to a server store was lost (the server restarted, or the network or
+        /// the server dropped it). A save that was in flight changed nothing, unless the
+        /// connection broke while its commit was under way: then whether it committed is not
+        /// known. The store reconnects for the next fetch or save.
+        public static let connectionLost = Code(kind: .connectionLost)
         /// A store that is not attached to the coordinator.
         public static let storeNotAttached = Code(kind: .storeNotAttached)
         /// No attached store holds the entity.

@@ -2,7 +2,8 @@ import Foundation
 
 extension PersistentStoreCoordinator {
     /// The commits that other coordinators — in this process or in other processes on the same
-    /// machine — make to this coordinator's SQLite stores opened with
+    /// machine, or on any machine for a server store (PostgreSQL, through `LISTEN`/`NOTIFY`) —
+    /// make to this coordinator's stores opened with
     /// ``StoreOptions/remoteChangeNotificationPost``; each access is a new stream. The same
     /// events are posted as `Notification.Name.persistentStoreRemoteChange`.
     ///
@@ -25,7 +26,8 @@ extension PersistentStoreCoordinator {
     /// value as this coordinator's own. Every path that commits to a store calls it after the
     /// commit.
     package func announceCommit(to stores: [PersistentStore]) {
-        for store in stores where store.options.remoteChangeNotificationPost {
+        // (A server store announces its commits itself, in the commit: see RemoteChangeSource.)
+        for store in stores where store.options.remoteChangeNotificationPost && !(store.engine is any RemoteChangeSource) {
             guard let url = store.url else { continue }
             // Under the watches' lock: a look at the counter sees the value and knows it as ours.
             remoteWatches.withLock { watches in
@@ -43,6 +45,14 @@ extension PersistentStoreCoordinator {
     /// Starts listening to the other writers of a SQLite store just attached.
     /// - Throws: `.storeOpenFailed` when its companion file cannot be made, read or watched.
     func startWatchingRemoteChanges(_ store: PersistentStore) throws(CoherenceError) {
+        if let source = store.engine as? any RemoteChangeSource {
+            // A server store hears its other writers itself.
+            try source.startRemoteChanges { [weak self, weak store] token in
+                guard let self, let store, self.persistentStores.contains(where: { $0 === store }) else { return }
+                self.postRemoteChange(of: store, token: token)
+            }
+            return
+        }
         guard let url = store.url else { return }
         let path = CommitCounterFile.path(forStoreAt: url)
         let watcher = RemoteChangeWatcher(companionPath: path) { [weak self, store] in self?.storeWoke(store) }
@@ -94,12 +104,21 @@ extension PersistentStoreCoordinator {
         }
         defer { remoteCheckHook.withLock { $0 }?(store.identifier, changed) }
         guard changed else { return }
+        postRemoteChange(of: store, token: nil)
+    }
+
+    /// Drops the store's cached rows and posts a change another coordinator made to it, with
+    /// `token` or else the store's current history token.
+    private func postRemoteChange(of store: PersistentStore, token carried: PersistentHistoryToken?) {
+        guard let url = store.url else { return }
         rowCache.removeAll(inStore: store.identifier)
-        var token: PersistentHistoryToken?
-        do throws(CoherenceError) {
-            token = try store.engine.currentHistoryToken()
-        } catch {
-            CoherenceLogging.log(.warning, "store", "A remote change is posted without its history token: \(error)")
+        var token = carried
+        if token == nil {
+            do throws(CoherenceError) {
+                token = try store.engine.currentHistoryToken()
+            } catch {
+                CoherenceLogging.log(.warning, "store", "A remote change is posted without its history token: \(error)")
+            }
         }
         let change = PersistentStoreRemoteChange(storeURL: url, storeIdentifier: store.identifier, historyToken: token)
         NotificationCenter.default.post(name: .persistentStoreRemoteChange, object: self, userInfo: change.userInfo)

@@ -138,7 +138,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 .alreadyAttached, "A store with the same UUID is already attached (a copy of the same file?).",
                 store: store.url.map { type.factory == nil ? $0.path : $0.absoluteString })
         }
-        if options.remoteChangeNotificationPost && type == .sqlite {
+        if options.remoteChangeNotificationPost && (type == .sqlite || engine is any RemoteChangeSource) {
             do {
                 try startWatchingRemoteChanges(store)
             } catch {

@@ -78,8 +78,9 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// `NSPersistentStoreRemoteChangeNotificationPostOptionKey`). Default `false`.
     ///
     /// Every coordinator that should be heard opens the store with the option: commits are
-    /// announced through a companion file next to the store (`<store>-changes`). An in-memory
-    /// store belongs to one coordinator and ignores the option. See
+    /// announced through a companion file next to the store (`<store>-changes`); a PostgreSQL
+    /// store announces them through the server (`NOTIFY`), to coordinators on any machine. An
+    /// in-memory store belongs to one coordinator and ignores the option. See
     /// ``PersistentStoreCoordinator/remoteChanges``.
     ///
     /// ```swift

@@ -1,0 +1,117 @@
+import Coherence
+import CoherencePostgreSQL
+import CoherenceStore
+import Foundation
+
+// A client process for the PostgreSQL reliability tests (Tests/CoherenceTests/
+// PostgreSQLProcessTests.swift). One line on standard output per step:
+//
+//   READY            the store is open (with remote-change notifications on)
+//   DONE <retries>   (--increment N) N fetch-increment-saves of the counter committed, with the
+//                    error merge policy, retrying conflicts; the process exits 0
+//   COMMITTING       (--hang-save N) a save inserting N items wrote its rows and stopped before
+//                    its COMMIT (the coordinator's test hook); it blocks until killed
+//   SAVED            (--insert NAME) one save inserting an item NAME committed
+//   HEARD            (--await-item NAME) a remote change arrived after which the store holds
+//                    an item NAME
+//
+//   CoherencePGClient --store IGNORED --author IGNORED --url URL
+//                     [--increment N] [--hang-save N] [--await-item NAME] [--insert NAME] [--step]
+//   --step  wait for a line on standard input before the work (after READY)
+//
+// Errors go to standard error with exit status 1.
+
+/// The models the tests use too (same entities: same version hash).
+final class PGCounter: ManagedObject {
+    @Attribute var name: String = ""
+    @Attribute var value: Int = 0
+}
+final class PGItem: ManagedObject {
+    @Attribute var name: String = ""
+    @Attribute var batch: Int = 0
+}
+
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("CoherencePGClient: \(message)\n".utf8))
+    exit(1)
+}
+
+var options: [String: String] = [:]
+var flags: Set<String> = []
+var rest = Array(CommandLine.arguments.dropFirst())
+while let name = rest.first {
+    rest.removeFirst()
+    if name == "--step" {
+        flags.insert(name)
+    } else if let value = rest.first {
+        options[name] = value
+        rest.removeFirst()
+    } else {
+        fail("\(name) needs a value")
+    }
+}
+
+do {
+    guard let text = options["--url"], let url = URL(string: text) else { fail("--url URL is required") }
+    let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [PGCounter.self, PGItem.self]))
+    try coordinator.addPersistentStore(type: .postgreSQL, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
+    let changes = coordinator.remoteChanges
+    say("READY")
+    if flags.contains("--step") { _ = readLine() }
+    if let n = options["--increment"].flatMap(Int.init) {
+        var retries = 0
+        for _ in 0..<n {
+            while true {
+                let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+                context.mergePolicy = .error
+                do {
+                    try context.performAndWait {
+                        guard let counter = try context.fetch(FetchRequest<PGCounter>()).first else { fail("no counter") }
+                        counter.value += 1
+                        try context.save()
+                    }
+                    break
+                } catch let error as CoherenceError where error.code == .conflict {
+                    retries += 1
+                }
+            }
+        }
+        say("DONE \(retries)")
+    }
+    if let name = options["--insert"] {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            PGItem(context: context).name = name
+            try context.save()
+        }
+        say("SAVED")
+    }
+    if let name = options["--await-item"] {
+        let request = FetchRequest<PGItem>(predicate: #Predicate { $0.name == name })
+        if try coordinator.count(for: request) == 0 {
+            for await _ in changes where try coordinator.count(for: request) > 0 { break }
+        }
+        say("HEARD")
+    }
+    if let n = options["--hang-save"].flatMap(Int.init) {
+        coordinator.beforeCommitHook.withLock {
+            $0 = { _ in
+                say("COMMITTING")
+                DispatchSemaphore(value: 0).wait()  // until the test kills the process
+            }
+        }
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for i in 0..<n {
+                let item = PGItem(context: context)
+                item.name = "hung"
+                item.batch = i
+            }
+            try context.save()
+        }
+        fail("the save blocked before its commit returned")
+    }
+} catch {
+    fail("\(error)")
+}
