@@ -101,7 +101,9 @@ do {
     print("Migrated to \(versions.map(\.versionName)); history tracker for '\(stack.historyTracker?.currentAuthor.name ?? "none")'")
     let reader = try stack.backgroundContext(author: .importer)
     let students = try reader.performAndWait { () throws in
-        try reader.fetch(FetchRequest<Student>(sortBy: [SortDescriptor(\.id)])).map { "\($0.id) \($0.firstName ?? "?") \($0.lastName ?? "?")" }
+        try reader.fetch(FetchRequest<Student>(sortBy: [SortDescriptor(\.id)])).map {
+            "\($0.id) \($0.firstName ?? "?") \($0.lastName ?? "?")"
+        }
     }
     for s in students { print("  \(s)") }
     guard versions == [.v3], students == ["1 Ada Lovelace", "2 Alan Turing", "3 Grace Hopper"], stack.historyTracker != nil else {
