@@ -9,7 +9,7 @@ import Testing
 /// Batch requests record persistent history in their own transaction, on both stores.
 @Suite("Batch requests: history")
 struct BatchHistoryTests {
-    @Test(arguments: [StoreType.sqlite, StoreType.inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func batchRequestsRecordHistory(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let c = try makeHistoryCoordinator(type, in: dir)
@@ -54,7 +54,7 @@ final class BHBook: ManagedObject {
 struct BatchHistoryOriginTests {
     /// A batch request run through a context records the context's author and name, as its save
     /// would; through the coordinator it records neither. Author filters see them.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func contextRequestsRecordAuthorAndName(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let c = try makeHistoryCoordinator(type, in: dir)
@@ -87,7 +87,7 @@ struct BatchHistoryOriginTests {
     /// A batch delete keeps the tombstones a context's delete keeps — uniqueness attributes and
     /// attributes marked to keep their value — for the rows it matched, the rows a cascade rule
     /// reached, and rows deleted by ID; attributes not marked are left out.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func batchDeletesKeepTombstones(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let c = try makeHistoryCoordinator(type, in: dir, model: try ManagedObjectModel(types: [BHShelf.self, BHBook.self]))
@@ -152,7 +152,7 @@ struct BatchHistoryOriginTests {
     /// by one, or a whole entity), as a context's save does; the others are named only. An
     /// upsert that updated a stored row records them too (once per object, from its first old
     /// value to its last new one).
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func updatesRecordOldAndNewValues(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let c = try makeHistoryCoordinator(type, in: dir)

@@ -3,6 +3,7 @@ import Testing
 @testable import Coherence
 @testable import CoherenceBase
 @testable import CoherenceContext
+@testable import CoherencePostgreSQL
 @testable import CoherenceSQLite
 @testable import CoherenceStore
 
@@ -97,7 +98,7 @@ func storeContents(_ c: PersistentStoreCoordinator) throws -> [String] {
 
 @Suite("Batch requests: insert")
 struct BatchInsertTests {
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func insertsDictionariesWithEveryResultType(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -143,7 +144,7 @@ struct BatchInsertTests {
         #expect(later > ids.map(\.primaryKey).max() ?? 0)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func insertsRowsADictionaryHandlerFills(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -167,7 +168,7 @@ struct BatchInsertTests {
         #expect(names == [999 % 90])
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func insertsObjectsAManagedObjectHandlerFills(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, _) = try makeBatchStack(type, in: dir)
@@ -186,7 +187,7 @@ struct BatchInsertTests {
         #expect(rows[ids[2]].map { named($0)["score"] } == .real(1))
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func badValuesAreTypedErrorsAndWriteNothing(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -245,6 +246,12 @@ func joinRowCount(_ c: PersistentStoreCoordinator) throws -> Int {
     if let memory = store.engine as? InMemoryStore {
         return memory.state.withLock { $0.joins.values.reduce(0) { $0 + $1.count } }
     }
+    if let server = store.engine as? PostgreSQLStore {
+        let tables = Set(c.managedObjectModel.entities.flatMap(\.relationships).compactMap { server.generator.joinTable($0)?.table })
+        return try server.withReader(nil) { connection in
+            try tables.reduce(0) { $0 + Int(try connection.execute("SELECT count(*) FROM \($1)").firstInteger ?? 0) }
+        }
+    }
     let url = try #require(store.url)
     let joinTables = Set(
         c.managedObjectModel.entities.flatMap(\.relationships).compactMap { r -> String? in
@@ -258,7 +265,7 @@ func joinRowCount(_ c: PersistentStoreCoordinator) throws -> Int {
 
 @Suite("Batch requests: uniqueness")
 struct BatchUniquenessTests {
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aCollidingRowFailsTheInsertNamingEntityAndValues(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, _) = try makeBatchStack(type, in: dir)
@@ -277,7 +284,7 @@ struct BatchUniquenessTests {
         #expect(try storeContents(c) == before)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aCollidingRowUpdatesOrKeepsTheStoredRowWhenThePolicySays(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -322,7 +329,7 @@ struct BatchUniquenessTests {
         #expect(try c.count(for: FetchRequest<Town>()) == 3)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func anUpdateAUniquenessConstraintRefusesFails(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, _) = try makeBatchStack(type, in: dir)
@@ -354,7 +361,7 @@ struct BatchUniquenessTests {
 
 @Suite("Batch requests: update")
 struct BatchUpdateTests {
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func updatesWhatThePredicateMatchesAndMovesVersions(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -382,7 +389,7 @@ struct BatchUpdateTests {
         #expect(try c.count(for: FetchRequest<Person>(predicate: #Predicate { $0.age == 2 })) == 4)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func updatesObjectsOfSubEntities(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, _) = try makeBatchStack(type, in: dir)
@@ -402,7 +409,7 @@ struct BatchUpdateTests {
         #expect(try c.count(for: FetchRequest<Shape>(predicate: #Predicate { $0.label == "x" })) == 2)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func badUpdatesAreTypedErrorsAndWriteNothing(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, _) = try makeBatchStack(type, in: dir)
@@ -426,7 +433,7 @@ struct BatchUpdateTests {
     }
 
     /// A predicate the compiler cannot translate fails before anything is written, naming the part.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func anUntranslatablePredicateIsATypedError(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -450,7 +457,7 @@ struct BatchUpdateTests {
 
     /// A batch update moves the versions of the rows it changes: a context that holds one of
     /// those objects with unsaved changes meets a version conflict at its next save.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aStaleObjectConflictsAtItsNextSave(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -486,7 +493,7 @@ struct BatchUpdateTests {
 
 @Suite("Batch requests: delete")
 struct BatchDeleteTests {
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func deletesWhatAFetchRequestMatches(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -510,7 +517,7 @@ struct BatchDeleteTests {
         #expect(try c.execute(BatchDeleteRequest(fetchRequest: FetchRequest<Person>())).status)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func deletesObjectsByID(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, _) = try makeBatchStack(type, in: dir)
@@ -542,7 +549,7 @@ struct BatchDeleteTests {
         #expect(batchError { _ = try c.execute(BatchDeleteRequest(objectIDs: [temporary])) }?.code == .invalidRequest)
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func cascadeDeletesDestinationsAtEveryLevel(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -597,7 +604,7 @@ struct BatchDeleteTests {
         #expect(try c.related(club.entity.relationshipsByName["members"]!, of: [club])[club] ?? [] == [])
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func nullifyClearsForeignKeysAndJoinRows(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -665,7 +672,7 @@ struct BatchDeleteTests {
         #expect(try c.related(dept.entity.relationshipsByName["staff"]!, of: [d2])[d2] ?? [] == [])
     }
 
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func denyFailsTheWholeRequestAndDeletesNothing(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, context) = try makeBatchStack(type, in: dir)
@@ -742,7 +749,7 @@ struct BatchMergeTests {
 
     /// The coordinator that runs a request drops the rows it changed from its row cache, so
     /// faults read the new values.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func theRowCacheForgetsChangedRows(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, _) = try makeBatchStack(type, in: dir)
@@ -761,16 +768,16 @@ struct BatchMergeTests {
 
     /// Contexts learn of a batch request's changes through the IDs it returns: updated objects
     /// are reloaded (keeping unsaved edits), faults read the new values, deleted objects leave.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func contextsMergeTheReturnedIDs(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let (c, writer) = try makeBatchStack(type, in: dir)
-        // On SQLite the requests run through a second coordinator on the file (another process,
-        // in effect), whose changes this coordinator's row cache has not seen.
+        // On SQLite and PostgreSQL the requests run through a second coordinator on the store
+        // (another process, in effect), whose changes this coordinator's row cache has not seen.
         let runner: PersistentStoreCoordinator
-        if type == .sqlite {
+        if type != .inMemory {
             runner = PersistentStoreCoordinator(managedObjectModel: c.managedObjectModel)
-            try runner.addPersistentStore(type: .sqlite, at: dir.file("store.sqlite"))
+            try runner.addPersistentStore(type: type, at: dir.storeURL(type, "store"))
         } else {
             runner = c
         }

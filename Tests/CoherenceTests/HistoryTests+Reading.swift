@@ -23,7 +23,7 @@ func saveNotes(_ c: PersistentStoreCoordinator, authors: [String?], contextName:
 
 @Suite("Persistent history: reading and trimming")
 struct HistoryReadingTests {
-    static let types: [StoreType] = [.sqlite, .inMemory]
+    static let types = PostgreSQLTestServer.storeTypes
 
     /// Fetching after a token, a transaction or a date returns the later transactions, oldest
     /// first; deleting before them removes the earlier ones (not the token's own).
@@ -177,10 +177,11 @@ struct HistoryReadingTests {
 
     /// A token names its store: a token of another store, or of a store that is not among the
     /// request's stores, is refused with `invalidHistoryToken`. Tokens are Codable and ordered.
-    @Test func tokensBelongToOneStore() throws {
+    @Test(arguments: storedTypes)
+    func tokensBelongToOneStore(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let a = try makeHistoryCoordinator(.sqlite, in: dir, file: "a.sqlite")
-        let b = try makeHistoryCoordinator(.sqlite, in: dir, file: "b.sqlite")
+        let a = try makeHistoryCoordinator(type, in: dir, file: "a.sqlite")
+        let b = try makeHistoryCoordinator(type, in: dir, file: "b.sqlite")
         let ta = try saveNotes(a, authors: ["x", "y"])
         try saveNotes(b, authors: ["z"])
         for request in [PersistentHistoryChangeRequest.fetchHistory(after: ta[0].token), .deleteHistory(before: ta[0].token)] {
@@ -214,16 +215,17 @@ struct HistoryReadingTests {
 
     /// History is in the store's file: it survives closing and reopening, numbering goes on
     /// after it, and numbers are not reused after the history was deleted.
-    @Test func historySurvivesCloseAndReopen() throws {
+    @Test(arguments: storedTypes)
+    func historySurvivesCloseAndReopen(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         var tokens: [PersistentHistoryToken] = []
         do {
-            let c = try makeHistoryCoordinator(.sqlite, in: dir)
+            let c = try makeHistoryCoordinator(type, in: dir)
             tokens = try saveNotes(c, authors: ["a", "b"]).map(\.token)
             #expect(c.persistentStores.first?.engine.lastCommittedHistoryToken == tokens.last)
         }
         do {
-            let c = try makeHistoryCoordinator(.sqlite, in: dir)
+            let c = try makeHistoryCoordinator(type, in: dir)
             let history = try allHistory(c)
             #expect(history.map(\.token) == tokens)
             #expect(history.map(\.author) == ["a", "b"])
@@ -231,7 +233,7 @@ struct HistoryReadingTests {
             #expect(c.persistentStores.first?.engine.lastCommittedHistoryToken == nil)
             try c.execute(.deleteHistory(before: nil))
         }
-        let c = try makeHistoryCoordinator(.sqlite, in: dir)
+        let c = try makeHistoryCoordinator(type, in: dir)
         #expect(try allHistory(c).isEmpty)
         #expect(try c.currentPersistentHistoryToken()?.transactionNumber == 2)
         #expect(try saveNotes(c, authors: ["c"]).map(\.transactionNumber) == [3])
@@ -241,52 +243,55 @@ struct HistoryReadingTests {
     /// A store that recorded history, opened without the option, is refused with
     /// `historyTrackingRequired` and left as it was: opened with the option again, its history
     /// is all there.
-    @Test func aStoreWithHistoryRefusesToOpenWithoutIt() throws {
+    @Test(arguments: storedTypes)
+    func aStoreWithHistoryRefusesToOpenWithoutIt(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let file = dir.file("history.sqlite")
+        let file = try historyStoreURL(type, in: dir)
         var tokens: [PersistentHistoryToken] = []
         do {
-            let c = try makeHistoryCoordinator(.sqlite, in: dir)
+            let c = try makeHistoryCoordinator(type, in: dir)
             tokens = try saveNotes(c, authors: ["a", "b"]).map(\.token)
         }
-        let bytes = try Data(contentsOf: file)
+        let bytes = type == .sqlite ? try file.map { try Data(contentsOf: $0) } : nil
         let c = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
         do {
-            try c.addPersistentStore(type: .sqlite, at: file)
+            try c.addPersistentStore(type: type, at: file)
             Issue.record("a store with history opened without it")
         } catch {
             #expect(error.code == .historyTrackingRequired)
             #expect(error.message.contains("persistentHistoryTracking"))
         }
         #expect(c.persistentStores.isEmpty)
-        #expect(try Data(contentsOf: file) == bytes)
-        try c.addPersistentStore(type: .sqlite, at: file, options: historyOptions)
+        if let file, let bytes { #expect(try Data(contentsOf: file) == bytes) }
+        try c.addPersistentStore(type: type, at: file, options: historyOptions)
         #expect(try allHistory(c).map(\.token) == tokens)
     }
 
     /// A store without history that is opened with the option starts recording from then on.
-    @Test func historyStartsWhenTheOptionIsTurnedOn() throws {
+    @Test(arguments: storedTypes)
+    func historyStartsWhenTheOptionIsTurnedOn(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         do {
             let c = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
-            try c.addPersistentStore(type: .sqlite, at: dir.file("history.sqlite"))
+            try c.addPersistentStore(type: type, at: historyStoreURL(type, in: dir))
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
             try context.performAndWait {
                 HNote(context: context).code = "before"
                 try context.save()
             }
         }
-        let c = try makeHistoryCoordinator(.sqlite, in: dir)
+        let c = try makeHistoryCoordinator(type, in: dir)
         #expect(try allHistory(c).isEmpty)
         #expect(try saveNotes(c, authors: ["after"]).map(\.transactionNumber) == [1])
     }
 
     /// A transaction's notification catches a context up: a context of another coordinator on
     /// the same file merges it and sees the other writer's changes (its cached rows are dropped).
-    @Test func aContextCatchesUpFromHistory() throws {
+    @Test(arguments: storedTypes)
+    func aContextCatchesUpFromHistory(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let reader = try makeHistoryCoordinator(.sqlite, in: dir)
-        let writer = try makeHistoryCoordinator(.sqlite, in: dir)
+        let reader = try makeHistoryCoordinator(type, in: dir)
+        let writer = try makeHistoryCoordinator(type, in: dir)
         let view = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: reader)
         let writing = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writer, name: "importer")
         writing.transactionAuthor = "importer"

@@ -39,13 +39,19 @@ func makeHistoryModel() throws -> ManagedObjectModel {
 /// History on.
 let historyOptions = StoreOptions(persistentHistoryTracking: true)
 
-/// A coordinator with one store of `type` that tracks history (SQLite: `dir/history.sqlite`).
+/// A coordinator with one store of `type` that tracks history (SQLite: `dir/history.sqlite`;
+/// PostgreSQL: the test's schema named after the file, `history`).
 func makeHistoryCoordinator(
     _ type: StoreType, in dir: TemporaryDirectory, model: ManagedObjectModel? = nil, file: String = "history.sqlite"
 ) throws -> PersistentStoreCoordinator {
     let c = PersistentStoreCoordinator(managedObjectModel: try model ?? makeHistoryModel())
-    try c.addPersistentStore(type: type, at: type == .sqlite ? dir.file(file) : nil, options: historyOptions)
+    try c.addPersistentStore(type: type, at: historyStoreURL(type, in: dir, file: file), options: historyOptions)
     return c
+}
+
+/// Where ``makeHistoryCoordinator(_:in:model:file:)`` puts its store.
+func historyStoreURL(_ type: StoreType, in dir: TemporaryDirectory, file: String = "history.sqlite") throws -> URL? {
+    type == .sqlite ? dir.file(file) : try dir.storeURL(type, String(file.prefix { $0 != "." }))
 }
 
 /// Every transaction of the coordinator's history, with changes.
@@ -60,7 +66,7 @@ extension PersistentHistoryTransaction {
 
 @Suite("Persistent history: what a save records")
 struct HistoryRecordingTests {
-    static let types: [StoreType] = [.sqlite, .inMemory]
+    static let types = PostgreSQLTestServer.storeTypes
 
     /// Inserts, updates and deletes each record one change per object, in one transaction per
     /// save, with the author, context name, store and process; updates name their properties and

@@ -60,6 +60,43 @@ import Testing
         #expect(posted.withLock { $0 } == [ObjectIdentifier(b), ObjectIdentifier(a), ObjectIdentifier(b)])
     }
 
+    /// With persistent history, each commit's notification carries its history token: a
+    /// listener hears the token the committing store object reports as its last, and a
+    /// coordinator posts the change with it; history fetched after the previous token is that
+    /// one transaction.
+    @Test(.postgreSQLServer, .timeLimit(.minutes(1))) func notificationsCarryTheHistoryToken() async throws {
+        let dir = try TemporaryDirectory()
+        let url = try dir.postgreSQLURL()
+        func open(notify: Bool) throws -> PersistentStoreCoordinator {
+            let c = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+            try c.addPersistentStore(
+                type: .postgreSQL, at: url, options: StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: notify))
+            return c
+        }
+        let a = try open(notify: true), b = try open(notify: true), raw = try open(notify: false)
+        let contextA = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: a)
+        contextA.transactionAuthor = "writer"
+        let engineA = try #require(a.persistentStores.first?.engine)
+        // The tokens as the notifications carry them (no fallback to the store's current token).
+        let (tokens, heard) = AsyncStream<PersistentHistoryToken?>.makeStream()
+        let listening = try #require(raw.persistentStores.first?.engine as? PostgreSQLStore)
+        try listening.startRemoteChanges { heard.yield($0) }
+        var carried = tokens.makeAsyncIterator()
+        var changesB = b.remoteChanges.makeAsyncIterator()
+        var previous = try b.currentPersistentHistoryToken()
+        for name in ["Ada", "Grace"] {
+            try save(contextA, name)
+            let committed = try #require(engineA.lastCommittedHistoryToken)
+            #expect(await carried.next() == committed)
+            let change = try #require(await changesB.next())
+            #expect(change.historyToken == committed)
+            let transactions = try b.execute(.fetchHistory(after: previous)).transactions
+            #expect(transactions.map(\.token) == [committed])
+            #expect(transactions.first?.author == "writer")
+            previous = committed
+        }
+    }
+
     /// Without the option a store neither sends nor listens.
     @Test(.postgreSQLServer) func withoutTheOptionNothingIsSent() throws {
         let dir = try TemporaryDirectory()

@@ -10,23 +10,10 @@ extension PostgreSQLStore {
     /// inside a savepoint, so that a uniqueness conflict is reported as data and the
     /// transaction can go on to find the others.
     package func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
-        var c = try writerConnection()
+        let c = try beginWriterTransaction("Starting the save transaction failed")
         do {
-            try c.execute("BEGIN")
-        } catch {
-            // A connection lost since the last save (the server restarted): nothing was sent
-            // yet, so the save starts again on a new one.
-            guard error.isConnectionLoss else {
-                throw storeError(.storeWriteFailed, error, "Starting the save transaction failed")
-            }
-            c = try reconnectWriter()
-            do {
-                try c.execute("BEGIN")
-            } catch {
-                throw storeError(.storeWriteFailed, error, "Starting the save transaction failed")
-            }
-        }
-        do {
+            // With history, the tombstones of deleted objects are read before their rows go.
+            var history = try tracksHistory ? SaveHistory(changes) { ids in try storedValues(of: ids, on: c) } : nil
             var writer = PostgreSQLSaveWriter(store: self, connection: c)
             let result = try writer.write(changes)
             if !writer.conflicts.isEmpty {
@@ -35,6 +22,7 @@ extension PostgreSQLStore {
                 error.conflicts = writer.conflicts
                 throw error
             }
+            if let record = history?.record(for: changes, result: result) { try recordHistory(record, on: c) }
             return result
         } catch let error as CoherenceError {
             rollbackSave()
@@ -48,15 +36,18 @@ extension PostgreSQLStore {
     package func commitSave() throws(CoherenceError) {
         let c = try writerConnection()
         do {
-            try notifyCommit(on: c, token: nil)
+            // The notification carries the commit's history token (nil without history).
+            try notifyCommit(on: c, token: pendingHistoryToken)
             try c.execute("COMMIT")
         } catch {
             rollbackSave()
             throw storeError(.storeWriteFailed, error, "Committing the save failed")
         }
+        historyCommits.withLock { $0.committed() }
     }
 
     package func rollbackSave() {
+        historyCommits.withLock { $0.rolledBack() }
         guard let c = try? writerConnection(), c.isInTransaction else { return }
         _ = try? c.execute("ROLLBACK")
     }
@@ -93,7 +84,7 @@ struct PostgreSQLSaveWriter {
 
     /// A stored value as a column of `property` keeps it: floating-point NaN and −0.0, which
     /// `StoredValue` keeps as 8-byte blobs, are numbers in a `DOUBLE PRECISION` column.
-    private static func columnValue(_ value: StoredValue, _ property: PropertyDescription) -> StoredValue {
+    static func columnValue(_ value: StoredValue, _ property: PropertyDescription) -> StoredValue {
         if case .blob = value, let a = property as? AttributeDescription, a.type.isFloatingPoint, let d = value.doubleValue {
             return .real(d)
         }
@@ -128,23 +119,16 @@ struct PostgreSQLSaveWriter {
         if let v = u.expectedVersion { parameters.append(.integer(v)) }
         let sql = store.numbered(generator.update(entity, properties: properties, checkVersion: u.expectedVersion != nil))
         let constrained = Self.hasUniquenessConstraints(entity)
-        if constrained { try connection.execute("SAVEPOINT coherence_update") }
-        let result: PostgreSQLResult
-        do {
-            result = try connection.execute(sql, parameters)
-        } catch {
-            guard constrained, error.isUniqueViolation else { throw error }
-            try connection.execute("ROLLBACK TO SAVEPOINT coherence_update")
+        guard let result = try store.executeRefusable(sql, parameters, on: connection, savepoint: constrained) else {
             try recordUniquenessConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
             return nil
         }
-        if constrained { try connection.execute("RELEASE SAVEPOINT coherence_update") }
         if let version = result.firstInteger { return version }
         try recordVersionConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
         return nil
     }
 
-    private static func hasUniquenessConstraints(_ entity: EntityDescription) -> Bool {
+    static func hasUniquenessConstraints(_ entity: EntityDescription) -> Bool {
         var e: EntityDescription? = entity
         while let current = e {
             if !current.uniquenessConstraints.isEmpty { return true }

@@ -34,14 +34,18 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     private let numbered = LockedValue<[String: String]>([:])
 
     package var locationDescription: String { configuration.redactedURL }
-    package var tracksHistory: Bool { false }
+    /// Whether the store records persistent history (see PostgreSQLStore+History.swift).
+    package let tracksHistory: Bool
+    /// The history transactions of this store object's saves.
+    let historyCommits = LockedValue(HistoryCommits())
 
     /// Opens the store in the URL's schema, creating the schema and its tables when the schema
     /// has none. Openers are serialized by an advisory lock on the schema's name, so that two
     /// processes opening a new store make it once.
     /// - Throws: `.storeOpenFailed` (bad URL, server unreachable, refused),
     ///   `.storeIncompatible` (a schema made for another model, or with tables that are not a
-    ///   Coherence store's), `.invalidRequest` (an option the store does not support yet).
+    ///   Coherence store's), `.historyTrackingRequired` (the store records persistent history and
+    ///   the options do not turn it on).
     package init(url: URL, model: ManagedObjectModel, configuration configurationName: String?, options: StoreOptions)
         throws(CoherenceError)
     {
@@ -52,9 +56,6 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
             throw Self.error(.storeOpenFailed, error, "The store URL is not valid", store: error.location)
         }
         let location = configuration.redactedURL
-        guard !options.persistentHistoryTracking else {
-            throw CoherenceError(.invalidRequest, "Persistent history is not supported by the PostgreSQL store yet.", store: location)
-        }
         guard let entities = model.entities(forConfiguration: configurationName) else {
             throw CoherenceError(.storeOpenFailed, "The model has no configuration named '\(configurationName ?? "")'.", store: location)
         }
@@ -106,6 +107,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
                     try connection.execute(sql(generator.initPrimaryKey), [.integer(Int64(e.entityNumber)), .text(e.name)])
                 }
             }
+            try Self.prepareHistory(on: connection, tracking: options.persistentHistoryTracking, store: location)
             try connection.execute("COMMIT")
         } catch let error as CoherenceError {
             _ = try? connection.execute("ROLLBACK")
@@ -123,6 +125,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         self.entities = entities
         self.configuration = configuration
         self.notifiesCommits = options.remoteChangeNotificationPost
+        self.tracksHistory = options.persistentHistoryTracking
         self.writer = PostgreSQLConnectionBox(connection)
     }
 
@@ -378,14 +381,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
             throw CoherenceError(.invalidRequest, "Relationship '\(relationship.name)' is not stored.", property: relationship.name)
         }
         let result = try withReader(snapshot) { c in try c.execute(numbered(sql), [.text(generator.keyList(sources))]) }
-        var related: RelatedKeys = [:]
-        for r in result.rows {
-            guard r.count >= 3, case .integer(let source) = r[0], case .integer(let key) = r[1], case .integer(let n) = r[2] else {
-                continue
-            }
-            related[source, default: []].append((key, Int(n)))
-        }
-        return related
+        return Self.relatedKeys(result.rows)
     }
 
     package func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64 {
@@ -404,27 +400,6 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
             throw storeError(.storeWriteFailed, error, "Allocating primary keys failed")
         }
     }
-
-    // MARK: Batch requests and history (not supported yet)
-
-    package func beginBatch(_ request: StoreBatchRequest, author: String?, contextName: String?) throws(CoherenceError) -> StoreBatchResult
-    {
-        throw CoherenceError(.invalidRequest, "Batch requests are not supported by the PostgreSQL store yet.", store: locationDescription)
-    }
-
-    package var lastCommittedHistoryToken: PersistentHistoryToken? { nil }
-    package func currentHistoryToken() throws(CoherenceError) -> PersistentHistoryToken? { nil }
-    package func fetchHistory(_ query: HistoryQuery) throws(CoherenceError) -> (transactions: [PersistentHistoryTransaction], count: Int) {
-        throw CoherenceError(
-            .historyTrackingRequired, "The PostgreSQL store does not record persistent history yet.", store: locationDescription)
-    }
-    package func deleteHistory(_ query: HistoryQuery) throws(CoherenceError) -> Int {
-        throw CoherenceError(
-            .historyTrackingRequired, "The PostgreSQL store does not record persistent history yet.", store: locationDescription)
-    }
-    package func historyProgress() throws(CoherenceError) -> [String: HistoryProgress]? { nil }
-    package func recordHistoryProgress(_ progress: HistoryProgress, author: String) throws(CoherenceError) -> Bool { false }
-    package func removeHistoryProgress(author: String) throws(CoherenceError) -> Bool { false }
 }
 
 /// A connection shared between the store and the thread using it.

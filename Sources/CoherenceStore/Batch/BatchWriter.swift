@@ -72,3 +72,32 @@ extension BatchWriter {
     }
     package mutating func record(_ transaction: HistoryTransactionRecord) throws(CoherenceError) {}
 }
+
+extension BatchWriter {
+    /// ``uniquenessMatches(_:values:)`` of a store that finds one constraint's matches with a
+    /// query: `matches` returns the keys and entity numbers of the stored rows of `entity`'s
+    /// hierarchy holding `values` in the properties of a constraint declared by an entity.
+    package func uniquenessMatches(
+        _ entity: EntityDescription, values: [StoredValue],
+        matches: (_ declaringEntity: EntityDescription, _ properties: [PropertyDescription]) throws(CoherenceError) -> [(Int64, Int)]
+    ) throws(CoherenceError) -> [(constraint: [String], rows: [ObjectID])] {
+        var result: [(constraint: [String], rows: [ObjectID])] = []
+        let hierarchy = SQLGenerator.hierarchy(of: entity.rootEntity)
+        var declaring: EntityDescription? = entity
+        while let e = declaring {
+            for constraint in e.uniquenessConstraints {
+                let properties = constraint.compactMap { e.propertiesByName[$0] }
+                // Nil values never collide (unique indexes let NULLs repeat).
+                guard properties.count == constraint.count, !properties.contains(where: { values[$0.slot].isNull }) else { continue }
+                let rows = try matches(e, properties).compactMap { key, number in
+                    hierarchy.first { $0.entityNumber == number }.map {
+                        ObjectID(entity: $0, storeIdentifier: storeIdentifier, primaryKey: key)
+                    }
+                }
+                result.append((constraint, rows))
+            }
+            declaring = e.superentity
+        }
+        return result
+    }
+}

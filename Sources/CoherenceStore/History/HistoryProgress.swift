@@ -2,8 +2,8 @@ import Foundation
 
 /// How far one author got in a store's persistent history: the number of the last transaction
 /// it processed, that transaction's timestamp, and when the record was written. Kept in the
-/// store's file (a SQLite store's `Z_HISTORYPROGRESS` table) so that every process that opens
-/// the store reads every author's progress.
+/// store (the `Z_HISTORYPROGRESS` table of a SQLite store's file or a PostgreSQL store's schema)
+/// so that every process that opens the store reads every author's progress.
 package struct HistoryProgress: Sendable, Hashable {
     /// The number of the last transaction processed (its ``PersistentHistoryToken``'s).
     package var transactionNumber: Int64
@@ -19,21 +19,36 @@ package struct HistoryProgress: Sendable, Hashable {
     }
 }
 
-/// The SQL of a SQLite store's history progress table.
-enum HistoryProgressSQL {
-    static let create = """
-        CREATE TABLE IF NOT EXISTS Z_HISTORYPROGRESS (Z_AUTHOR TEXT PRIMARY KEY NOT NULL, Z_NUMBER INTEGER NOT NULL, \
-        Z_TIMESTAMP REAL NOT NULL, Z_UPDATED REAL NOT NULL)
-        """
-    static let exists = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'Z_HISTORYPROGRESS'"
-    static let select = "SELECT Z_AUTHOR, Z_NUMBER, Z_TIMESTAMP, Z_UPDATED FROM Z_HISTORYPROGRESS"
+/// The SQL of a store's history progress table (a SQLite store's, or with the PostgreSQL dialect
+/// a PostgreSQL store's).
+package enum HistoryProgressSQL {
+    static let create = create(.sqlite)
+    /// Makes the table when missing.
+    package static func create(_ dialect: SQLDialect) -> String {
+        let number = dialect == .sqlite ? "INTEGER" : "BIGINT", time = dialect == .sqlite ? "REAL" : "DOUBLE PRECISION"
+        return """
+            CREATE TABLE IF NOT EXISTS Z_HISTORYPROGRESS (Z_AUTHOR TEXT PRIMARY KEY NOT NULL, Z_NUMBER \(number) NOT NULL, \
+            Z_TIMESTAMP \(time) NOT NULL, Z_UPDATED \(time) NOT NULL)
+            """
+    }
+    static let exists = exists(.sqlite)
+    /// The number of progress tables in the store (0 or 1).
+    package static func exists(_ dialect: SQLDialect) -> String {
+        switch dialect {
+        case .sqlite: return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'Z_HISTORYPROGRESS'"
+        case .postgreSQL:
+            return
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'z_historyprogress'"
+        }
+    }
+    package static let select = "SELECT Z_AUTHOR, Z_NUMBER, Z_TIMESTAMP, Z_UPDATED FROM Z_HISTORYPROGRESS"
     /// Progress only moves forward: a record older than the stored one is ignored.
-    static let upsert = """
+    package static let upsert = """
         INSERT INTO Z_HISTORYPROGRESS (Z_AUTHOR, Z_NUMBER, Z_TIMESTAMP, Z_UPDATED) VALUES (?, ?, ?, ?) \
         ON CONFLICT (Z_AUTHOR) DO UPDATE SET Z_NUMBER = excluded.Z_NUMBER, Z_TIMESTAMP = excluded.Z_TIMESTAMP, \
         Z_UPDATED = excluded.Z_UPDATED WHERE excluded.Z_NUMBER >= Z_HISTORYPROGRESS.Z_NUMBER
         """
-    static let delete = "DELETE FROM Z_HISTORYPROGRESS WHERE Z_AUTHOR = ?"
+    package static let delete = "DELETE FROM Z_HISTORYPROGRESS WHERE Z_AUTHOR = ?"
 }
 
 extension PersistentStoreCoordinator {

@@ -78,4 +78,20 @@ package struct HistoryQuery: Sendable {
         return PersistentHistoryTransaction(
             token: token, timestamp: timestamp, author: author, contextName: contextName, processID: processID, changes: decoded)
     }
+
+    /// A stored transaction in its public form, for the store `storeIdentifier` (see
+    /// ``transaction(number:timestamp:author:contextName:processID:changes:storeIdentifier:entities:store:)``).
+    package func transaction(
+        _ t: StoredHistoryTransaction, storeIdentifier: UUID, entities: [String: EntityDescription], store: String
+    ) throws(CoherenceError) -> PersistentHistoryTransaction {
+        // (`withUnsafeBytes` rethrows untyped errors: the result carries the typed one out.)
+        let decoded = t.changes.withUnsafeBytes { bytes in
+            Result { () throws(CoherenceError) -> PersistentHistoryTransaction in
+                try transaction(
+                    number: t.number, timestamp: t.timestamp, author: t.author, contextName: t.contextName, processID: t.processID,
+                    changes: bytes, storeIdentifier: storeIdentifier, entities: entities, store: store)
+            }
+        }
+        return try decoded.get()
+    }
 }

@@ -50,15 +50,7 @@ extension InMemoryStore {
         var transactions: [PersistentHistoryTransaction] = []
         transactions.reserveCapacity(selected.count)
         for t in selected {
-            // (`withUnsafeBytes` rethrows untyped errors: the result carries the typed one out.)
-            let decoded = t.changes.withUnsafeBytes { bytes in
-                Result { () throws(CoherenceError) -> PersistentHistoryTransaction in
-                    try q.transaction(
-                        number: t.number, timestamp: t.timestamp, author: t.author, contextName: t.contextName,
-                        processID: t.processID, changes: bytes, storeIdentifier: identifier, entities: entities, store: location)
-                }
-            }
-            transactions.append(try decoded.get())
+            transactions.append(try q.transaction(t, storeIdentifier: identifier, entities: entities, store: location))
         }
         return (transactions, transactions.count)
     }

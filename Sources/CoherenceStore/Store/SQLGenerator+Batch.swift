@@ -37,11 +37,13 @@ extension SQLGenerator {
 
     /// INSERT of a row of `entity` for a batch insert: the key, then the stored attributes (in
     /// `attributes` order); the entity number and version 1 are written in the statement, and
-    /// foreign keys are left NULL.
+    /// foreign keys are left NULL. On PostgreSQL a row a unique index refuses is not inserted
+    /// (no error, which would end the transaction: the changed-row count says so).
     package func batchInsert(_ entity: EntityDescription, attributes: [AttributeDescription]) -> String {
         let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + attributes.map(column)
         let values = ["?", "\(storedNumber(entity))", "1"] + attributes.map { _ in "?" }
-        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
+        let onConflict = dialect == .postgreSQL ? " ON CONFLICT DO NOTHING" : ""
+        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))\(onConflict)"
     }
 
     /// UPDATE of some columns of the rows whose keys are bound as one list; parameters: the

@@ -132,28 +132,13 @@ struct SQLiteBatchWriter: BatchWriter {
     mutating func uniquenessMatches(_ entity: EntityDescription, values: [StoredValue]) throws(CoherenceError) -> [(
         constraint: [String], rows: [ObjectID]
     )] {
-        var result: [(constraint: [String], rows: [ObjectID])] = []
-        var declaring: EntityDescription? = entity
-        while let e = declaring {
-            for constraint in e.uniquenessConstraints {
-                let properties = constraint.compactMap { e.propertiesByName[$0] }
-                // Nil values never collide (SQLite's unique indexes let NULLs repeat).
-                guard properties.count == constraint.count, !properties.contains(where: { values[$0.slot].isNull }) else { continue }
-                let st = try statement(generator.selectUniquenessMatches(entity, constraint: properties, declaringEntity: e))
-                for (i, p) in properties.enumerated() { st.bind(values[p.slot], at: Int32(i + 1)) }
-                var keys: [(Int64, Int)] = []
-                try query(st) { st in keys.append((st.int64(0), Int(st.int64(1)))) }
-                let hierarchy = SQLGenerator.hierarchy(of: entity.rootEntity)
-                let rows = keys.compactMap { key, number in
-                    hierarchy.first { $0.entityNumber == number }.map {
-                        ObjectID(entity: $0, storeIdentifier: storeIdentifier, primaryKey: key)
-                    }
-                }
-                result.append((constraint, rows))
-            }
-            declaring = e.superentity
+        try uniquenessMatches(entity, values: values) { (e, properties) throws(CoherenceError) -> [(Int64, Int)] in
+            let st = try statement(generator.selectUniquenessMatches(entity, constraint: properties, declaringEntity: e))
+            for (i, p) in properties.enumerated() { st.bind(values[p.slot], at: Int32(i + 1)) }
+            var keys: [(Int64, Int)] = []
+            try query(st) { st in keys.append((st.int64(0), Int(st.int64(1)))) }
+            return keys
         }
-        return result
     }
 
     mutating func row(_ id: ObjectID) throws(CoherenceError) -> StoreRow? {

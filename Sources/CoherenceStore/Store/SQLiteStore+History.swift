@@ -53,15 +53,12 @@ extension SQLiteStore {
 
     /// The save's history transaction is committed: its number becomes the last committed one.
     func historyCommitted() {
-        historyCommits.withLock { state in
-            if let p = state.pending { state.last = p }
-            state.pending = nil
-        }
+        historyCommits.withLock { $0.committed() }
     }
 
     /// The save's history transaction is rolled back.
     func historyRolledBack() {
-        historyCommits.withLock { $0.pending = nil }
+        historyCommits.withLock { $0.rolledBack() }
     }
 
     package var lastCommittedHistoryToken: PersistentHistoryToken? {
@@ -74,7 +71,7 @@ extension SQLiteStore {
 
     package func currentHistoryToken() throws(CoherenceError) -> PersistentHistoryToken? {
         guard tracksHistory else { return nil }
-        let last = try withReader { c in try c.prepare("SELECT \(HistorySQL.lastNumber)").rows { $0.int64(0) }.first ?? 0 }
+        let last = try withReader { c in try c.prepare(HistorySQL.selectLastNumber(.sqlite)).rows { $0.int64(0) }.first ?? 0 }
         return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: last)
     }
 
@@ -91,14 +88,12 @@ extension SQLiteStore {
                 guard try state.step() else { return ([], 0) }
                 try q.checkNotExpired(deletedThrough: state.int64(0), last: state.int64(1), store: path)
                 state.reset()
-                let limit = q.limit > 0 ? " LIMIT \(q.limit)" : ""
                 if q.countsOnly {
-                    let st = try c.prepare("SELECT count(*) FROM (SELECT 1 FROM \(HistorySQL.transactionTable)\(filter)\(limit))")
+                    let st = try c.prepare(HistorySQL.count(q, filter: filter))
                     st.bind(bindings)
                     return ([], try st.step() ? Int(st.int64(0)) : 0)
                 }
-                let columns = "Z_PK, Z_TIMESTAMP, Z_AUTHOR, Z_CONTEXTNAME, Z_PROCESSID" + (q.includesChanges ? ", Z_CHANGES" : "")
-                let st = try c.prepare("SELECT \(columns) FROM \(HistorySQL.transactionTable)\(filter) ORDER BY Z_PK\(limit)")
+                let st = try c.prepare(HistorySQL.select(q, filter: filter))
                 st.bind(bindings)
                 var transactions: [PersistentHistoryTransaction] = []
                 while try st.step() {
@@ -126,13 +121,13 @@ extension SQLiteStore {
         let (filter, bindings) = HistorySQL.filter(q)
         do {
             return try c.writeTransaction { () throws -> Int in
-                let range = try c.prepare("SELECT count(*), coalesce(max(Z_PK), 0) FROM \(HistorySQL.transactionTable)\(filter)")
+                let range = try c.prepare(HistorySQL.deletedRange(filter: filter))
                 range.bind(bindings)
                 guard try range.step() else { return 0 }
                 let count = Int(range.int64(0)), highest = range.int64(1)
                 range.reset()
                 guard count > 0 else { return 0 }
-                let delete = try c.prepare("DELETE FROM \(HistorySQL.transactionTable)\(filter)")
+                let delete = try c.prepare(HistorySQL.delete(filter: filter))
                 delete.bind(bindings)
                 try delete.execute()
                 let note = try c.prepare(HistorySQL.noteDeleted)

@@ -17,14 +17,7 @@ extension SQLiteStore {
         do {
             var writer = SaveWriter(store: self, connection: c)
             // With history, the tombstones of deleted objects are read before their rows go.
-            var history: HistoryBuilder?
-            var storedRows: [ObjectID: [StoredValue]] = [:]
-            if tracksHistory {
-                var builder = HistoryBuilder()
-                let tombstoned = builder.objectsNeedingTombstones(changes)
-                if !tombstoned.isEmpty { storedRows = try storedValues(of: tombstoned, on: c) }
-                history = builder
-            }
+            var history = try tracksHistory ? SaveHistory(changes) { ids in try storedValues(of: ids, on: c) } : nil
             let result = try writer.write(changes)
             try keepCoreDataColumns(c, after: changes)
             if !writer.conflicts.isEmpty {
@@ -33,11 +26,7 @@ extension SQLiteStore {
                 error.conflicts = writer.conflicts
                 throw error
             }
-            if var builder = history {
-                let records = builder.changes(for: changes, insertedIDs: result.insertedIDs, storedRows: storedRows)
-                try recordHistory(
-                    HistoryTransactionRecord(author: changes.transactionAuthor, contextName: changes.contextName, changes: records))
-            }
+            if let record = history?.record(for: changes, result: result) { try recordHistory(record) }
             return result
         } catch let error as CoherenceError {
             rollbackSave()

@@ -57,7 +57,7 @@ package final class SQLiteStore: StoreEngine {
     package let tracksHistory: Bool
     /// The number of the history transaction the open save wrote (`pending`) and of the last one
     /// this store object committed (`last`).
-    let historyCommits = LockedValue<(pending: Int64?, last: Int64?)>((nil, nil))
+    let historyCommits = LockedValue(HistoryCommits())
     /// Test hook: a trace installed on reader connections as they are used.
     private let readerTrace = LockedValue<(@Sendable (String) -> Void)?>(nil)
     /// The file's journal mode as SQLite reported it after opening (`wal` unless the file could
