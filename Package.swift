@@ -67,7 +67,8 @@ let package = Package(
         // A second process for the remote-change tests (launched by them; not a product).
         .executableTarget(name: "CoherenceTestWriter", dependencies: ["Coherence"], path: "Tests/CoherenceTestWriter"),
         // An author process for the history-kit tests (launched by them; not a product).
-        .executableTarget(name: "CoherenceKitAuthor", dependencies: ["Coherence"], path: "Tests/CoherenceKitAuthor"),
+        .executableTarget(
+            name: "CoherenceKitAuthor", dependencies: ["Coherence", "CoherencePostgreSQL"], path: "Tests/CoherenceKitAuthor"),
         // A client process for the PostgreSQL reliability tests (launched by them; not a product).
         .executableTarget(
             name: "CoherencePGClient", dependencies: ["Coherence", "CoherencePostgreSQL"], path: "Tests/CoherencePGClient"),

@@ -1,4 +1,5 @@
 import Coherence
+import CoherencePostgreSQL
 import Foundation
 
 // An author process for the history-kit tests (Tests/CoherenceTests/HistoryKitProcessTests.swift):
@@ -15,9 +16,12 @@ import Foundation
 //                                                              note A/N with TEXT ("-": gone), looking
 //                                                              after each of its events (30 s at most)
 //   own                         → OWN <n>   transactions of AUTHOR the kit handed to its merge hooks
-//   quit                        → DONE, exit 0
+//   quit                        → DONE, exit 0 (after the kit's round under way, if any)
 //
 //   CoherenceKitAuthor --store PATH --author NAME --authors A,B,C [--batch-authors X,Y] [--batch]
+//                      [--url POSTGRESQL-URL]
+//
+//   --url   the notes store is the PostgreSQL store at the URL (PATH is then unused)
 //
 // Errors go to standard error with exit status 1.
 
@@ -55,11 +59,12 @@ let batchAuthors = (options["--batch-authors"] ?? "").split(separator: ",").map(
 let storeURL = URL(fileURLWithPath: path)
 let connect = GenericConnect<ContextStrategy.Direct>(name: "Notes", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
 do {
+    let storeOptions = StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: true)
+    let server = options["--url"].flatMap { URL(string: $0) }
     try connect.attachPersistentStore(
         at: storeURL.deletingLastPathComponent(),
-        for: StoreConfiguration(
-            fileName: storeURL.lastPathComponent,
-            options: StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: true)))
+        for: server.map { StoreConfiguration(type: .postgreSQL, location: $0, options: storeOptions) }
+            ?? StoreConfiguration(fileName: storeURL.lastPathComponent, options: storeOptions))
 } catch {
     fail("\(error)")
 }
@@ -174,6 +179,8 @@ do {
 } catch {
     fail("\(error)")
 }
+// The round under way (which may have merged without recording its progress yet) finishes first.
+_ = await kit?.mergePendingHistory()
 kit?.stop()
 say("DONE")
 exit(0)

@@ -13,9 +13,10 @@ struct HistoryKitProcessTests {
     /// inserts, updates and deletes into its view context, never its own author's; the
     /// importer never holds cleaning back; cleaning keeps everything an author with progress
     /// has not merged.
-    @Test func threeAuthorsAndABatchImporter() async throws {
+    @Test(arguments: storedTypes)
+    func threeAuthorsAndABatchImporter(_ type: StoreType) async throws {
         let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
+        let app = try KitStack(dir, author: "app", type: type)
         let url = dir.file("notes.sqlite")
         let authors = "app,widget,extension,importer"
         let kit = PersistentHistoryTrackingKit(
@@ -29,7 +30,8 @@ struct HistoryKitProcessTests {
         }
         func child(_ name: String, batch: Bool = false) throws -> WriterProcess {
             try WriterProcess(
-                store: url, author: name, ["--authors", authors, "--batch-authors", "importer"] + (batch ? ["--batch"] : []),
+                store: url, author: name,
+                ["--authors", authors, "--batch-authors", "importer"] + (batch ? ["--batch"] : []) + app.serverArguments,
                 program: "CoherenceKitAuthor")
         }
         let widget = try child("widget"), ext = try child("extension"), importer = try child("importer", batch: true)
@@ -82,11 +84,13 @@ struct HistoryKitProcessTests {
     /// An author process killed with SIGKILL, started again, merges what was written while it
     /// was gone, from its progress in the store (or again from the start, if it was killed
     /// before recording it).
-    @Test func aKilledAuthorCatchesUpWhenStartedAgain() async throws {
-        let (app, _) = try kitPair()
+    @Test(arguments: storedTypes)
+    func aKilledAuthorCatchesUpWhenStartedAgain(_ type: StoreType) async throws {
+        let (app, _) = try kitPair(type)
         let url = app.directory.file("notes.sqlite")
         func widgetProcess() throws -> WriterProcess {
-            try WriterProcess(store: url, author: "widget", ["--authors", "app,widget"], program: "CoherenceKitAuthor")
+            try WriterProcess(
+                store: url, author: "widget", ["--authors", "app,widget"] + app.serverArguments, program: "CoherenceKitAuthor")
         }
         let first = try widgetProcess()
         #expect(await first.waitForLine("READY"))
@@ -105,6 +109,12 @@ struct HistoryKitProcessTests {
         #expect(result.status == 0, "the author failed: \(result.errors)")
         #expect(try app.progress()["widget"] == app.lastNumber())
     }
+}
+
+extension KitStack {
+    /// The arguments that point a `CoherenceKitAuthor` at this stack's store when it is a
+    /// PostgreSQL store (`--url`; a SQLite store is the `--store` file).
+    var serverArguments: [String] { configuration.location.map { ["--url", $0.absoluteString] } ?? [] }
 }
 
 extension WriterProcess {

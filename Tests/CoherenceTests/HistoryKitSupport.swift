@@ -9,19 +9,28 @@ import Testing
 let kitStoreOptions = StoreOptions(persistentHistoryTracking: true, remoteChangeNotificationPost: true)
 
 /// A container on the notes store of a test's directory (history and remote changes on), as
-/// one author: its view context and background contexts write as `author`.
+/// one author: its view context and background contexts write as `author`. The store is a
+/// SQLite file in the directory, or (`type` `.postgreSQL`) the test's schema `notes`.
 final class KitStack: @unchecked Sendable {
     // @unchecked Sendable: `directory` is only kept alive (it removes the files when released).
     let directory: TemporaryDirectory
     let connect: GenericConnect<ContextStrategy.Direct>
     let author: String
+    let type: StoreType
+    /// The notes store's configuration.
+    let configuration: StoreConfiguration
 
-    init(_ directory: TemporaryDirectory, author: String) throws {
+    init(_ directory: TemporaryDirectory, author: String, type: StoreType = .sqlite) throws {
         self.directory = directory
         connect = GenericConnect<ContextStrategy.Direct>(
             name: "Notes", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
         self.author = author
-        try connect.attachPersistentStore(at: directory.url, for: StoreConfiguration(fileName: "notes.sqlite", options: kitStoreOptions))
+        self.type = type
+        configuration =
+            type == .postgreSQL
+            ? StoreConfiguration(type: .postgreSQL, location: try directory.postgreSQLURL("notes"), options: kitStoreOptions)
+            : StoreConfiguration(fileName: "notes.sqlite", options: kitStoreOptions)
+        try connect.attachPersistentStore(at: directory.url, for: configuration)
         connect.viewContext.transactionAuthor = author
     }
 
@@ -142,10 +151,10 @@ final class KitStack: @unchecked Sendable {
     }
 }
 
-/// The app's and the widget's containers on the notes store of a new directory.
-func kitPair(_ name: String = #function) throws -> (app: KitStack, widget: KitStack) {
+/// The app's and the widget's containers on the notes store (of `type`) of a new directory.
+func kitPair(_ type: StoreType = .sqlite, name: String = #function) throws -> (app: KitStack, widget: KitStack) {
     let directory = try TemporaryDirectory(name)
-    return (try KitStack(directory, author: "app"), try KitStack(directory, author: "widget"))
+    return (try KitStack(directory, author: "app", type: type), try KitStack(directory, author: "widget", type: type))
 }
 
 /// Reads the rounds of a history kit's engine.

@@ -13,8 +13,9 @@ struct HistoryKitTests {
     /// registered object keeps its old value until the kit merges (a merge hook holds the
     /// merge), then shows the new one; inserts are announced; deletes applied; the kit never
     /// merges its own author's saves.
-    @Test func mergesOthersIntoTheViewContext() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func mergesOthersIntoTheViewContext(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         let kit = app.kit()
         defer { kit.stop() }
         let rounds = RoundReader(kit.engine)
@@ -66,8 +67,9 @@ struct HistoryKitTests {
 
     /// The kit's progress is the number of the last transaction it merged, kept in the store:
     /// readable through another coordinator.
-    @Test func progressIsKeptInTheStore() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func progressIsKeptInTheStore(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         let dir = app.directory
         let kit = app.kit(cleanStrategy: .none)
         defer { kit.stop() }
@@ -76,17 +78,18 @@ struct HistoryKitTests {
         try widget.insert(2)
         let last = try widget.lastNumber()
         #expect(await rounds.through(last) != nil)
-        let third = try KitStack(dir, author: "other")
+        let third = try KitStack(dir, author: "other", type: type)
         #expect(try third.progress()["app"] == widget.historyNumbers().last)
         #expect(try third.progress()["widget"] == nil)
     }
 
     /// A store's progress table: readable by another coordinator, forward only, per author;
     /// an in-memory store keeps none.
-    @Test func storeProgressMovesForwardOnly() throws {
+    @Test(arguments: storedTypes)
+    func storeProgressMovesForwardOnly(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let app = try KitStack(dir, author: "app")
-        let other = try KitStack(dir, author: "other")
+        let app = try KitStack(dir, author: "app", type: type)
+        let other = try KitStack(dir, author: "other", type: type)
         #expect(try app.progress().isEmpty)
         func record(_ n: Int64, _ author: String = "app") throws {
             try app.coordinator.recordHistoryProgress(
@@ -131,10 +134,11 @@ struct HistoryKitTests {
 
     /// Cleaning waits for every required author with progress; batch authors never hold it
     /// back; authors that never ran are not waited for (the seed's V1 rule).
-    @Test func cleaningWaitsForTheAuthorsWithProgress() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func cleaningWaitsForTheAuthorsWithProgress(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         let dir = app.directory
-        let importer = try KitStack(dir, author: "importer")
+        let importer = try KitStack(dir, author: "importer", type: type)
         func widgetMerged(_ number: Int64) throws {
             try widget.coordinator.recordHistoryProgress(
                 HistoryProgress(transactionNumber: number, timestamp: Date(), updated: Date()), author: "widget", in: widget.store)
@@ -172,8 +176,9 @@ struct HistoryKitTests {
     /// `maximumDuration` forcibly cleans older transactions, whatever the authors merged (the
     /// clock is the kit's); an author whose progress was cleaned away recovers: it refreshes,
     /// merges from the oldest remaining transaction and logs it.
-    @Test func maximumDurationCleansAndLaggingAuthorsRecover() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func maximumDurationCleansAndLaggingAuthorsRecover(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         let clock = TestClock()
         let appKit = PersistentHistoryTrackingKit(
             container: app.connect, currentAuthor: "app", allAuthors: ["app", "widget"], maximumDuration: 100, logLevel: 0,
@@ -209,10 +214,11 @@ struct HistoryKitTests {
 
     /// Kits of two authors cleaning at once, while an author's progress moves: every
     /// transaction from that author's progress on is kept.
-    @Test func concurrentCleanersKeepWhatAnAuthorNeeds() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func concurrentCleanersKeepWhatAnAuthorNeeds(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         let dir = app.directory
-        let importer = try KitStack(dir, author: "importer")
+        let importer = try KitStack(dir, author: "importer", type: type)
         for n in 1...12 { try importer.insert(n) }
         let numbers = try app.historyNumbers()
         func record(_ stack: KitStack, _ number: Int64) throws {
@@ -439,8 +445,9 @@ struct HistoryKitTests {
     }
 
     /// A started kit keeps working when its container detaches and reattaches the store.
-    @Test func keepsWorkingAcrossDetachAndReattach() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func keepsWorkingAcrossDetachAndReattach(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         let dir = app.directory
         let kit = app.kit()
         defer { kit.stop() }
@@ -449,7 +456,7 @@ struct HistoryKitTests {
         #expect(await rounds.nextMerge() != nil)
         try app.connect.detach(persistentStore: app.store)
         try widget.insert(2)
-        try app.connect.attachPersistentStore(at: dir.url, for: StoreConfiguration(fileName: "notes.sqlite", options: kitStoreOptions))
+        try app.connect.attachPersistentStore(at: dir.url, for: app.configuration)
         let id = try widget.insert(3)
         #expect(await rounds.nextMerge()?.merged == 2)
         #expect(try await app.viewText(id) == "widget 3")

@@ -10,8 +10,9 @@ import Testing
 struct HistoryTrackerTests {
     /// The tracker merges every other author's transactions, those without an author included,
     /// never its own; a second startMonitoring() makes no second listener.
-    @Test func mergesOthersAndAuthorlessTransactions() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func mergesOthersAndAuthorlessTransactions(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         let before = app.coordinator.remoteChangeBroadcaster.subscriberCount
         let tracker = PersistentHistoryTracker(container: app.connect, currentAuthor: "app")
         await tracker.startMonitoring()
@@ -38,8 +39,9 @@ struct HistoryTrackerTests {
     /// The tracker cleans on every round: what every author with progress merged, and always
     /// everything older than `maxTransactionAge` (on its clock), even history an author has
     /// not merged.
-    @Test func alwaysCleansPastTheMaximumAge() async throws {
-        let (app, widget) = try kitPair()
+    @Test(arguments: storedTypes)
+    func alwaysCleansPastTheMaximumAge(_ type: StoreType) async throws {
+        let (app, widget) = try kitPair(type)
         try widget.coordinator.recordHistoryProgress(
             HistoryProgress(transactionNumber: 0, timestamp: .distantPast, updated: Date()), author: "laggard", in: widget.store)
         let clock = TestClock()

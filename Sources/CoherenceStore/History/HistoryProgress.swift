@@ -33,14 +33,7 @@ package enum HistoryProgressSQL {
     }
     static let exists = exists(.sqlite)
     /// The number of progress tables in the store (0 or 1).
-    package static func exists(_ dialect: SQLDialect) -> String {
-        switch dialect {
-        case .sqlite: return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'Z_HISTORYPROGRESS'"
-        case .postgreSQL:
-            return
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'z_historyprogress'"
-        }
-    }
+    package static func exists(_ dialect: SQLDialect) -> String { dialect.tableExists("Z_HISTORYPROGRESS") }
     package static let select = "SELECT Z_AUTHOR, Z_NUMBER, Z_TIMESTAMP, Z_UPDATED FROM Z_HISTORYPROGRESS"
     /// Progress only moves forward: a record older than the stored one is ignored.
     package static let upsert = """

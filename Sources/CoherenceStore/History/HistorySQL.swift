@@ -47,14 +47,7 @@ package enum HistorySQL {
     static let tableExists = tableExists(.sqlite)
 
     /// The number of history tables in the store (0 or 1).
-    package static func tableExists(_ dialect: SQLDialect) -> String {
-        switch dialect {
-        case .sqlite: return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'Z_HISTORYTRANSACTION'"
-        case .postgreSQL:
-            return
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'z_historytransaction'"
-        }
-    }
+    package static func tableExists(_ dialect: SQLDialect) -> String { dialect.tableExists(transactionTable) }
 
     /// The last number handed out: the highest remaining, or the highest deleted.
     static let lastNumber =

@@ -55,6 +55,16 @@ package enum SQLDialect: Sendable {
         return text
     }
 
+    /// A query of one row: 1 when the store has a table named `name` (as written unquoted), else 0.
+    package func tableExists(_ name: String) -> String {
+        switch self {
+        case .sqlite: return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '\(name)'"
+        case .postgreSQL:
+            return
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = '\(name.lowercased())'"
+        }
+    }
+
     /// True and false as SQL (SQLite has no boolean type).
     var trueSQL: String { self == .sqlite ? "1" : "TRUE" }
     var falseSQL: String { self == .sqlite ? "0" : "FALSE" }
