@@ -265,6 +265,44 @@ struct HistoryRecordingTests {
         #expect(try c.currentPersistentHistoryToken()?.transactionNumber == 2)
     }
 
+    /// Writers of several coordinators saving at once (as processes and server instances do)
+    /// each record their transaction under a number of its own: the numbers are 1...n, none
+    /// repeated or skipped, and each writer's tokens grow with its saves.
+    @Test(arguments: storedTypes)
+    func concurrentWritersNeverShareANumber(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let writers = 4, saves = 10
+        let coordinators = try (0..<writers).map { _ in try makeHistoryCoordinator(type, in: dir) }
+        let numbers = LockedValue<[[Int64]]>(Array(repeating: [], count: writers))
+        let failures = LockedValue<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: writers) { w in
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinators[w])
+            context.transactionAuthor = "writer \(w)"
+            for n in 0..<saves {
+                do {
+                    try context.performAndWait {
+                        HNote(context: context).code = "\(w)-\(n)"
+                        try context.save()
+                    }
+                    let token = coordinators[w].persistentStores.first?.engine.lastCommittedHistoryToken
+                    numbers.withLock { $0[w].append(token?.transactionNumber ?? -1) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let history = try allHistory(coordinators[0])
+        #expect(history.map(\.transactionNumber) == Array(1...Int64(writers * saves)))
+        #expect(history.allSatisfy { $0.changes?.count == 1 })
+        let byWriter = numbers.withLock { $0 }
+        #expect(byWriter.flatMap { $0 }.sorted() == Array(1...Int64(writers * saves)))
+        for (w, list) in byWriter.enumerated() {
+            #expect(list == list.sorted())
+            #expect(Set(history.filter { $0.author == "writer \(w)" }.map(\.transactionNumber)) == Set(list))
+        }
+    }
+
     /// One save over two stores: the first store's part (with its history) is rolled back when
     /// the second store refuses its part, so neither records a transaction; a save both accept
     /// records one transaction in each.

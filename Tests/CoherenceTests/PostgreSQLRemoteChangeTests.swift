@@ -95,6 +95,15 @@ import Testing
             #expect(transactions.first?.author == "writer")
             previous = committed
         }
+        // A batch request's commit carries its transaction's token too.
+        var request = BatchUpdateRequest<Person>(propertiesToUpdate: ["age": 7])
+        request.resultType = .objectIDs
+        #expect(try a.execute(request).updatedObjectIDs.count == 2)
+        let batch = try #require(engineA.lastCommittedHistoryToken)
+        #expect(previous.map { batch > $0 } == true)
+        #expect(await carried.next() == batch)
+        #expect(try #require(await changesB.next()).historyToken == batch)
+        #expect(try b.execute(.fetchHistory(after: previous)).transactions.first?.changes?.count == 2)
     }
 
     /// Without the option a store neither sends nor listens.

@@ -18,33 +18,41 @@ final class RemoteNote: ManagedObject {
     @Attribute var text: String = ""
 }
 
-/// A coordinator with the SQLite store at `url`, remote-change notifications on (and
-/// persistent history tracking when `history`).
-func remoteCoordinator(_ url: URL, notifications: Bool = true, history: Bool = false) throws -> PersistentStoreCoordinator {
+/// A coordinator with the SQLite store at `url` (or the store of `type` there: a PostgreSQL
+/// store's URL), remote-change notifications on (and persistent history tracking when
+/// `history`).
+func remoteCoordinator(
+    _ url: URL, type: StoreType = .sqlite, notifications: Bool = true, history: Bool = false
+) throws -> PersistentStoreCoordinator {
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
     try coordinator.addPersistentStore(
-        type: .sqlite, at: url, options: StoreOptions(persistentHistoryTracking: history, remoteChangeNotificationPost: true))
+        type: type, at: url, options: StoreOptions(persistentHistoryTracking: history, remoteChangeNotificationPost: true))
     return coordinator
 }
 
-/// A store file in a test's own directory, a coordinator on it with remote-change
-/// notifications on, and what that coordinator hears.
+/// A store file in a test's own directory (or, of `type` `.postgreSQL`, the test's schema
+/// `notes`), a coordinator on it with remote-change notifications on, and what that coordinator
+/// hears.
 struct ListeningStore {
     let directory: TemporaryDirectory
     let url: URL
+    let type: StoreType
+    let history: Bool
     let coordinator: PersistentStoreCoordinator
     let heard: RemoteChangeRecorder
 
     /// `history`: the store tracks persistent history too.
-    init(_ name: String = #function, history: Bool = false) throws {
+    init(_ name: String = #function, type: StoreType = .sqlite, history: Bool = false) throws {
         directory = try TemporaryDirectory(name)
-        url = directory.file("notes.sqlite")
-        coordinator = try remoteCoordinator(url, history: history)
+        url = type == .postgreSQL ? try directory.postgreSQLURL("notes") : directory.file("notes.sqlite")
+        self.type = type
+        self.history = history
+        coordinator = try remoteCoordinator(url, type: type, history: history)
         heard = RemoteChangeRecorder(coordinator)
     }
 
-    /// Another coordinator on the same file, with the option.
-    func another() throws -> PersistentStoreCoordinator { try remoteCoordinator(url) }
+    /// Another coordinator on the same store, with the same options.
+    func another() throws -> PersistentStoreCoordinator { try remoteCoordinator(url, type: type, history: history) }
 }
 
 /// Inserts one note through a new context (named `author`, its transaction author) and saves.
