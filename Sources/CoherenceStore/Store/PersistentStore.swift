@@ -48,6 +48,11 @@ package protocol StoreEngineFactory: Sendable {
     /// The URL the attached store shows (``PersistentStore/url``): `url` without what must not
     /// be shown (a password); also what identifies the store among the attached ones.
     func publicURL(for url: URL?) -> URL?
+    /// The metadata of the store at `url`, read without adding it (see
+    /// ``PersistentStoreCoordinator/metadataForPersistentStore(type:at:)``).
+    func metadata(at url: URL) throws(CoherenceError) -> [String: String]
+    /// A copy of the store at `url` for a staged migration to work on (see ``MigrationCopying``).
+    func makeMigrationCopy(of url: URL) throws(CoherenceError) -> any MigrationCopying
 }
 
 /// Options for adding a store.
