@@ -57,7 +57,7 @@ package protocol StoreEngineFactory: Sendable {
 
 /// Options for adding a store.
 public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
-    /// Migrate a SQLite store made with another version of the model when it is added
+    /// Migrate a SQLite or PostgreSQL store made with another version of the model when it is added
     /// (default `true`; Core Data's `NSMigratePersistentStoresAutomaticallyOption`). Off, such a
     /// store is refused with ``CoherenceError/Code/storeIncompatible``. See the Migrations guide.
     public var migratesAutomatically: Bool
@@ -96,7 +96,7 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// rollback journal: the store works, but cannot hold query generations (for tests of
     /// that error).
     package var writeAheadLog = true
-    /// Stages that migrate a SQLite store made with an older model version before it is added
+    /// Stages that migrate a SQLite or PostgreSQL store made with an older model version before it is added
     /// (Core Data's `NSPersistentStoreStagedMigrationManagerOptionKey`; a `StagedMigrationManager`).
     /// Default `nil`. Options compare it by identity.
     public var stagedMigrationManager: (any StoreMigrator)?
