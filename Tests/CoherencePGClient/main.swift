@@ -14,9 +14,13 @@ import Foundation
 //   SAVED            (--insert NAME) one save inserting an item NAME committed
 //   HEARD            (--await-item NAME) a remote change arrived after which the store holds
 //                    an item NAME
+//   MIGRATING <at>   (--migrate-stop-at AT, --staged-stop-at AT) the migration of Migrations.swift
+//                    reached AT and blocks until killed (AT `none`: it runs to its end)
+//   MIGRATED         the migration finished; the process exits 0
 //
 //   CoherencePGClient --store IGNORED --author IGNORED --url URL
 //                     [--increment N] [--hang-save N] [--await-item NAME] [--insert NAME] [--step]
+//                     [--migrate-stop-at AT | --staged-stop-at AT]
 //   --step  wait for a line on standard input before the work (after READY)
 //
 // Errors go to standard error with exit status 1.
@@ -54,6 +58,9 @@ while let name = rest.first {
 
 do {
     guard let text = options["--url"], let url = URL(string: text) else { fail("--url URL is required") }
+    if options["--migrate-stop-at"] != nil || options["--staged-stop-at"] != nil {
+        migrate(url, migrateStopAt: options["--migrate-stop-at"], stagedStopAt: options["--staged-stop-at"])
+    }
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [PGCounter.self, PGItem.self]))
     try coordinator.addPersistentStore(type: .postgreSQL, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
     let changes = coordinator.remoteChanges

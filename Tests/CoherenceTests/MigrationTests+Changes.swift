@@ -3,6 +3,7 @@ import Testing
 @testable import Coherence
 @testable import CoherenceBase
 @testable import CoherenceContext
+@testable import CoherencePostgreSQL
 @testable import CoherenceSQLite
 @testable import CoherenceStore
 
@@ -44,9 +45,10 @@ extension MigrationTests {
         }
     }
 
-    @Test func requiredToOptionalFloatToDoubleOutFromUnderAParentAndRemovals() throws {
+    @Test(arguments: storedTypes)
+    func requiredToOptionalFloatToDoubleOutFromUnderAParentAndRemovals(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("c.sqlite")
+        let url = try migrationStoreURL(type, dir, "c")
         try Self.fillCatalog(url)
         let v2 = try ManagedObjectModel(entities: [
             EntityDescription(
@@ -80,6 +82,14 @@ extension MigrationTests {
             try context.save()
             #expect(try context.count(for: FetchRequest<ManagedObject>(entityName: "Item")) == 4)
         }
+        if type == .postgreSQL {
+            let tables = try PostgreSQLTestServer.connection().execute(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 AND table_name NOT LIKE 'z\\_%' ORDER BY 1",
+                [.text(PostgreSQLTestServer.schema(of: url))]
+            ).rows
+            #expect(tables == [[.text("Gadget")], [.text("Item")]])
+            return
+        }
         let c = try SQLiteConnection(location: .file(url.path), readOnly: true)
         let tables = try c.prepare(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'Z\\_%' ESCAPE '\\'"
@@ -89,12 +99,12 @@ extension MigrationTests {
     }
 
     /// Each change that cannot be inferred is a typed error naming it, and nothing is written.
-    @Test(arguments: ["two entities from one", "one table from two", "another model", "a narrowing"])
-    func whatCannotBeInferredIsNamedAndTheStoreIsUnchanged(_ change: String) throws {
+    @Test(arguments: storedTypes, ["two entities from one", "one table from two", "another model", "a narrowing"])
+    func whatCannotBeInferredIsNamedAndTheStoreIsUnchanged(_ type: StoreType, _ change: String) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("c.sqlite")
+        let url = try migrationStoreURL(type, dir, "c")
         try Self.fillCatalog(url)
-        let before = try Data(contentsOf: url)
+        let before = try migrationStoreContents(url)
         let tag = EntityDescription(name: "Tag", properties: [AttributeDescription(name: "name", type: .string)])
         let item = EntityDescription(name: "Item", properties: [AttributeDescription(name: "name", type: .string)])
         let expected: (code: CoherenceError.Code, entity: String?, property: String?)
@@ -137,9 +147,9 @@ extension MigrationTests {
         #expect(error?.code == expected.code)
         if let entity = expected.entity { #expect(error?.entityName == entity || error?.message.contains("'\(entity)'") == true) }
         if let property = expected.property { #expect(error?.propertyName == property) }
-        #expect(error?.store == url.path)
-        #expect(try Data(contentsOf: url) == before)
-        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        #expect(error?.store == type.location(of: url))
+        #expect(try migrationStoreContents(url) == before)
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: type, at: url)
         #expect(try Self.catalogV1().isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
     }
 }

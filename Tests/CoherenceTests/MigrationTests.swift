@@ -3,17 +3,19 @@ import Testing
 @testable import Coherence
 @testable import CoherenceBase
 @testable import CoherenceContext
+@testable import CoherencePostgreSQL
 @testable import CoherenceSQLite
 @testable import CoherenceStore
 
-/// Opens `url` with `model`, runs `body` in a context on it, then detaches the store.
+/// Opens `url` (a SQLite file, or a PostgreSQL store's URL) with `model`, runs `body` in a
+/// context on it, then detaches the store.
 @discardableResult
 func withMigrationStore<T>(
     _ model: ManagedObjectModel, at url: URL, options: StoreOptions = StoreOptions(),
     _ body: (ManagedObjectContext) throws -> T
 ) throws -> T {
     let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-    let store = try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
+    let store = try coordinator.addPersistentStore(type: migrationStoreType(url), at: url, options: options)
     defer { try? coordinator.remove(store) }
     let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
     return try context.performAndWait { () throws -> T in try body(context) }
@@ -32,7 +34,8 @@ func fetchByName(_ context: ManagedObjectContext, _ entity: String) throws -> [M
     try context.fetch(FetchRequest<ManagedObject>(entityName: entity)).sorted { $0.nameValue < $1.nameValue }
 }
 
-/// Inferred (lightweight) migrations of SQLite stores: each change they infer, and each error.
+/// Inferred (lightweight) migrations of SQLite and PostgreSQL stores: each change they infer, and
+/// each error.
 @Suite("Migrations: inferred")
 struct MigrationTests {
     /// Person at the first version.
@@ -81,9 +84,10 @@ struct MigrationTests {
         }
     }
 
-    @Test func addsAndRemovesEntitiesAndAttributesAndWidensNumbers() throws {
+    @Test(arguments: storedTypes)
+    func addsAndRemovesEntitiesAndAttributesAndWidensNumbers(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
         let v2 = try ManagedObjectModel(
             entities: [
@@ -115,10 +119,15 @@ struct MigrationTests {
             try context.save()
             #expect(try fetchByName(context, "Person").count == 4)
         }
-        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: type, at: url)
         #expect(metadata["versionIdentifier"] == "2")
         #expect(v2.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
         // The old index is gone, the new one exists.
+        if type == .postgreSQL {
+            let dump = try PostgreSQLTestServer.dump(schema: PostgreSQLTestServer.schema(of: url))
+            #expect(dump.contains("\"Z_Person_name\"") && !dump.contains("\"Z_Person_age\"") && !dump.contains("Z_MIGRATING"))
+            return
+        }
         let c = try SQLiteConnection(location: .file(url.path), readOnly: true)
         let indexes = try c.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Person'").rows { $0.string(0) }
         #expect(indexes.contains("Z_Person_name") && !indexes.contains("Z_Person_age"))
@@ -128,9 +137,10 @@ struct MigrationTests {
 
     /// An attribute with one value for every row is added with `ALTER TABLE … ADD COLUMN`: the
     /// table is not copied.
-    @Test func anAttributeForEveryRowIsAddedWithoutCopyingTheTable() throws {
+    @Test(arguments: storedTypes)
+    func anAttributeForEveryRowIsAddedWithoutCopyingTheTable(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
         let v2 = try ManagedObjectModel(entities: [
             Self.person(indexes: [["age"]], adding: [AttributeDescription(name: "motto", type: .string, defaultValue: "hi")]),
@@ -140,14 +150,20 @@ struct MigrationTests {
             try fetchByName(context, "Person").map { (try? $0.value(forKey: "motto")) as? String }
         }
         #expect(mottos == ["hi", "hi", "hi"])
+        if type == .postgreSQL {
+            let dump = try PostgreSQLTestServer.dump(schema: PostgreSQLTestServer.schema(of: url))
+            #expect(dump.contains("Person.motto text 'hi'"), "\(dump)")
+            return
+        }
         let c = try SQLiteConnection(location: .file(url.path), readOnly: true)
         let sql = try c.prepare("SELECT sql FROM sqlite_master WHERE name = 'Person'").rows { $0.string(0) }.first ?? ""
         #expect(sql.contains("\"motto\" TEXT DEFAULT 'hi'"), "\(sql)")
     }
 
-    @Test func renamesAndToOneBecomesToManyAndANewAbstractParent() throws {
+    @Test(arguments: storedTypes)
+    func renamesAndToOneBecomesToManyAndANewAbstractParent(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
         let v2 = try ManagedObjectModel(entities: [
             EntityDescription(
@@ -181,9 +197,10 @@ struct MigrationTests {
         }
     }
 
-    @Test func aToManyBecomesToOne() throws {
+    @Test(arguments: storedTypes)
+    func aToManyBecomesToOne(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
         // Person.town stays; Town.people loses its inverse and becomes a to-one "mayor" renamed from it.
         let v2 = try ManagedObjectModel(entities: [
@@ -210,11 +227,12 @@ struct MigrationTests {
     }
 
     /// The file's bytes and its metadata, to check that a refused migration changed nothing.
-    static func snapshot(_ url: URL) throws -> Data { try Data(contentsOf: url) }
+    static func snapshot(_ url: URL) throws -> Data { try migrationStoreContents(url) }
 
-    @Test func aRequiredAttributeWithoutDefaultAndNilsIsATypedErrorAndTheStoreIsUnchanged() throws {
+    @Test(arguments: storedTypes)
+    func aRequiredAttributeWithoutDefaultAndNilsIsATypedErrorAndTheStoreIsUnchanged(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
         let before = try Self.snapshot(url)
         let v2 = try Self.personAndPlainTown([AttributeDescription(name: "nickname", type: .string)])
@@ -228,9 +246,10 @@ struct MigrationTests {
         #expect(people.count == 3)
     }
 
-    @Test func aTypeChangeIsNotInferableAndTheStoreIsUnchanged() throws {
+    @Test(arguments: storedTypes)
+    func aTypeChangeIsNotInferableAndTheStoreIsUnchanged(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
         let before = try Self.snapshot(url)
         let v2 = try Self.personAndPlainTown([AttributeDescription(name: "age", type: .string, isOptional: true)])
@@ -240,9 +259,10 @@ struct MigrationTests {
         #expect(try Self.snapshot(url) == before)
     }
 
-    @Test func aNewUniquenessConstraintThatRowsViolateNamesTheDuplicates() throws {
+    @Test(arguments: storedTypes)
+    func aNewUniquenessConstraintThatRowsViolateNamesTheDuplicates(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try withMigrationStore(try Self.v1(), at: url) { context in
             for name in ["Oslo", "Oslo", "Rome"] { try insertObject(context, "Town", ["name": name]) }
             try context.save()
@@ -256,9 +276,10 @@ struct MigrationTests {
         #expect(try Self.snapshot(url) == before)
     }
 
-    @Test func withoutAutomaticMigrationAChangedModelIsIncompatible() throws {
+    @Test(arguments: storedTypes)
+    func withoutAutomaticMigrationAChangedModelIsIncompatible(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("m.sqlite")
+        let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
         let v2 = try Self.personAndPlainTown([])
         let error = #expect(throws: CoherenceError.self) {
@@ -294,4 +315,28 @@ struct MigrationTests {
         }
         #expect(towns == 5)
     }
+}
+
+/// The type of the store at a migration test's URL: PostgreSQL for a `postgresql:` URL, else SQLite.
+func migrationStoreType(_ url: URL) -> StoreType { url.scheme == "postgresql" ? .postgreSQL : .sqlite }
+
+/// The location of a migration test's store of `type`: a SQLite file in `dir`, or a PostgreSQL
+/// schema of the test.
+func migrationStoreURL(_ type: StoreType, _ dir: TemporaryDirectory, _ name: String = "m") throws -> URL {
+    type == .postgreSQL ? try dir.postgreSQLURL(name) : dir.file(name + ".sqlite")
+}
+
+/// Everything the store at `url` holds (the file's bytes, or the schema's tables, indexes and
+/// rows), to check that a refused migration changed nothing.
+func migrationStoreContents(_ url: URL) throws -> Data {
+    guard migrationStoreType(url) == .postgreSQL else { return try Data(contentsOf: url) }
+    return Data(try PostgreSQLTestServer.dump(schema: PostgreSQLTestServer.schema(of: url)).utf8)
+}
+
+/// Whether a staged migration left a copy of the store at `url` (a file in `dir`, or a schema).
+func migrationCopyLeft(_ url: URL, in dir: TemporaryDirectory) throws -> Bool {
+    guard migrationStoreType(url) == .postgreSQL else {
+        return try FileManager.default.contentsOfDirectory(atPath: dir.url.path).contains { $0.contains("migrating") }
+    }
+    return try PostgreSQLTestServer.schemaExists(PostgreSQLMigrationCopy.copyName(of: PostgreSQLTestServer.schema(of: url)))
 }

@@ -62,3 +62,44 @@ extension Trait where Self == ConditionTrait {
         .enabled(if: PostgreSQLTestServer.enabled, Comment(rawValue: PostgreSQLTestServer.howToStart))
     }
 }
+
+extension PostgreSQLTestServer {
+    /// The schema a store URL names.
+    static func schema(of url: URL) -> String {
+        URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "schema" }?.value ?? "public"
+    }
+
+    /// Whether the server has a schema of that name.
+    static func schemaExists(_ schema: String) throws -> Bool {
+        try (connection().execute("SELECT count(*) FROM pg_namespace WHERE nspname = $1", [.text(schema)]).firstInteger ?? 0) > 0
+    }
+
+    /// Everything a schema holds, as text: its tables with their columns (types, defaults), its
+    /// indexes and the rows of each table (to check that a refused migration changed nothing).
+    static func dump(schema: String) throws -> String {
+        let c = try connection()
+        var lines: [String] = []
+        let columns = try c.execute(
+            """
+            SELECT table_name::text || '.' || column_name::text || ' ' || data_type::text || ' ' || coalesce(column_default, '') \
+            FROM information_schema.columns WHERE table_schema = $1 ORDER BY table_name, ordinal_position
+            """, [.text(schema)])
+        let indexes = try c.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname", [.text(schema)])
+        let text = { (row: [StoredValue]) in
+            row.map { value -> String in
+                if case .text(let t) = value { return t }
+                return "\(value)"
+            }.joined(separator: " | ")
+        }
+        lines += (columns.rows + indexes.rows).map(text)
+        let tables = try c.execute(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1", [.text(schema)])
+        for row in tables.rows {
+            guard case .text(let table)? = row.first else { continue }
+            let q = SQLDialect.postgreSQL.quote
+            let rows = try c.execute("SELECT t::text FROM \(q(schema)).\(q(table)) t ORDER BY 1")
+            lines.append(table + ": " + rows.rows.map(text).joined(separator: "; "))
+        }
+        return lines.joined(separator: "\n")
+    }
+}

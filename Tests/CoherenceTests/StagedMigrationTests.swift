@@ -62,9 +62,10 @@ struct StagedMigrationTests {
         return stage
     }
 
-    @Test func aCustomStageThenALightweightStage() throws {
+    @Test(arguments: storedTypes)
+    func aCustomStageThenALightweightStage(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("s.sqlite")
+        let url = try migrationStoreURL(type, dir, "s")
         try Self.makeStore(url)
         let manager = StagedMigrationManager([try Self.decodeStage(), LightweightMigrationStage([try Self.v2(), try Self.v3()])])
         let students = try withMigrationStore(try Self.v3(), at: url, options: StoreOptions(stagedMigrationManager: manager)) { context in
@@ -75,7 +76,7 @@ struct StagedMigrationTests {
 
     /// The blobs of the students, read at the first version without migrating.
     static func blobsAtFirstVersion(_ url: URL) throws -> [String] {
-        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: migrationStoreType(url), at: url)
         #expect(try v1().isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
         return try withMigrationStore(try v1(), at: url, options: StoreOptions(migratesAutomatically: false)) { context in
             try context.fetch(FetchRequest<ManagedObject>(entityName: "Student")).compactMap { try $0.value(forKey: "data") as? Data }
@@ -83,14 +84,10 @@ struct StagedMigrationTests {
         }
     }
 
-    /// The files in a directory (no copy of a store may be left).
-    static func files(_ dir: TemporaryDirectory) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted()
-    }
-
-    @Test func aThrowingHandlerNamesItsStageAndTheStoreKeepsItsVersion() throws {
+    @Test(arguments: storedTypes)
+    func aThrowingHandlerNamesItsStageAndTheStoreKeepsItsVersion(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("s.sqlite")
+        let url = try migrationStoreURL(type, dir, "s")
         try Self.makeStore(url)
         let before = try Self.blobsAtFirstVersion(url)
         let manager = StagedMigrationManager([
@@ -101,19 +98,19 @@ struct StagedMigrationTests {
         }
         #expect(error?.code == .migrationFailed)
         #expect(error?.message.contains("decode blobs") == true)
-        #expect(error?.store == url.path)
+        #expect(error?.store == type.location(of: url))
         // The step's migration ran, but on a copy: the store is at its first version, as it was.
         #expect(try Self.blobsAtFirstVersion(url) == before)
         #expect(before.count == 2)
-        #expect(try !Self.files(dir).contains { $0.contains("migrating") })
+        #expect(try !migrationCopyLeft(url, in: dir))
     }
 
     /// Three versions, two custom stages: the second stage's handler (before or after its step)
     /// throws after the first stage succeeded. Nothing of either stage is left.
-    @Test(arguments: ["will", "did"])
-    func aLaterStageThatThrowsLeavesTheFirstVersion(_ handler: String) throws {
+    @Test(arguments: storedTypes, ["will", "did"])
+    func aLaterStageThatThrowsLeavesTheFirstVersion(_ type: StoreType, _ handler: String) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("s.sqlite")
+        let url = try migrationStoreURL(type, dir, "s")
         try Self.makeStore(url)
         let before = try Self.blobsAtFirstVersion(url)
         var drop = CustomMigrationStage(migratingFrom: try Self.v2(), to: try Self.v3(), label: "drop blobs")
@@ -133,7 +130,7 @@ struct StagedMigrationTests {
         #expect(error?.message.contains("decode blobs") == false)
         #expect(error?.underlyingErrors.first.map { "\($0)" }?.contains("refused") == true)
         #expect(try Self.blobsAtFirstVersion(url) == before)
-        #expect(try !Self.files(dir).contains { $0.contains("migrating") })
+        #expect(try !migrationCopyLeft(url, in: dir))
         // Once the stage is fixed, the same store migrates all the way.
         let fixed = StagedMigrationManager([try Self.decodeStage(), LightweightMigrationStage([try Self.v2(), try Self.v3()])])
         let students = try withMigrationStore(try Self.v3(), at: url, options: StoreOptions(stagedMigrationManager: fixed)) { context in
@@ -144,9 +141,10 @@ struct StagedMigrationTests {
 
     /// What the stages leave undone is inferred on the same copy: when that fails, the stages'
     /// work is not kept either.
-    @Test func aFailingInferredRemainderLeavesTheFirstVersion() throws {
+    @Test(arguments: storedTypes)
+    func aFailingInferredRemainderLeavesTheFirstVersion(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("s.sqlite")
+        let url = try migrationStoreURL(type, dir, "s")
         try Self.makeStore(url)
         let before = try Self.blobsAtFirstVersion(url)
         // `age` becomes a string: not a widening.
@@ -163,8 +161,8 @@ struct StagedMigrationTests {
             try withMigrationStore(v3, at: url, options: StoreOptions(stagedMigrationManager: manager)) { _ in }
         }
         #expect(error?.code == .migrationNotInferable)
-        #expect(error?.store == url.path)
+        #expect(error?.store == type.location(of: url))
         #expect(try Self.blobsAtFirstVersion(url) == before)
-        #expect(try !Self.files(dir).contains { $0.contains("migrating") })
+        #expect(try !migrationCopyLeft(url, in: dir))
     }
 }

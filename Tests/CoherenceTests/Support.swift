@@ -44,7 +44,10 @@ final class TemporaryDirectory {
 
     deinit {
         try? FileManager.default.removeItem(at: url)
-        for schema in schemas { PostgreSQLTestServer.drop(schema: schema) }
+        for schema in schemas {
+            PostgreSQLTestServer.drop(schema: schema)
+            PostgreSQLTestServer.drop(schema: PostgreSQLMigrationCopy.copyName(of: schema))
+        }
     }
 }
 

@@ -29,21 +29,88 @@ public final class StagedMigrationManager: StoreMigrator {
         self.stages = stages
     }
 
+    /// Migrates the SQLite store at `url` (see ``migrateStore(type:at:to:options:)``).
+    public func migrateStore(at url: URL, to model: ManagedObjectModel, options: StoreOptions) throws(CoherenceError) {
+        try migrateStore(type: .sqlite, at: url, to: model, options: options)
+    }
+
     /// Runs every step whose source version is the store's, until the store is at `model`'s
     /// version or no step applies; then, when ``StoreOptions/migratesAutomatically`` is on, the
-    /// inferred migration to `model`. All of it on a copy that replaces the store at the end.
-    public func migrateStore(at url: URL, to model: ManagedObjectModel, options: StoreOptions) throws(CoherenceError) {
+    /// inferred migration to `model`. All of it on a copy that replaces the store at the end: a
+    /// copy of the SQLite file next to it, or of the PostgreSQL store's schema (see the
+    /// Migrations guide).
+    public func migrateStore(type: StoreType, at url: URL, to model: ManagedObjectModel, options: StoreOptions) throws(CoherenceError) {
         var inner = options
         inner.stagedMigrationManager = nil
         inner.remoteChangeNotificationPost = false
+        let location = type.location(of: url)
+        // Cheap when there is nothing to do; the steps are worked out again on the copy (another
+        // process may have migrated the store meanwhile).
+        guard try !steps(type: type, url: url, to: model, options: inner).isEmpty else { return }
+        let copy = try type.makeMigrationCopy(of: url)
+        // Each step's inferred migration (rows as units) is a child of one unit of this progress,
+        // itself a child of the caller's current one.
+        do {
+            let steps = try self.steps(type: type, url: copy.url, to: model, options: inner)
+            guard !steps.isEmpty else {
+                copy.discard()
+                return
+            }
+            let progress = Progress(totalUnitCount: Int64(steps.count) + 1)
+            for (label, step) in steps {
+                progress.becomeCurrent(withPendingUnitCount: 1)
+                defer { progress.resignCurrent() }
+                Self.stepHook?("stage \(label)")
+                CoherenceLogging.log(.info, "migration", "Stage '\(label)': \(location)")
+                do {
+                    if let will = step.willMigrate { try Self.run(will, model: step.source, type: type, url: copy.url, options: inner) }
+                    if let did = step.didMigrate {
+                        try Self.run(did, model: step.destination, type: type, url: copy.url, options: inner)
+                    } else {
+                        try Self.open(step.destination, type: type, url: copy.url, options: inner)
+                    }
+                } catch {
+                    var e = CoherenceError(.migrationFailed, "Migration stage '\(label)' failed: \(error)", store: location)
+                    e.underlyingErrors = [error as? CoherenceError ?? CoherenceError(.migrationFailed, "\(error)")]
+                    throw e
+                }
+            }
+            if steps.last?.step.destination.versionHash != model.versionHash && options.migratesAutomatically
+                && options.infersMappingModelAutomatically
+            {
+                progress.becomeCurrent(withPendingUnitCount: 1)
+                defer { progress.resignCurrent() }
+                try Self.open(model, type: type, url: copy.url, options: inner)
+            }
+            progress.completedUnitCount = progress.totalUnitCount
+            Self.stepHook?("replace")
+            try copy.replaceOriginal()
+        } catch {
+            copy.discard()
+            var e = error as? CoherenceError ?? CoherenceError(.migrationFailed, "The migration failed: \(error)")
+            e.store = location
+            throw e
+        }
+    }
+
+    /// The steps that apply to the store at `url`, in order, with their stages' labels: from the
+    /// store's version, each step whose source is the version reached, until `model`'s.
+    private func steps(
+        type: StoreType, url: URL, to model: ManagedObjectModel, options: StoreOptions
+    ) throws(CoherenceError) -> [(label: String, step: MigrationStep)] {
         let target = model.versionHash
-        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
+        let metadata: [String: String]
+        do {
+            metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: type, at: url)
+        } catch  where error.code == .storeNotFound {
+            return []  // a new store: made at the model's version
+        }
         var current = metadata["modelVersionHash"]
         if current == nil && metadata["storeLayout"] == "CoreData" {
             // A store made by Core Data that Coherence has not opened yet: it is at the version
             // of the first stage's source model whose entities fit its tables (opening it with
             // one that does not fit changes nothing).
-            for step in stages.flatMap(\.steps) where (try? Self.open(step.source, url: url, options: inner)) != nil {
+            for step in stages.flatMap(\.steps) where (try? Self.open(step.source, type: type, url: url, options: options)) != nil {
                 current = step.source.versionHash
                 break
             }
@@ -55,59 +122,23 @@ public final class StagedMigrationManager: StoreMigrator {
                 current = step.destination.versionHash
             }
         }
-        guard !steps.isEmpty else { return }
-        let copy = try MigrationCopy.make(of: url)
-        // Each step's inferred migration (rows as units) is a child of one unit of this progress,
-        // itself a child of the caller's current one.
-        let progress = Progress(totalUnitCount: Int64(steps.count) + 1)
-        do {
-            for (label, step) in steps {
-                progress.becomeCurrent(withPendingUnitCount: 1)
-                defer { progress.resignCurrent() }
-                Self.stepHook?("stage \(label)")
-                CoherenceLogging.log(.info, "migration", "Stage '\(label)': \(url.path)")
-                do {
-                    if let will = step.willMigrate { try Self.run(will, model: step.source, url: copy.url, options: inner) }
-                    if let did = step.didMigrate {
-                        try Self.run(did, model: step.destination, url: copy.url, options: inner)
-                    } else {
-                        try Self.open(step.destination, url: copy.url, options: inner)
-                    }
-                } catch {
-                    var e = CoherenceError(.migrationFailed, "Migration stage '\(label)' failed: \(error)", store: url.path)
-                    e.underlyingErrors = [error as? CoherenceError ?? CoherenceError(.migrationFailed, "\(error)")]
-                    throw e
-                }
-            }
-            if current != target && options.migratesAutomatically && options.infersMappingModelAutomatically {
-                progress.becomeCurrent(withPendingUnitCount: 1)
-                defer { progress.resignCurrent() }
-                try Self.open(model, url: copy.url, options: inner)
-            }
-            progress.completedUnitCount = progress.totalUnitCount
-            Self.stepHook?("replace")
-            try copy.replaceOriginal()
-        } catch {
-            copy.discard()
-            var e = error as? CoherenceError ?? CoherenceError(.migrationFailed, "The migration failed: \(error)")
-            e.store = url.path
-            throw e
-        }
+        return steps
     }
 
     /// Adds the store with `model` (migrating it by inference), then removes it.
-    private static func open(_ model: ManagedObjectModel, url: URL, options: StoreOptions) throws {
+    private static func open(_ model: ManagedObjectModel, type: StoreType, url: URL, options: StoreOptions) throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        let store = try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
+        let store = try coordinator.addPersistentStore(type: type, at: url, options: options)
         try coordinator.remove(store)
     }
 
     /// Runs a handler in a context on the store at `model`'s version and saves what it did.
     private static func run(
-        _ handler: @Sendable (ManagedObjectContext) throws -> Void, model: ManagedObjectModel, url: URL, options: StoreOptions
+        _ handler: @Sendable (ManagedObjectContext) throws -> Void, model: ManagedObjectModel, type: StoreType, url: URL,
+        options: StoreOptions
     ) throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        let store = try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
+        let store = try coordinator.addPersistentStore(type: type, at: url, options: options)
         defer { try? coordinator.remove(store) }
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "migration")
         try context.performAndWait { () throws in

@@ -45,7 +45,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// - Throws: `.storeOpenFailed` (bad URL, server unreachable, refused),
     ///   `.storeIncompatible` (a schema made for another model, or with tables that are not a
     ///   Coherence store's), `.historyTrackingRequired` (the store records persistent history and
-    ///   the options do not turn it on).
+    ///   the options do not turn it on), `.migrationNotInferable`, `.migrationMissingValues`,
+    ///   `.migrationUniquenessViolated`, `.migrationFailed` (a store made with another version of the
+    ///   model is migrated first, in the same transaction; when that fails the store is left as it was).
     package init(url: URL, model: ManagedObjectModel, configuration configurationName: String?, options: StoreOptions)
         throws(CoherenceError)
     {
@@ -77,10 +79,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
                 for row in try connection.execute(generator.readMetadata).rows {
                     if case .text(let k) = row[0], case .text(let v) = row[1] { metadata[k] = v }
                 }
-                guard metadata["modelVersionHash"] == expectedHash else {
-                    throw CoherenceError(
-                        .storeIncompatible,
-                        "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)); the PostgreSQL store does not migrate yet.",
+                if metadata["modelVersionHash"] != expectedHash {
+                    try Self.migrate(
+                        connection, metadata: &metadata, entities: entities, model: model, expectedHash: expectedHash, options: options,
                         store: location)
                 }
             } else {

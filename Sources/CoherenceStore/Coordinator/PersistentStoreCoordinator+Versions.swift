@@ -10,9 +10,13 @@ extension PersistentStoreCoordinator {
     /// let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: url)
     /// if !model.isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata) { /* migrate */ }
     /// ```
-    /// - Throws: `.storeNotFound` (no file), `.storeOpenFailed` (not a SQLite database),
-    ///   `.storeIncompatible` (not a Coherence store), `.invalidRequest` (an in-memory store).
+    ///
+    /// A PostgreSQL store's metadata is read from its schema, in a read-only transaction.
+    /// - Throws: `.storeNotFound` (no file, or a schema without a store), `.storeOpenFailed` (not
+    ///   a SQLite database, a server that cannot be reached), `.storeIncompatible` (not a
+    ///   Coherence store), `.invalidRequest` (an in-memory store).
     public static func metadataForPersistentStore(type: StoreType, at url: URL) throws(CoherenceError) -> [String: String] {
+        if let factory = type.factory { return try factory.metadata(at: url) }
         guard type == .sqlite else {
             throw CoherenceError(.invalidRequest, "Only a SQLite store has metadata to read without adding it.", store: url.path)
         }

@@ -75,8 +75,8 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - url: the SQLite file; its directory must exist.
     ///   - options: how the store is opened and saved (``StoreOptions``), persistent history
     ///     included.
-    /// A SQLite store made with another version of the model is migrated first (one transaction),
-    /// unless ``StoreOptions/migratesAutomatically`` is off. A SQLite store made by Apple's Core
+    /// A SQLite or PostgreSQL store made with another version of the model is migrated first (one
+    /// transaction), unless ``StoreOptions/migratesAutomatically`` is off. A SQLite store made by Apple's Core
     /// Data is read and written in its own layout (see the Migrations guide).
     /// - Throws: `.storeOpenFailed`, `.storeIncompatible`, `.alreadyAttached`, `.invalidRequest`,
     ///   `.historyTrackingRequired` (a SQLite store with history opened without
@@ -103,6 +103,9 @@ public final class PersistentStoreCoordinator: Sendable {
             if let publicURL, stores.withLock({ $0.contains { $0.url == publicURL } }) {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: publicURL.absoluteString)
             }
+            if let manager = options.stagedMigrationManager, let url {
+                try manager.migrateStore(type: type, at: url, to: managedObjectModel, options: options)
+            }
             engine = try factory.makeEngine(url: url, model: managedObjectModel, configuration: configuration, options: options)
         case .sqlite:
             guard let url else {
@@ -113,7 +116,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: url.path)
             }
             if let manager = options.stagedMigrationManager, FileManager.default.fileExists(atPath: standardized.path) {
-                try manager.migrateStore(at: standardized, to: managedObjectModel, options: options)
+                try manager.migrateStore(type: .sqlite, at: standardized, to: managedObjectModel, options: options)
             }
             engine = try SQLiteStore(
                 url: standardized, model: managedObjectModel, configuration: configuration,

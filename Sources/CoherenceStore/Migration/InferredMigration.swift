@@ -16,7 +16,8 @@ package struct InferredMigration {
     let entities: [EntityDescription]
     let model: ManagedObjectModel
     let store: String
-    let generator = SQLGenerator(dialect: .sqlite)
+    /// The SQL of the store's dialect.
+    let generator: SQLGenerator
     /// The old entity each new entity's rows come from, by new entity name.
     let sources: [String: StoredSchema.Entity]
     /// Test hook: called with the name of each step as it starts (a test stops the process there).
@@ -58,8 +59,9 @@ package struct InferredMigration {
     }
 
     package init(
-        old: StoredSchema, entities: [EntityDescription], model: ManagedObjectModel, store: String
+        old: StoredSchema, entities: [EntityDescription], model: ManagedObjectModel, store: String, dialect: SQLDialect = .sqlite
     ) throws(CoherenceError) {
+        self.generator = SQLGenerator(dialect: dialect)
         self.old = old
         self.entities = entities
         self.model = model
@@ -140,17 +142,6 @@ package struct InferredMigration {
             let first = r.sourceIsFirst ?? true
             let (a, b) = first ? ("Z_1", "Z_2") : ("Z_2", "Z_1")
             return PairsSource { table in "SELECT \(a) AS \(src), \(b) AS \(dst) FROM \(table(join))" }
-        }
-    }
-
-    /// A SQL literal for a stored value.
-    static func literal(_ value: StoredValue) -> String {
-        switch value {
-        case .null: return "NULL"
-        case .integer(let v): return String(v)
-        case .real(let v): return v.isFinite ? "\(v)" : "NULL"
-        case .text(let s): return "'" + s.replacingOccurrences(of: "'", with: "''") + "'"
-        case .blob(let d): return "X'" + d.map { String(format: "%02X", $0) }.joined() + "'"
         }
     }
 
@@ -257,7 +248,7 @@ package struct InferredMigration {
                 "Attribute '\(a.name)' takes its values from several old attributes (\(oldNames.sorted().joined(separator: ", "))).",
                 entity: a.entity?.name, property: a.name, store: store)
         }
-        let defaultSQL = a.defaultValue.flatMap { $0.isNull ? nil : Self.literal($0) }
+        let defaultSQL = a.defaultValue.flatMap { $0.isNull ? nil : generator.literal($0, type: a.type) }
         let column = oldNames.first.map { "o." + generator.dialect.quote($0) }
         switch (column, defaultSQL) {
         case (let column?, let d?) where !a.isOptional && wasOptional:
@@ -287,11 +278,17 @@ package struct InferredMigration {
 
     // MARK: Running
 
-    /// Migrates the store on `c`, inside the caller's transaction (with foreign keys off).
-    /// Reports progress with rows as units (see `Progress`) and logs each table it copies.
-    /// - Returns: the number of rows copied.
+    /// Migrates the SQLite store on `c`, inside the caller's transaction (with foreign keys off).
     @discardableResult
     package func run(on c: SQLiteConnection) throws -> Int {
+        try run(on: SQLiteMigrationDatabase(c))
+    }
+
+    /// Migrates the store on `c`, inside the caller's transaction (for SQLite, with foreign keys
+    /// off). Reports progress with rows as units (see `Progress`) and logs each table it copies.
+    /// - Returns: the number of rows copied.
+    @discardableResult
+    package func run(on c: any MigrationDatabase) throws -> Int {
         let (plans, pairSources) = try plan()
         let q = generator.dialect.quote
         let renamed = Set(
@@ -317,10 +314,9 @@ package struct InferredMigration {
                 }
                 let numbers = owners.compactMap { sources[$0.name]?.number }
                 guard !numbers.isEmpty else { continue }
-                let count =
-                    try c.prepare(
-                        "SELECT count(*) FROM \(q(oldRoot)) o WHERE o.Z_ENT IN (\(numbers.map(String.init).joined(separator: ", "))) AND (\(sql(source))) IS NULL"
-                    ).rows { $0.int64(0) }.first ?? 0
+                let count = try c.integer(
+                    "SELECT count(*) FROM \(q(oldRoot)) o WHERE o.Z_ENT IN (\(numbers.map(String.init).joined(separator: ", "))) AND (\(sql(source))) IS NULL"
+                )
                 if count > 0 {
                     throw CoherenceError(
                         .migrationMissingValues,
@@ -333,21 +329,24 @@ package struct InferredMigration {
         var total: Int64 = 0
         for plan in plans where plan.mode == .rebuild {
             if let oldRoot = plan.oldRoot {
-                total += try c.prepare("SELECT count(*) FROM \(q(oldRoot))").rows { $0.int64(0) }.first ?? 0
+                total += try c.integer("SELECT count(*) FROM \(q(oldRoot))")
             }
         }
         // Rows are the units; a caller's current `Progress` (`becomeCurrent(withPendingUnitCount:)`)
         // becomes its parent.
         let progress = Progress(totalUnitCount: max(total, 1))
-        let counters = try c.prepare("SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY").rows { ($0.string(0), $0.int64(1)) }
+        let counters = try c.rows("SELECT Z_NAME, Z_MAX FROM Z_PRIMARYKEY", []).compactMap { row -> (String, Int64)? in
+            guard row.count == 2, case .text(let name) = row[0], case .integer(let largest) = row[1] else { return nil }
+            return (name, largest)
+        }
         let oldCounters = Dictionary(counters, uniquingKeysWith: { max($0, $1) })
 
         // Old tables that change are renamed, without their indexes (the new ones take the names).
         Self.stepHook?("rename")
         for name in renamed.union(oldJoinTables).sorted() {
-            let indexes = try c.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL")
-            indexes.bind(name, at: 1)
-            for index in try indexes.rows({ $0.string(0) }) { try c.execute("DROP INDEX \(q(index))") }
+            for index in try c.texts(generator.migrationIndexesOfTable, [.text(name)]) {
+                try c.execute(generator.setAsideIndex(index, prefix: Self.oldPrefix))
+            }
             try c.execute("ALTER TABLE \(q(name)) RENAME TO \(q(Self.oldPrefix + name))")
         }
         let schema = generator.createSchema(for: entities)
@@ -369,12 +368,10 @@ package struct InferredMigration {
                 continue
             case .addColumns:
                 Self.stepHook?("add \(plan.root.name)")
-                let info = try c.prepare("SELECT name FROM pragma_table_info(?)")
-                info.bind(plan.root.name, at: 1)
-                let existing = Set(try info.rows { $0.string(0) })
+                let existing = Set(try c.texts(generator.migrationColumnsOfTable, [.text(plan.root.name)]))
                 for (p, source) in plan.columns where !existing.contains(p.name) {
                     // A constant for every row of the table (see `plan()`): the column's default.
-                    let type = (p as? AttributeDescription).map { generator.dialect.columnType($0.type) } ?? "INTEGER"
+                    let type = (p as? AttributeDescription).map { generator.dialect.columnType($0.type) } ?? generator.dialect.keyType
                     let value = sql(source)
                     let defaultClause = value == "NULL" ? "" : " DEFAULT \(value)"
                     try c.execute("ALTER TABLE \(table) ADD COLUMN \(q(p.name)) \(type)\(defaultClause)")
@@ -391,19 +388,15 @@ package struct InferredMigration {
                 let before = copied
                 // In runs of keys, so that progress moves as rows are copied (and a long copy
                 // can be followed): each run ends at the key `chunkRows` rows further.
-                let insert = try c.prepare(
-                    "INSERT INTO \(table) (\(names.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(oldTable(oldRoot)) o WHERE o.Z_ENT IN (\(oldNumbers)) AND o.Z_PK > ?1 AND o.Z_PK <= ?2"
-                )
-                let nextEnd = try c.prepare(
-                    "SELECT Z_PK FROM \(oldTable(oldRoot)) WHERE Z_PK > ? ORDER BY Z_PK LIMIT 1 OFFSET \(Self.chunkRows - 1)")
+                let insert =
+                    "INSERT INTO \(table) (\(names.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) FROM \(oldTable(oldRoot)) o WHERE o.Z_ENT IN (\(oldNumbers)) AND o.Z_PK > ? AND o.Z_PK <= ?"
+                let nextEnd = "SELECT Z_PK FROM \(oldTable(oldRoot)) WHERE Z_PK > ? ORDER BY Z_PK LIMIT 1 OFFSET \(Self.chunkRows - 1)"
                 var start = Int64.min
                 while true {
-                    nextEnd.bind(start, at: 1)
-                    let end = try nextEnd.rows { $0.int64(0) }.first ?? Int64.max
-                    insert.bind(start, at: 1)
-                    insert.bind(end, at: 2)
-                    try insert.execute()
-                    copied += Int64(c.changes)
+                    let endRow = try c.rows(nextEnd, [.integer(start)]).first?.first
+                    let end: Int64
+                    if case .integer(let e) = endRow { end = e } else { end = Int64.max }
+                    copied += Int64(try c.execute(insert, [.integer(start), .integer(end)]))
                     progress.completedUnitCount = copied
                     if let observe = Self.progressObserver.withLock({ $0 }) { observe(store, copied, progress.totalUnitCount) }
                     if end == Int64.max { break }
@@ -425,10 +418,12 @@ package struct InferredMigration {
                 // Pairs whose rows are gone (an entity removed) are left out.
                 let (first, second) = sourceIsFirst ? ("src", "dst") : ("dst", "src")
                 try c.execute(
-                    """
-                    INSERT OR IGNORE INTO \(q(name)) (Z_1, Z_2) SELECT \(first), \(second) FROM (\(pairs.select(oldTable))) \
-                    WHERE src IN (SELECT Z_PK FROM \(q(e.rootEntity.name))) AND dst IN (SELECT Z_PK FROM \(q(destination.rootEntity.name)))
-                    """)
+                    generator.insertSkippingDuplicates(
+                        into: q(name), columns: "Z_1, Z_2",
+                        select: """
+                            SELECT \(first), \(second) FROM (\(pairs.select(oldTable))) AS p \
+                            WHERE src IN (SELECT Z_PK FROM \(q(e.rootEntity.name))) AND dst IN (SELECT Z_PK FROM \(q(destination.rootEntity.name)))
+                            """))
             }
         }
 
@@ -443,10 +438,9 @@ package struct InferredMigration {
         }
         // Indexes the new model no longer has.
         let tables = Set(plans.map(\.root.name))
-        for (index, table) in try c.prepare("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
-            .rows({ ($0.string(0), $0.string(1)) })
-        where tables.contains(table) && !indexNames.contains(index) {
-            try c.execute("DROP INDEX \(q(index))")
+        for row in try c.rows(generator.migrationCreatedIndexes, []) {
+            guard row.count == 2, case .text(let index) = row[0], case .text(let table) = row[1] else { continue }
+            if tables.contains(table) && !indexNames.contains(index) { try c.execute("DROP INDEX \(q(index))") }
         }
 
         Self.stepHook?("drop")
@@ -456,15 +450,12 @@ package struct InferredMigration {
 
         // Primary-key counters, by the new numbers of the roots.
         try c.execute("DELETE FROM Z_PRIMARYKEY")
-        let insertCounter = try c.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, ?)")
         for plan in plans {
             let stored = plan.oldRoot.flatMap { oldCounters[$0] } ?? 0
-            let largest = try c.prepare("SELECT coalesce(max(Z_PK), 0) FROM \(q(plan.root.name))").rows { $0.int64(0) }.first ?? 0
-            insertCounter.bind(Int64(plan.root.entityNumber), at: 1)
-            insertCounter.bind(plan.root.name, at: 2)
-            insertCounter.bind(max(stored, largest), at: 3)
-            try insertCounter.execute()
-            insertCounter.reset()
+            let largest = try c.integer("SELECT coalesce(max(Z_PK), 0) FROM \(q(plan.root.name))")
+            try c.execute(
+                "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, ?)",
+                [.integer(Int64(plan.root.entityNumber)), .text(plan.root.name), .integer(max(stored, largest))])
         }
         progress.completedUnitCount = progress.totalUnitCount
         return Int(copied)
@@ -477,7 +468,7 @@ package struct InferredMigration {
     }
 
     /// Throws when rows violate a uniqueness constraint of the new model, naming the duplicates.
-    func checkUniqueness(on c: SQLiteConnection) throws {
+    func checkUniqueness(on c: any MigrationDatabase) throws {
         let q = generator.dialect.quote
         for e in entities {
             for constraint in e.uniquenessConstraints {
@@ -486,10 +477,13 @@ package struct InferredMigration {
                 let numbers = e.descendantNumbers.map(String.init).joined(separator: ", ")
                 let notNull = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
                 let sql = """
-                    SELECT \(columns.map { "quote(\($0))" }.joined(separator: " || ', ' || ")), count(*) FROM \(q(e.rootEntity.name)) \
+                    SELECT \(columns.map(generator.quotedText).joined(separator: " || ', ' || ")), count(*) FROM \(q(e.rootEntity.name)) \
                     WHERE Z_ENT IN (\(numbers)) AND \(notNull) GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 10
                     """
-                let duplicates = try c.prepare(sql).rows { "(\($0.string(0))) × \($0.int64(1))" }
+                let duplicates = try c.rows(sql, []).map { row -> String in
+                    guard row.count == 2, case .text(let values) = row[0], case .integer(let count) = row[1] else { return "\(row)" }
+                    return "(\(values)) × \(count)"
+                }
                 if !duplicates.isEmpty {
                     throw CoherenceError(
                         .migrationUniquenessViolated,

@@ -48,11 +48,16 @@ package protocol StoreEngineFactory: Sendable {
     /// The URL the attached store shows (``PersistentStore/url``): `url` without what must not
     /// be shown (a password); also what identifies the store among the attached ones.
     func publicURL(for url: URL?) -> URL?
+    /// The metadata of the store at `url`, read without adding it (see
+    /// ``PersistentStoreCoordinator/metadataForPersistentStore(type:at:)``).
+    func metadata(at url: URL) throws(CoherenceError) -> [String: String]
+    /// A copy of the store at `url` for a staged migration to work on (see ``MigrationCopying``).
+    func makeMigrationCopy(of url: URL) throws(CoherenceError) -> any MigrationCopying
 }
 
 /// Options for adding a store.
 public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
-    /// Migrate a SQLite store made with another version of the model when it is added
+    /// Migrate a SQLite or PostgreSQL store made with another version of the model when it is added
     /// (default `true`; Core Data's `NSMigratePersistentStoresAutomaticallyOption`). Off, such a
     /// store is refused with ``CoherenceError/Code/storeIncompatible``. See the Migrations guide.
     public var migratesAutomatically: Bool
@@ -91,7 +96,7 @@ public struct StoreOptions: Hashable, Sendable, CustomStringConvertible {
     /// rollback journal: the store works, but cannot hold query generations (for tests of
     /// that error).
     package var writeAheadLog = true
-    /// Stages that migrate a SQLite store made with an older model version before it is added
+    /// Stages that migrate a SQLite or PostgreSQL store made with an older model version before it is added
     /// (Core Data's `NSPersistentStoreStagedMigrationManagerOptionKey`; a `StagedMigrationManager`).
     /// Default `nil`. Options compare it by identity.
     public var stagedMigrationManager: (any StoreMigrator)?
