@@ -17,7 +17,9 @@ import Foundation
 //
 //   CoherencePGClient --store IGNORED --author IGNORED --url URL
 //                     [--increment N] [--hang-save N] [--await-item NAME] [--insert NAME] [--step]
+//                     [--history]
 //   --step  wait for a line on standard input before the work (after READY)
+//   --history  open the store with persistent history tracking on too
 //
 // Errors go to standard error with exit status 1.
 
@@ -42,7 +44,7 @@ var flags: Set<String> = []
 var rest = Array(CommandLine.arguments.dropFirst())
 while let name = rest.first {
     rest.removeFirst()
-    if name == "--step" {
+    if name == "--step" || name == "--history" {
         flags.insert(name)
     } else if let value = rest.first {
         options[name] = value
@@ -55,7 +57,9 @@ while let name = rest.first {
 do {
     guard let text = options["--url"], let url = URL(string: text) else { fail("--url URL is required") }
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [PGCounter.self, PGItem.self]))
-    try coordinator.addPersistentStore(type: .postgreSQL, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
+    try coordinator.addPersistentStore(
+        type: .postgreSQL, at: url,
+        options: StoreOptions(persistentHistoryTracking: flags.contains("--history"), remoteChangeNotificationPost: true))
     let changes = coordinator.remoteChanges
     say("READY")
     if flags.contains("--step") { _ = readLine() }
