@@ -21,7 +21,9 @@ import Foundation
 //   CoherencePGClient --store IGNORED --author IGNORED --url URL
 //                     [--increment N] [--hang-save N] [--await-item NAME] [--insert NAME] [--step]
 //                     [--migrate-stop-at AT | --staged-stop-at AT]
+//                     [--history]
 //   --step  wait for a line on standard input before the work (after READY)
+//   --history  open the store with persistent history tracking on too
 //
 // Errors go to standard error with exit status 1.
 
@@ -46,7 +48,7 @@ var flags: Set<String> = []
 var rest = Array(CommandLine.arguments.dropFirst())
 while let name = rest.first {
     rest.removeFirst()
-    if name == "--step" {
+    if name == "--step" || name == "--history" {
         flags.insert(name)
     } else if let value = rest.first {
         options[name] = value
@@ -62,7 +64,9 @@ do {
         migrate(url, migrateStopAt: options["--migrate-stop-at"], stagedStopAt: options["--staged-stop-at"])
     }
     let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [PGCounter.self, PGItem.self]))
-    try coordinator.addPersistentStore(type: .postgreSQL, at: url, options: StoreOptions(remoteChangeNotificationPost: true))
+    try coordinator.addPersistentStore(
+        type: .postgreSQL, at: url,
+        options: StoreOptions(persistentHistoryTracking: flags.contains("--history"), remoteChangeNotificationPost: true))
     let changes = coordinator.remoteChanges
     say("READY")
     if flags.contains("--step") { _ = readLine() }

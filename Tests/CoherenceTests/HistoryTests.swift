@@ -3,6 +3,7 @@ import Testing
 @testable import Coherence
 @testable import CoherenceBase
 @testable import CoherenceContext
+@testable import CoherencePostgreSQL
 @testable import CoherenceSQLite
 @testable import CoherenceStore
 
@@ -316,15 +317,17 @@ struct HistoryRecordingTests {
     /// One save over two stores: the first store's part (with its history) is rolled back when
     /// the second store refuses its part, so neither records a transaction; a save both accept
     /// records one transaction in each.
-    @Test func aSaveOverTwoStoresRecordsInBothOrNeither() throws {
+    @Test(arguments: storedTypes)
+    func aSaveOverTwoStoresRecordsInBothOrNeither(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let model = try ManagedObjectModel(
             types: [HNote.self, HFolder.self, HTag.self, Circle.self, Square.self],
             configurations: ["Notes": ["HNote", "HFolder", "HTag"], "Shapes": ["Shape", "Circle", "Square"]])
         let c = PersistentStoreCoordinator(managedObjectModel: model)
-        let notes = try c.addPersistentStore(type: .sqlite, configuration: "Notes", at: dir.file("notes.sqlite"), options: historyOptions)
+        let notes = try c.addPersistentStore(
+            type: type, configuration: "Notes", at: historyStoreURL(type, in: dir, file: "notes.sqlite"), options: historyOptions)
         let shapes = try c.addPersistentStore(
-            type: .sqlite, configuration: "Shapes", at: dir.file("shapes.sqlite"), options: historyOptions)
+            type: type, configuration: "Shapes", at: historyStoreURL(type, in: dir, file: "shapes.sqlite"), options: historyOptions)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
         try context.performAndWait {
             HNote(context: context).code = "a"
@@ -334,8 +337,11 @@ struct HistoryRecordingTests {
         let stores = try allHistory(c).map(\.storeID)
         #expect(Set(stores) == [notes.identifier, shapes.identifier] && stores.count == 2)
         // The shapes store fails its part: its table is gone.
-        let shapeEngine = try #require(shapes.engine as? SQLiteStore)
-        try shapeEngine.writerConnectionForSave().execute("DROP TABLE \"Shape\"")
+        if let server = shapes.engine as? PostgreSQLStore {
+            try server.writerConnection().execute("DROP TABLE \"Shape\"")
+        } else {
+            try #require(shapes.engine as? SQLiteStore).writerConnectionForSave().execute("DROP TABLE \"Shape\"")
+        }
         try context.performAndWait {
             HNote(context: context).code = "b"
             Circle(context: context).radius = 2

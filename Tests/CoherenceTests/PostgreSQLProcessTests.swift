@@ -62,6 +62,43 @@ final class PGItem: ManagedObject {
         #expect(value == [1500])
     }
 
+    /// With persistent history on, three processes incrementing one counter record one history
+    /// transaction per committed save: numbered one after another across the processes (none
+    /// repeated or skipped, whatever the conflicts and retries), each with its process's ID.
+    @Test(.postgreSQLServer, .timeLimit(.minutes(5))) func threeProcessesNumberTheirHistoryWithoutGaps() async throws {
+        let dir = try TemporaryDirectory()
+        let (url, _) = try storeURL(dir)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try ManagedObjectModel(types: [PGCounter.self, PGItem.self]))
+        try coordinator.addPersistentStore(type: .postgreSQL, at: url, options: StoreOptions(persistentHistoryTracking: true))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            PGCounter(context: context).name = "shared"
+            try context.save()
+        }
+        let increments = 100
+        let clients = try (0..<3).map { _ in try client(url, ["--history", "--increment", String(increments), "--step"]) }
+        for c in clients { #expect(await c.waitForLine("READY")) }
+        for c in clients { c.send() }
+        for c in clients {
+            #expect(await c.nextLine(seconds: 240)?.hasPrefix("DONE") == true)
+            let (status, errors) = await c.finish()
+            #expect(status == 0, "\(errors)")
+        }
+        let total = Int64(1 + 3 * increments)
+        let history = try coordinator.execute(.fetchHistory(after: nil)).transactions
+        #expect(history.map(\.transactionNumber) == Array(1...total))
+        #expect(try coordinator.currentPersistentHistoryToken()?.transactionNumber == total)
+        for c in clients {
+            let pid = String(c.process.processIdentifier)
+            #expect(history.filter { $0.processID == pid }.count == increments)
+        }
+        let value = try context.performAndWait { () throws -> [Int] in
+            context.reset()
+            return try context.fetch(FetchRequest<PGCounter>()).map(\.value)
+        }
+        #expect(value == [3 * increments])
+    }
+
     @Test(.postgreSQLServer, .timeLimit(.minutes(2))) func clientKilledMidSaveLeavesNoPartialSave() async throws {
         let dir = try TemporaryDirectory()
         let (url, _) = try storeURL(dir)

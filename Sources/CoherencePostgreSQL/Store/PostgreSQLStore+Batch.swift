@@ -25,6 +25,9 @@ extension PostgreSQLStore {
 struct PostgreSQLBatchWriter: BatchWriter {
     let store: PostgreSQLStore
     let connection: PostgreSQLConnection
+    /// The INSERT of the last entity inserted (consecutive rows share it; placeholders
+    /// numbered), with the attributes it binds after the key.
+    var lastInsert: (entity: EntityDescription, sql: String, attributes: [AttributeDescription])? = nil
 
     var storeIdentifier: UUID { store.identifier }
     var storeLocation: String { store.locationDescription }
@@ -74,12 +77,20 @@ struct PostgreSQLBatchWriter: BatchWriter {
     }
 
     mutating func insertRow(_ entity: EntityDescription, key: Int64, values: [StoredValue]) throws(CoherenceError) -> Bool {
-        let attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
+        let sql: String
+        let attributes: [AttributeDescription]
+        if let last = lastInsert, last.entity === entity {
+            (sql, attributes) = (last.sql, last.attributes)
+        } else {
+            attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
+            sql = store.numbered(generator.batchInsert(entity, attributes: attributes))
+            lastInsert = (entity, sql, attributes)
+        }
         var parameters: [StoredValue] = [.integer(key)]
         parameters.reserveCapacity(attributes.count + 1)
         for a in attributes { parameters.append(PostgreSQLSaveWriter.columnValue(values[a.slot], a)) }
-        let sql = generator.batchInsert(entity, attributes: attributes)
-        return try execute(sql, parameters, "Inserting a row of '\(entity.name)' failed").affectedRows > 0
+        let connection = self.connection
+        return try run("Inserting a row of '\(entity.name)' failed") { try connection.execute(sql, parameters) }.affectedRows > 0
     }
 
     mutating func uniquenessMatches(_ entity: EntityDescription, values: [StoredValue]) throws(CoherenceError) -> [(
