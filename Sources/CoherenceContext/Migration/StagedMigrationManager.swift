@@ -102,7 +102,9 @@ public final class StagedMigrationManager: StoreMigrator {
         let metadata: [String: String]
         do {
             metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: type, at: url)
-        } catch  where error.code == .storeNotFound {
+        } catch {
+            // (`catch where` on a typed-throws `do` crashes some compilers; hence the guard.)
+            guard error.code == .storeNotFound else { throw error }
             return []  // a new store: made at the model's version
         }
         var current = metadata["modelVersionHash"]

@@ -1,40 +1,115 @@
 import Foundation
 
-/// A PostgreSQL store's part of a query generation: a reader connection holding a
-/// `REPEATABLE READ` transaction open (begun and read once), so that every read on it sees the
-/// database as it was then. The contexts sharing the generation share the connection, one read
-/// at a time. Closing ends the transaction and gives the connection back to the pool.
+/// A PostgreSQL store's part of a query generation: a snapshot of the database exported by one
+/// reader connection (`REPEATABLE READ READ ONLY`, `pg_export_snapshot()`), whose transaction
+/// stays open until the snapshot is closed. Reads run on that connection or, when it is busy, on
+/// other reader connections that imported the same snapshot (`SET TRANSACTION SNAPSHOT`): the
+/// contexts sharing the generation read at once, each on a connection of its own, and all see
+/// exactly the same data. Connections that imported it are kept (in their transactions) for the
+/// next reads; closing ends every transaction and gives the connections back to the pool.
 final class PostgreSQLSnapshot: StoreSnapshot, @unchecked Sendable {
-    // @unchecked Sendable: the connection is used only inside `connection.withLock`.
-    private let connection: LockedValue<PostgreSQLConnection?>
+    // @unchecked Sendable: a connection is used by one read at a time: taken out of `state`
+    // under its lock, and put back when the read is done.
+    private struct State {
+        /// Connections in a transaction at the snapshot, not reading now.
+        var idle: [PostgreSQLConnection]
+        /// Connections reading now.
+        var lent = 0
+        var isClosed = false
+    }
+    private let state: LockedValue<State>
+    /// The snapshot's identifier (`pg_export_snapshot()`), valid while the exporting
+    /// connection's transaction is open.
+    let identifier: String
     private weak var store: PostgreSQLStore?
     private let location: String
+    /// Test hook: called with the store's location and the connection as each read starts on it.
+    nonisolated(unsafe) static var readHook: (@Sendable (String, PostgreSQLConnection) -> Void)?
 
-    init(_ connection: PostgreSQLConnection, store: PostgreSQLStore) {
-        self.connection = LockedValue(connection)
+    init(exporter: PostgreSQLConnection, identifier: String, store: PostgreSQLStore) {
+        self.state = LockedValue(State(idle: [exporter]))
+        self.identifier = identifier
         self.store = store
         self.location = store.locationDescription
     }
 
     deinit { close() }
 
-    /// Runs `body` on the snapshot's connection.
+    /// How many connections hold the snapshot (reading or not).
+    var connectionCount: Int { state.withLock { $0.idle.count + $0.lent } }
+
+    /// Runs `body` on a connection at the snapshot: an idle one, or a reader connection that
+    /// imports it. A connection whose read failed leaves the snapshot (its transaction is over).
     /// - Throws: `.invalidQueryGenerationToken` once the snapshot is closed.
     func read<T>(_ body: (PostgreSQLConnection) throws(CoherenceError) -> T) throws(CoherenceError) -> T {
-        try connection.withLock { (c: inout PostgreSQLConnection?) throws(CoherenceError) -> T in
-            guard let c else { throw QueryGeneration.releasedError(store: location) }
-            return try body(c)
+        let c = try take()
+        Self.readHook?(location, c)
+        do {
+            let value = try body(c)
+            giveBack(c, failed: false)
+            return value
+        } catch {
+            giveBack(c, failed: true)
+            throw error
         }
     }
 
-    func close() {
-        let c = connection.withLock { c -> PostgreSQLConnection? in
-            defer { c = nil }
-            return c
+    /// An idle connection at the snapshot, or a new one that imported it.
+    private func take() throws(CoherenceError) -> PostgreSQLConnection {
+        let taken = state.withLock { s -> (PostgreSQLConnection?, Bool) in
+            guard !s.isClosed else { return (nil, true) }
+            s.lent += 1
+            return (s.idle.popLast(), false)
         }
-        guard let c else { return }
-        if c.isInTransaction { _ = try? c.execute("COMMIT") }
+        if taken.1 { throw QueryGeneration.releasedError(store: location) }
+        if let c = taken.0 { return c }
+        guard let store else {
+            state.withLock { $0.lent -= 1 }
+            throw QueryGeneration.releasedError(store: location)
+        }
+        let c: PostgreSQLConnection
+        do {
+            c = try store.takeReader()
+        } catch {
+            state.withLock { $0.lent -= 1 }
+            throw error
+        }
+        do {
+            try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try c.execute("SET TRANSACTION SNAPSHOT \(SQLGenerator(dialect: .postgreSQL).literal(.text(identifier)))")
+            return c
+        } catch {
+            state.withLock { $0.lent -= 1 }
+            finish(c)
+            throw store.storeError(.storeReadFailed, error, "Reading the query generation's snapshot failed")
+        }
+    }
+
+    /// Keeps a connection for the next reads, or ends its transaction when the snapshot is
+    /// closed or its read failed.
+    private func giveBack(_ c: PostgreSQLConnection, failed: Bool) {
+        let kept = state.withLock { s -> Bool in
+            s.lent -= 1
+            guard !s.isClosed && !failed && c.isOpen && c.isInTransaction else { return false }
+            s.idle.append(c)
+            return true
+        }
+        if !kept { finish(c) }
+    }
+
+    /// Ends a connection's transaction and gives it back to the store's pool.
+    private func finish(_ c: PostgreSQLConnection) {
+        if c.isInTransaction { _ = try? c.execute("ROLLBACK") }
         if let store, !c.isInTransaction { store.returnReader(c) } else { c.close() }
+    }
+
+    func close() {
+        let idle = state.withLock { s -> [PostgreSQLConnection] in
+            s.isClosed = true
+            defer { s.idle.removeAll() }
+            return s.idle
+        }
+        for c in idle { finish(c) }
     }
 }
 
@@ -43,17 +118,19 @@ extension PostgreSQLStore {
 
     package var journalModeDescription: String { "postgresql" }
 
-    /// Begins a `REPEATABLE READ` transaction on a reader connection and reads once, which fixes
-    /// the snapshot its reads see until it is closed.
+    /// Begins a `REPEATABLE READ` transaction on a reader connection and exports its snapshot
+    /// (which fixes what it sees), so that other connections can read at the same snapshot.
     package func openSnapshot() throws(CoherenceError) -> any StoreSnapshot {
         let c = try takeReader()
         do {
             try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try c.execute("SELECT 1")
+            guard case .text(let identifier)? = try c.execute("SELECT pg_export_snapshot()").rows.first?.first else {
+                throw PostgreSQLError(message: "The server exported no snapshot.", location: locationDescription)
+            }
+            return PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
         } catch {
             c.close()
             throw storeError(.storeReadFailed, error, "Opening a snapshot failed")
         }
-        return PostgreSQLSnapshot(c, store: self)
     }
 }

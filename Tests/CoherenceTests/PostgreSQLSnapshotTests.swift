@@ -1,0 +1,91 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import Coherence
+@testable import CoherencePostgreSQL
+@testable import CoherenceStore
+
+/// Contexts sharing a query generation on a PostgreSQL store read at once, each on a connection
+/// of its own that imported the generation's exported snapshot, and see the same rows.
+@Suite struct PostgreSQLSnapshotTests {
+    /// Two parties that each wait until the other arrived (at most 60 seconds, so that a broken
+    /// overlap fails the test instead of hanging it).
+    final class Meeting: @unchecked Sendable {
+        // @unchecked Sendable: semaphores only.
+        let arrived = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+    }
+
+    /// The people's names, as `context` reads them.
+    static func names(_ context: ManagedObjectContext) throws -> [String] {
+        try context.performAndWait { try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.name)])).map(\.name) }
+    }
+
+    @Test(.postgreSQLServer, .timeLimit(.minutes(2)))
+    func twoContextsPinnedToOneGenerationReadAtOnceAndSeeTheSameRows() throws {
+        let dir = try TemporaryDirectory()
+        let (url, schema) = try PostgreSQLConnectionTests().storeURL(dir, ["pool_size": "4"])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        let store = try coordinator.addPersistentStore(type: .postgreSQL, at: url)
+        let engine = try #require(store.engine as? PostgreSQLStore)
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        func insert(_ name: String) throws {
+            try writer.performAndWait {
+                Person(context: writer).name = name
+                try writer.save()
+            }
+        }
+        try insert("Ada")
+        let first = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let second = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try first.performAndWait { try first.setQueryGeneration(from: .current) }
+        #expect(try Self.names(first) == ["Ada"])
+        let token = first.performAndWait { first.queryGenerationToken }
+        try second.performAndWait { try second.setQueryGeneration(from: token) }
+        try insert("Bob")
+
+        // Each read of the generation stops on its connection until both are reading; a save
+        // commits while both are under way.
+        let location = engine.locationDescription
+        let meetings = [Meeting(), Meeting()]
+        let turn = LockedValue(0)
+        let connections = LockedValue<Set<ObjectIdentifier>>([])
+        PostgreSQLSnapshot.readHook = { storeLocation, c in
+            guard storeLocation == location else { return }
+            let i = turn.withLock { n -> Int in
+                defer { n += 1 }
+                return n
+            }
+            guard i < 2 else { return }
+            connections.withLock { _ = $0.insert(ObjectIdentifier(c)) }
+            meetings[i].arrived.signal()
+            _ = meetings[i].go.wait(timeout: .now() + 60)
+        }
+        defer { PostgreSQLSnapshot.readHook = nil }
+        // On threads of their own (the reads block until both arrived).
+        let read = LockedValue<[Int: [String]]>([:])
+        let group = DispatchGroup()
+        for (i, context) in [first, second].enumerated() {
+            DispatchQueue.global().async(group: group) {
+                let found = (try? Self.names(context)) ?? ["failed"]
+                read.withLock { $0[i] = found }
+            }
+        }
+        for m in meetings { #expect(m.arrived.wait(timeout: .now() + 60) == .success) }
+        try insert("Cy")
+        for m in meetings { m.go.signal() }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(read.withLock { $0 } == [0: ["Ada"], 1: ["Ada"]])
+        #expect(connections.withLock { $0.count } == 2)
+        #expect(try Self.names(writer) == ["Ada", "Bob", "Cy"])
+
+        // Released: no transaction is left open, and the connections are back in the pool.
+        try first.performAndWait { try first.setQueryGeneration(from: nil) }
+        try second.performAndWait { try second.setQueryGeneration(from: nil) }
+        #expect(try Self.names(first) == ["Ada", "Bob", "Cy"])
+        let open = try PostgreSQLTestServer.connection().execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [.text(schema)])
+        #expect(open.firstInteger == 0)
+        #expect(engine.idleReaderCount >= 2)
+    }
+}
