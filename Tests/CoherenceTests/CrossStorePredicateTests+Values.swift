@@ -341,7 +341,12 @@ extension CrossCases {
             .sorted(
                 "sort notes by text? reverse", FetchRequest<Note>(sortBy: [SortDescriptor(\.optionalText, order: .reverse)]), key: "key",
                 items: notes, keyOf: \.key
-            ) { bytesOrder($1.optionalText, $0.optionalText) }
+            ) { bytesOrder($1.optionalText, $0.optionalText) },
+            .sorted(
+                "sort notes by text, lexical comparator, reverse",
+                FetchRequest<Note>(sortBy: [SortDescriptor(\.text, comparator: .lexical, order: .reverse)]), key: "key", items: notes,
+                keyOf: \.key
+            ) { bytesOrder($1.text, $0.text) }
         ]
         return cases
     }
@@ -349,6 +354,50 @@ extension CrossCases {
 
 @Suite("Predicates: unusual values in both stores")
 struct CrossStoreValueTests {
+    /// A folded sort (case- and diacritic-insensitive, as `SortKey.folded` asks) orders by the
+    /// folded text's code points, ties in insertion order, in every store: accents, case, `ß`,
+    /// marks, emoji and the empty string included.
+    @Test(.crossStores) func foldedSortAgrees() throws {
+        let stores = try #require(CrossStores.current, "the .crossStores trait provides the stores")
+        func keys(_ coordinator: PersistentStoreCoordinator, _ type: ManagedObject.Type, _ attribute: String, ascending: Bool) throws
+            -> [String]
+        {
+            let entity = try #require(coordinator.managedObjectModel.entity(for: type))
+            let property = try #require(entity.propertiesByName[attribute] as? AttributeDescription)
+            let key = type == Note.self ? "key" : "name"
+            let sort = SortKey(path: PropertyPath(scope: 0, attribute: property), ascending: ascending, folded: true)
+            let store = try #require(coordinator.persistentStores.first)
+            return try store.engine.fetch(StoreFetch(entity: entity, sortKeys: [sort])).compactMap {
+                String(storedValue: named($0)[key] ?? .null)
+            }
+        }
+        func expected(_ items: [(key: String, text: String?)], ascending: Bool) -> [String] {
+            let folded = items.enumerated().map {
+                (offset: $0.offset, key: $0.element.key, text: $0.element.text.map { TextFolding.fold($0) })
+            }
+            return folded.sorted { a, b in
+                let c = ascending ? bytesOrder(a.text, b.text) : bytesOrder(b.text, a.text)
+                return c != 0 ? c < 0 : a.offset < b.offset
+            }.map(\.key)
+        }
+        for ascending in [true, false] {
+            let cases: [(ManagedObject.Type, String, [(key: String, text: String?)])] = [
+                (Person.self, "name", CrossData.people.map { ($0.name, $0.name) }),
+                (Note.self, "text", CrossData.notes.map { ($0.key, $0.text) }),
+                (Note.self, "optionalText", CrossData.notes.map { ($0.key, $0.optionalText) })
+            ]
+            for (type, attribute, items) in cases {
+                let want = expected(items, ascending: ascending)
+                #expect(try keys(stores.sqlite, type, attribute, ascending: ascending) == want, "SQLite \(attribute) \(ascending)")
+                #expect(try keys(stores.memory, type, attribute, ascending: ascending) == want, "in-memory \(attribute) \(ascending)")
+                if let (store, reference) = stores.postgreSQL {
+                    let answer = try keys(reference, type, attribute, ascending: ascending)
+                    #expect(try keys(store, type, attribute, ascending: ascending) == answer, "PostgreSQL \(attribute) \(ascending)")
+                }
+            }
+        }
+    }
+
     /// `.endsWith` (part of the query language, though `#Predicate` has no form for it) cuts
     /// suffixes from the bytes in both stores, NUL characters included.
     @Test(.crossStores) func endsWithAgrees() throws {

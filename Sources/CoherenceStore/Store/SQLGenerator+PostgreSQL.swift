@@ -13,6 +13,17 @@ extension QueryBuilder {
         }
     }
 
+    /// Whether an expression is text (a string or URL attribute, text constant, or a fold,
+    /// `??` or `?:` of one) — outside the decimal domain, where constants are decimal text.
+    static func isText(_ e: QueryExpression) -> Bool {
+        switch e {
+        case .constant(.text), .fold: return true
+        case .path(let p): return p.attribute.map { $0.type.kind == .string || $0.type.kind == .uri } ?? false
+        case .coalesce(let a, let b), .conditional(_, let a, let b): return isText(a) || isText(b)
+        default: return false
+        }
+    }
+
     /// SQL for an expression where a test is expected (a WHERE clause, an operand of AND, OR
     /// and NOT, a condition). SQLite has no booleans; in PostgreSQL a value is a test when it
     /// is not 0, as in SQLite.
@@ -44,7 +55,10 @@ extension QueryBuilder {
         case .compare(let op, let a, let b):
             if QueryEvaluator.domain(a, b) == .floatingPoint { return try floatingPointComparisonPG(op, a, b) }
             let l = try value(a), r = try value(b)
-            return comparison(op, l, r)
+            // Text orders by code point whatever the database's collation (columns are
+            // `COLLATE "C"` already; constants and their folds are not).
+            let ordering = op != .equal && op != .notEqual && QueryEvaluator.domain(a, b) == .plain && (Self.isText(a) || Self.isText(b))
+            return comparison(op, l, r, collate: ordering ? " COLLATE \"C\"" : "")
         case .isNull(let x):
             return "(\(try value(x)) IS NULL)"
         case .coalesce(let a, let b):
@@ -109,10 +123,12 @@ extension QueryBuilder {
             if QueryEvaluator.domain(x, lower, upper) == .floatingPoint {
                 return try sql(.and([.compare(.greaterOrEqual, x, lower), .compare(inclusive ? .lessOrEqual : .less, x, upper)]))
             }
+            let text = QueryEvaluator.domain(x, lower, upper) == .plain && (Self.isText(x) || Self.isText(lower) || Self.isText(upper))
+            let collate = text ? " COLLATE \"C\"" : ""
             let l = try value(x), lo = try value(lower)
-            if inclusive { return "(\(l) BETWEEN \(lo) AND \(try value(upper)))" }
+            if inclusive { return "((\(l))\(collate) BETWEEN \(lo) AND \(try value(upper)))" }
             let l2 = try value(x), hi = try value(upper)
-            return "(\(l) >= \(lo) AND \(l2) < \(hi))"
+            return "((\(l))\(collate) >= \(lo) AND (\(l2))\(collate) < \(hi))"
         default:
             return nil
         }
@@ -195,38 +211,9 @@ extension QueryBuilder {
 
 extension SQLGenerator {
     /// The functions a PostgreSQL store's schema holds: `coherence_fold(text)` and
-    /// `coherence_fold(text, integer)`, the folding of ``TextFolding`` written as `translate`
-    /// tables (worked out here from ``TextFolding`` itself, so both fold the same characters:
-    /// Latin, Greek and Cyrillic letters and combining marks).
+    /// `coherence_fold(text, integer)`, the folding of ``TextFolding`` (see
+    /// ``PostgreSQLTextFolding``).
     package func createFunctions() -> [String] {
-        guard dialect == .postgreSQL else { return [] }
-        func table(_ options: TextFoldOptions) -> String {
-            var from = "", to = "", removed = ""
-            let ranges: [ClosedRange<UInt32>] = [0x41...0x5A, 0xC0...0x24F, 0x300...0x36F, 0x370...0x3FF, 0x400...0x4FF, 0x1E00...0x1EFF]
-            for range in ranges {
-                for value in range {
-                    guard let scalar = Unicode.Scalar(value) else { continue }
-                    let text = String(Character(scalar))
-                    let folded = TextFolding.fold(text, options: options)
-                    guard folded != text else { continue }
-                    let scalars = Array(folded.unicodeScalars)
-                    if scalars.isEmpty {
-                        removed.unicodeScalars.append(scalar)
-                    } else if scalars.count == 1 {
-                        from.unicodeScalars.append(scalar)
-                        to.unicodeScalars.append(scalars[0])
-                    }
-                }
-            }
-            let quote = { (s: String) in "'" + s.replacingOccurrences(of: "'", with: "''") + "'" }
-            return "translate(t, \(quote(from + removed)), \(quote(to)))"
-        }
-        let body =
-            "SELECT CASE options WHEN 1 THEN \(table(.caseInsensitive)) WHEN 2 THEN \(table(.diacriticInsensitive)) "
-            + "WHEN 3 THEN \(table(.caseAndDiacritics)) ELSE t END"
-        return [
-            "CREATE OR REPLACE FUNCTION \(SQLFunctions.foldFunction)(t TEXT, options INTEGER) RETURNS TEXT LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ \(body) $$",
-            "CREATE OR REPLACE FUNCTION \(SQLFunctions.foldFunction)(t TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT \(SQLFunctions.foldFunction)(t, 3) $$"
-        ]
+        dialect == .postgreSQL ? PostgreSQLTextFolding.functions : []
     }
 }
