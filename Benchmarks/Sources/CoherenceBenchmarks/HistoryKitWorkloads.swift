@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Coherence
 import Foundation
 import Synchronization
@@ -27,12 +28,12 @@ extension Workloads {
             defer { kit.stop() }
             // Posted on the view context's queue once the kit merged the commit into it.
             let arrivals = Arrivals(of: ManagedObjectContext.objectsDidChangeNotification, from: view)
-            guard let run = try latencies(child: ["--k1-child", url.path], commits: commits, pause: 0, arrivals: arrivals)
+            guard let run = try childLatencies(child: ["--k1-child", url.path], commits: commits, pause: 0, arrivals: arrivals)
             else {
                 result.note = "the writer process did not start"
                 return
             }
-            let (latencies, _, missed) = run
+            let (latencies, missed) = (run.fromStart, run.missed)
             result.times["coherence"] = latencies
             let percentile = percentiles(latencies)
             result.note = String(

@@ -1,47 +1,15 @@
+import BenchmarkSupport
 import Coherence
 import Foundation
 import GRDB
 import GRDBSQLite
 
-/// Keeps results alive so reads are not optimized away.
-nonisolated(unsafe) var sink = 0
-
-/// Reads every property of a person the way an app would.
-@inline(__always) func touch(_ p: BPerson) -> Int {
-    p.id &+ p.name.utf8.count &+ p.email.utf8.count &+ p.age &+ Int(p.score) &+ Int(p.createdAt.timeIntervalSinceReferenceDate)
-}
-
 enum Workloads {
-    // MARK: Coherence's runs of W1, W4 and W6 (also run with history on)
-
-    /// W1 and W6: inserts `n` people into a fresh store, saving once at the end (W1) or after each
-    /// insert (W6).
+    /// W1 and W6 on a fresh SQLite store.
     static func coherenceInserts(_ n: Int, savingEach: Bool, options: StoreOptions = StoreOptions()) throws -> Double {
         try withTemporaryDirectory { dir in
-            let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"), options: options)
-            let context = backgroundContext(c)
-            return try context.performAndWait {
-                try measure {
-                    for i in 0..<n {
-                        insertPerson(i, of: n, into: context)
-                        if savingEach { try context.save() }
-                    }
-                    if !savingEach { try context.save() }
-                }
-            }
-        }
-    }
-
-    /// W4: changes the score of the `k` first people of `c` (fetched and loaded first) and saves.
-    static func coherenceChangeScores(_ c: PersistentStoreCoordinator, k: Int, round: Double) throws -> Double {
-        let context = backgroundContext(c)
-        return try context.performAndWait {
-            let people = try context.fetch(FetchRequest<BPerson>(predicate: #Predicate { $0.id < k }))
-            for p in people { _ = p.score }  // registered and loaded, as the workload says
-            return try measure {
-                for p in people { p.score = round + Double(p.id) }
-                try context.save()
-            }
+            try BenchmarkSupport.coherenceInserts(
+                into: coherenceStore(dir.appendingPathComponent("c.sqlite"), options: options), n, savingEach: savingEach)
         }
     }
 
@@ -90,19 +58,7 @@ enum Workloads {
             return try interleave(
                 "W2", "fetch \(n), read every property", reps: o.repetitions,
                 [
-                    (
-                        "coherence",
-                        {
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                try measure {
-                                    var s = 0
-                                    for p in try context.fetch(FetchRequest<BPerson>()) { s &+= touch(p) }
-                                    sink &+= s
-                                }
-                            }
-                        }
-                    ),
+                    ("coherence", { try coherenceFetchAll(c) }),
                     (
                         "raw",
                         {
@@ -158,23 +114,7 @@ enum Workloads {
             return try interleave(
                 "W3", "age 30…40 by name, limit 1000, ×100", reps: o.repetitions,
                 [
-                    (
-                        "coherence",
-                        {
-                            try context.performAndWait {
-                                try measure {
-                                    let request = FetchRequest<BPerson>(
-                                        predicate: #Predicate { $0.age >= 30 && $0.age <= 40 },
-                                        sortBy: [SortDescriptor(\.name)], fetchLimit: 1000)
-                                    for _ in 0..<100 {
-                                        var s = 0
-                                        for p in try context.fetch(request) { s &+= p.name.utf8.count }
-                                        sink &+= s
-                                    }
-                                }
-                            }
-                        }
-                    ),
+                    ("coherence", { try coherenceRange(context) }),
                     (
                         "raw",
                         {
@@ -287,14 +227,7 @@ enum Workloads {
                         try withTemporaryDirectory { dir in
                             let c = try coherenceStore(dir.appendingPathComponent("c.sqlite"))
                             try fillCoherence(c, n: 2 * k)
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                let people = try context.fetch(FetchRequest<BPerson>(predicate: #Predicate { $0.id < k }))
-                                return try measure {
-                                    for p in people { context.delete(p) }
-                                    try context.save()
-                                }
-                            }
+                            return try coherenceDelete(c, k: k)
                         }
                     }
                 ),
@@ -398,19 +331,7 @@ enum Workloads {
             return try interleave(
                 "W7", "walk person.town on \(n) objects", reps: o.repetitions,
                 [
-                    (
-                        "coherence",
-                        {
-                            let context = backgroundContext(c)
-                            return try context.performAndWait {
-                                try measure {
-                                    var s = 0
-                                    for p in try context.fetch(FetchRequest<BPerson>()) { s &+= p.town?.name.utf8.count ?? 0 }
-                                    sink &+= s
-                                }
-                            }
-                        }
-                    ),
+                    ("coherence", { try coherenceWalk(c) }),
                     (
                         "raw",
                         {

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 // Coherence benchmarks: each workload three ways (Coherence, hand-written SQLite C, GRDB

@@ -17,7 +17,13 @@ final class PostgreSQLConnection: @unchecked Sendable {
     private var handle: OpaquePointer?
     let configuration: PostgreSQLConfiguration
     /// Prepared statements by SQL and parameter types: their names on this connection.
-    private var prepared: [String: String] = [:]
+    private var prepared: [StatementKey: String] = [:]
+
+    /// A statement as prepared: its SQL and its parameters' types.
+    private struct StatementKey: Hashable {
+        let sql: String
+        let types: [UInt32]
+    }
 
     /// Connects and sets the search path to the configuration's schema (which need not exist).
     /// - Throws: a ``PostgreSQLError`` with libpq's message (no SQLSTATE) when the server cannot
@@ -67,6 +73,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     @discardableResult
     func execute(_ sql: String) throws(PostgreSQLError) -> PostgreSQLResult {
         let connection = try open(sql)
+        roundTrips += 1
         return try read(PQexec(connection, sql), sql: sql)
     }
 
@@ -74,6 +81,98 @@ final class PostgreSQLConnection: @unchecked Sendable {
     @discardableResult
     func execute(_ sql: String, _ parameters: [StoredValue]) throws(PostgreSQLError) -> PostgreSQLResult {
         let connection = try open(sql)
+        let converted = try convert(parameters, sql: sql)
+        let name = try preparedName(sql, converted, on: connection)
+        roundTrips += 1
+        let result = Self.withParameters(converted) { values, lengths, formats in
+            PQexecPrepared(connection, name, Int32(converted.count), values, lengths, formats, 0)
+        }
+        return try read(result, sql: sql)
+    }
+
+    /// Runs statements with parameters in one pipeline (libpq's pipeline mode): all are sent,
+    /// then all results read, so the batch costs one round trip to the server instead of one per
+    /// statement. The results are in the statements' order. When a statement fails, the ones
+    /// after it do not run (the server skips them) and the first error is thrown; inside a
+    /// transaction, the transaction has then failed.
+    ///
+    /// Send batches of a few hundred statements: the server's replies wait in the socket's buffer
+    /// until they are read.
+    func executePipelined(_ statements: [(sql: String, parameters: [StoredValue])]) throws(PostgreSQLError) -> [PostgreSQLResult] {
+        guard let first = statements.first else { return [] }
+        if statements.count == 1 { return [try execute(first.sql, first.parameters)] }
+        let connection = try open(first.sql)
+        // Conversions and first preparations happen before the pipeline starts.
+        var converted: [[(type: UInt32, bytes: [UInt8]?, binary: Bool)]] = []
+        var names: [String] = []
+        converted.reserveCapacity(statements.count)
+        names.reserveCapacity(statements.count)
+        for s in statements {
+            let c = try convert(s.parameters, sql: s.sql)
+            names.append(try preparedName(s.sql, c, on: connection))
+            converted.append(c)
+        }
+        guard PQenterPipelineMode(connection) == 1 else { throw failure(first.sql) }
+        roundTrips += 1
+        var sent = 0
+        for (i, s) in statements.enumerated() {
+            let queued = Self.withParameters(converted[i]) { values, lengths, formats in
+                PQsendQueryPrepared(connection, names[i], Int32(converted[i].count), values, lengths, formats, 0)
+            }
+            guard queued == 1 else { break }
+            sent += 1
+            _ = s
+        }
+        var results: [PostgreSQLResult] = []
+        results.reserveCapacity(sent)
+        var firstError: PostgreSQLError?
+        // In sync with the server: each statement's result, then a NULL; then the sync's.
+        var inSync = PQpipelineSync(connection) == 1
+        for i in 0..<sent where inSync {
+            guard let result = PQgetResult(connection) else {
+                inSync = false
+                break
+            }
+            if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                PQclear(result)
+            } else {
+                do {
+                    results.append(try read(result, sql: statements[i].sql))
+                } catch {
+                    if firstError == nil { firstError = error }
+                }
+            }
+            if let extra = PQgetResult(connection) {
+                PQclear(extra)
+                inSync = false
+            }
+        }
+        if inSync, let sync = PQgetResult(connection) {
+            inSync = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+            PQclear(sync)
+        } else {
+            inSync = false
+        }
+        // A connection out of step with the server cannot be used again.
+        guard inSync, PQexitPipelineMode(connection) == 1 else {
+            let error = firstError ?? failure(first.sql)
+            close()
+            throw PostgreSQLError(
+                sqlState: PostgreSQLError.connectionFailure, message: error.message, sql: error.sql, location: configuration.redactedURL)
+        }
+        if let firstError { throw firstError }
+        guard sent == statements.count else { throw failure(first.sql) }
+        return results
+    }
+
+    /// How many times the connection waited for the server (statements run one at a time, and
+    /// pipelines), for tests.
+    private(set) var roundTrips = 0
+
+    /// The parameters as libpq takes them.
+    private func convert(_ parameters: [StoredValue], sql: String) throws(PostgreSQLError) -> [(
+        type: UInt32, bytes: [UInt8]?, binary: Bool
+    )] {
         var converted: [(type: UInt32, bytes: [UInt8]?, binary: Bool)] = []
         converted.reserveCapacity(parameters.count)
         for p in parameters {
@@ -83,20 +182,29 @@ final class PostgreSQLConnection: @unchecked Sendable {
                 throw PostgreSQLError(sqlState: error.sqlState, message: error.message, sql: sql, location: configuration.redactedURL)
             }
         }
+        return converted
+    }
+
+    /// The name of `sql` prepared with the parameters' types, prepared now on first use.
+    private func preparedName(
+        _ sql: String, _ converted: [(type: UInt32, bytes: [UInt8]?, binary: Bool)], on connection: OpaquePointer
+    ) throws(PostgreSQLError) -> String {
         let types = converted.map(\.type)
-        let key = types.map(String.init).joined(separator: ",") + "|" + sql
-        let name: String
-        if let existing = prepared[key] {
-            name = existing
-        } else {
-            name = "c\(prepared.count + 1)"
-            _ = try read(PQprepare(connection, name, sql, Int32(types.count), types), sql: sql)
-            prepared[key] = name
-        }
-        let result = Self.withParameters(converted) { values, lengths, formats in
-            PQexecPrepared(connection, name, Int32(converted.count), values, lengths, formats, 0)
-        }
-        return try read(result, sql: sql)
+        let key = StatementKey(sql: sql, types: types)
+        if let existing = prepared[key] { return existing }
+        let name = "c\(prepared.count + 1)"
+        roundTrips += 1
+        _ = try read(PQprepare(connection, name, sql, Int32(types.count), types), sql: sql)
+        prepared[key] = name
+        return name
+    }
+
+    /// The connection's last error, as a ``PostgreSQLError`` about `sql`.
+    private func failure(_ sql: String) -> PostgreSQLError {
+        let message = handle.map { Self.message(PQerrorMessage($0)) } ?? "no connection"
+        return PostgreSQLError(
+            sqlState: isOpen ? nil : PostgreSQLError.connectionFailure, message: configuration.redacting(message), sql: sql,
+            location: configuration.redactedURL)
     }
 
     /// Forgets the prepared statements (after the schema changed under them).
@@ -179,10 +287,10 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     /// Calls `body` with libpq's parameter arrays: values (NUL-terminated copies, NULL for a
     /// null), lengths and formats (1: binary).
-    private static func withParameters(
+    private static func withParameters<T>(
         _ parameters: [(type: UInt32, bytes: [UInt8]?, binary: Bool)],
-        _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> OpaquePointer?
-    ) -> OpaquePointer? {
+        _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> T
+    ) -> T {
         // Invariant: each buffer holds its value's bytes and a NUL, lives until `body` returns,
         // and is freed once here.
         let buffers: [UnsafeMutablePointer<CChar>?] = parameters.map { p in

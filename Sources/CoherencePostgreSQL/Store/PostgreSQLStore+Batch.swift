@@ -121,7 +121,7 @@ struct PostgreSQLBatchWriter: BatchWriter {
         parameters.append(.text(generator.keyList(keys)))
         let sql = store.numbered(generator.updateRows(entity, properties: properties))
         let store = self.store, connection = self.connection
-        let constrained = PostgreSQLSaveWriter.hasUniquenessConstraints(entity)
+        let constrained = PostgreSQLSaveWriter.changesConstrainedColumn(entity, properties)
         return try run("Updating rows of '\(entity.name)' failed") {
             try store.executeRefusable(sql, parameters, on: connection, savepoint: constrained) != nil
         }

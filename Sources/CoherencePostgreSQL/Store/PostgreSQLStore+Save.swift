@@ -54,12 +54,44 @@ extension PostgreSQLStore {
 }
 
 /// The work of one save on one PostgreSQL store.
+///
+/// Its INSERT, UPDATE and DELETE statements are sent in pipelines of up to
+/// ``pipelineLength`` (one round trip each, see `PostgreSQLConnection.executePipelined`); each
+/// result is looked at once its pipeline has run, in the statements' order. An update that needs
+/// a savepoint (it changes a column of a uniqueness constraint) runs on its own, after the
+/// statements queued before it.
 struct PostgreSQLSaveWriter {
     let store: PostgreSQLStore
     let connection: PostgreSQLConnection
     var generator: SQLGenerator { store.generator }
     var conflicts: [SaveConflict] = []
     var keys: SaveKeys
+    /// The new versions of the change set's updates, by position (0 for a conflict).
+    var updatedVersions: [Int64] = []
+    /// Statements sent but not yet run, and what each result means.
+    private var queued: [(sql: String, parameters: [StoredValue])] = []
+    private var pending: [Pending] = []
+    /// The SQL of the last insert, update and delete, and what it was made for: a save's rows of
+    /// one entity and set of changed columns reuse it without making and looking it up again.
+    private var lastInsert: (entity: ObjectIdentifier, sql: String)?
+    private var lastUpdate: (entity: ObjectIdentifier, slots: [Int], checkVersion: Bool, sql: String)?
+    private var lastDelete: (entity: ObjectIdentifier, checkVersion: Bool, sql: String)?
+
+    /// How many statements a pipeline carries at most: enough to make round trips rare, few
+    /// enough that the server's replies fit in the socket's buffer while the rest are sent.
+    static let pipelineLength = 256
+
+    /// What a queued statement's result tells.
+    private enum Pending {
+        /// An insert (no row: a uniqueness constraint refused it).
+        case insert(id: ObjectID, values: [StoredValue], reportAs: ObjectID)
+        /// The update at `index` of the change set (no version back: a version conflict).
+        case update(index: Int, id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64)
+        /// A delete (no row: a version conflict).
+        case delete(RowDelete)
+        /// A join-table change (nothing to check).
+        case join
+    }
 
     init(store: PostgreSQLStore, connection: PostgreSQLConnection) {
         self.store = store
@@ -72,14 +104,51 @@ struct PostgreSQLSaveWriter {
         let store = self.store
         try keys.allocate(for: changes.inserts) { root, count throws(CoherenceError) in try store.allocateKeys(for: root, count: count) }
         for d in changes.deletes { try delete(d) }
-        result.updatedVersions = []
-        result.updatedVersions.reserveCapacity(changes.updates.count)
-        for u in changes.updates { result.updatedVersions.append(try update(u) ?? 0) }
+        updatedVersions = [Int64](repeating: 0, count: changes.updates.count)
+        for (n, u) in changes.updates.enumerated() { try update(u, at: n) }
         for (n, i) in changes.inserts.enumerated() { try insert(i, primaryKey: keys.insertKeys[n]) }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
+        try flush()
+        result.updatedVersions = updatedVersions
         result.insertedIDs = keys.insertedIDs(changes.inserts)
         return result
+    }
+
+    /// Queues a statement; runs the queue when it is full.
+    private mutating func enqueue(_ sql: String, _ parameters: [StoredValue], _ meaning: Pending) throws {
+        queued.append((sql, parameters))
+        pending.append(meaning)
+        if queued.count >= Self.pipelineLength { try flush() }
+    }
+
+    /// Runs the queued statements in one pipeline and looks at their results.
+    private mutating func flush() throws {
+        guard !queued.isEmpty else { return }
+        let results = try connection.executePipelined(queued)
+        let meanings = pending
+        queued.removeAll(keepingCapacity: true)
+        pending.removeAll(keepingCapacity: true)
+        for (meaning, result) in zip(meanings, results) {
+            switch meaning {
+            case .insert(let id, let values, let reportAs):
+                if result.affectedRows == 0 {
+                    try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: reportAs)
+                }
+            case .update(let index, let id, let values, let cached, let oldVersion):
+                if let version = result.firstInteger {
+                    updatedVersions[index] = version
+                } else {
+                    try recordVersionConflict(id: id, values: values, cached: cached, oldVersion: oldVersion)
+                }
+            case .delete(let d):
+                if result.affectedRows == 0 {
+                    try recordVersionConflict(id: d.objectID, values: d.values, cached: d.values, oldVersion: d.expectedVersion ?? 0)
+                }
+            case .join:
+                break
+            }
+        }
     }
 
     /// A stored value as a column of `property` keeps it: floating-point NaN and −0.0, which
@@ -101,14 +170,19 @@ struct PostgreSQLSaveWriter {
         }
         var parameters: [StoredValue] = [.integer(primaryKey), .integer(Int64(entity.entityNumber)), .integer(1)]
         for p in entity.storedProperties { parameters.append(Self.columnValue(values[p.slot], p)) }
-        let changed = try connection.execute(store.numbered(generator.insert(entity)), parameters).affectedRows
-        if changed == 0 {
-            try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
+        let sql: String
+        if let last = lastInsert, last.entity == ObjectIdentifier(entity) {
+            sql = last.sql
+        } else {
+            sql = store.numbered(generator.insert(entity))
+            lastInsert = (ObjectIdentifier(entity), sql)
         }
+        try enqueue(sql, parameters, .insert(id: id, values: values, reportAs: row.objectID))
     }
 
-    /// Runs an UPDATE; returns the new version, or nil when a conflict was recorded.
-    private mutating func update(_ u: RowUpdate) throws -> Int64? {
+    /// Queues an UPDATE (or runs it inside a savepoint, when it may break a uniqueness
+    /// constraint); its new version goes to `updatedVersions[index]`, or a conflict is recorded.
+    private mutating func update(_ u: RowUpdate, at index: Int) throws {
         let entity = u.objectID.entity
         let properties = u.changedSlots.map { entity.properties[$0] }.filter { p in
             p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
@@ -117,21 +191,42 @@ struct PostgreSQLSaveWriter {
         var parameters = properties.map { Self.columnValue(values[$0.slot], $0) }
         parameters.append(.integer(u.objectID.primaryKey))
         if let v = u.expectedVersion { parameters.append(.integer(v)) }
-        let sql = store.numbered(generator.update(entity, properties: properties, checkVersion: u.expectedVersion != nil))
-        let constrained = Self.hasUniquenessConstraints(entity)
-        guard let result = try store.executeRefusable(sql, parameters, on: connection, savepoint: constrained) else {
-            try recordUniquenessConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
-            return nil
+        let sql: String
+        let checkVersion = u.expectedVersion != nil
+        if let last = lastUpdate, last.entity == ObjectIdentifier(entity), last.checkVersion == checkVersion, last.slots == u.changedSlots {
+            sql = last.sql
+        } else {
+            sql = store.numbered(generator.update(entity, properties: properties, checkVersion: checkVersion))
+            lastUpdate = (ObjectIdentifier(entity), u.changedSlots, checkVersion, sql)
         }
-        if let version = result.firstInteger { return version }
-        try recordVersionConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
-        return nil
+        // Only an update that changes a column of a uniqueness constraint can break one: the
+        // others need no savepoint, and go in the pipeline.
+        guard Self.changesConstrainedColumn(entity, properties) else {
+            try enqueue(
+                sql, parameters,
+                .update(index: index, id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0))
+            return
+        }
+        try flush()
+        guard let result = try store.executeRefusable(sql, parameters, on: connection, savepoint: true) else {
+            try recordUniquenessConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
+            return
+        }
+        if let version = result.firstInteger {
+            updatedVersions[index] = version
+        } else {
+            try recordVersionConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
+        }
     }
 
-    static func hasUniquenessConstraints(_ entity: EntityDescription) -> Bool {
+    /// Whether `properties` include one that a uniqueness constraint of `entity` or of an
+    /// ancestor names (the unique indexes that apply to its rows).
+    static func changesConstrainedColumn(_ entity: EntityDescription, _ properties: [PropertyDescription]) -> Bool {
         var e: EntityDescription? = entity
         while let current = e {
-            if !current.uniquenessConstraints.isEmpty { return true }
+            for constraint in current.uniquenessConstraints where properties.contains(where: { constraint.contains($0.name) }) {
+                return true
+            }
             e = current.superentity
         }
         return false
@@ -140,10 +235,15 @@ struct PostgreSQLSaveWriter {
     private mutating func delete(_ d: RowDelete) throws {
         var parameters: [StoredValue] = [.integer(d.objectID.primaryKey)]
         if let v = d.expectedVersion { parameters.append(.integer(v)) }
-        let sql = store.numbered(generator.delete(d.objectID.entity, checkVersion: d.expectedVersion != nil))
-        if try connection.execute(sql, parameters).affectedRows == 0 {
-            try recordVersionConflict(id: d.objectID, values: d.values, cached: d.values, oldVersion: d.expectedVersion ?? 0)
+        let entity = d.objectID.entity, checkVersion = d.expectedVersion != nil
+        let sql: String
+        if let last = lastDelete, last.entity == ObjectIdentifier(entity), last.checkVersion == checkVersion {
+            sql = last.sql
+        } else {
+            sql = store.numbered(generator.delete(entity, checkVersion: checkVersion))
+            lastDelete = (ObjectIdentifier(entity), checkVersion, sql)
         }
+        try enqueue(sql, parameters, .delete(d))
     }
 
     private mutating func join(_ j: JoinChange, insert: Bool) throws {
@@ -154,7 +254,7 @@ struct PostgreSQLSaveWriter {
         guard let source = try keys.key(for: j.source, from: j.source, slot: slot),
             let destination = try keys.key(for: j.destination, from: j.source, slot: slot)
         else { return }
-        try connection.execute(store.numbered(sql), [.integer(source), .integer(destination)])
+        try enqueue(store.numbered(sql), [.integer(source), .integer(destination)], .join)
     }
 
     // MARK: Conflicts
