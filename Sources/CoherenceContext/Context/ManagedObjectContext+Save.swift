@@ -139,16 +139,18 @@ extension ManagedObjectContext {
     /// candidates that are really updated (each is validated as it is found).
     func validateChanges(candidates: [ManagedObject]) throws(CoherenceError) -> [ManagedObject] {
         var failures: [CoherenceError] = []
+        var rules = EntityLists()
         insertedList.forEachBorrowed { o in
-            validateProperties(o, into: &failures)
+            validateProperties(o, rules: &rules, into: &failures)
             do { try o.validateForInsert() } catch { failures.append(Self.wrap(error, o)) }
         }
         var updated: [ManagedObject] = []
         updated.reserveCapacity(candidates.count)
         candidates.forEachBorrowed { o in
-            guard o.isUpdated else { return }
+            rules.take(o.entity)
+            guard o._isUpdated(isStoredAttribute: rules.isStoredAttributeSlot) else { return }
             updated.append(o)
-            validateProperties(o, into: &failures)
+            validateProperties(o, rules: &rules, into: &failures)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
         }
         for o in deletedList {
@@ -187,8 +189,9 @@ extension ManagedObjectContext {
     }
 
     /// Checks required values, ranges, lengths, patterns and relationship counts; appends a
-    /// failure per broken rule to `failures` (no array per object).
-    func validateProperties(_ o: ManagedObject, into failures: inout [CoherenceError]) {
+    /// failure per broken rule to `failures` (no array per object). `rules` holds the lists of
+    /// the entity of the previous object (taken again when the entity changes).
+    func validateProperties(_ o: ManagedObject, rules: inout EntityLists, into failures: inout [CoherenceError]) {
         func fail(_ p: PropertyDescription, _ message: String) {
             failures.append(
                 CoherenceError(
@@ -196,19 +199,21 @@ extension ManagedObjectContext {
                     property: p.name, objectID: o.objectID))
         }
         o._willAccess()
-        let entity = o.entity
-        let values = o._state.values
+        rules.take(o.entity)
         // Required attributes need only a nil check; the full rules run only for attributes
-        // that have some (both lists are worked out when the model loads).
-        for slot in entity.requiredAttributeSlots where values[slot].isNull {
-            if let a = entity.properties[slot] as? AttributeDescription { fail(a, "is required") }
+        // that have some (both lists are worked out when the model loads). The values are read
+        // in place, and the lists by index (a loop over a list would retain it per object).
+        for i in rules.required.indices where o._state.values[rules.required[i]].isNull {
+            if let a = o.entity.properties[rules.required[i]] as? AttributeDescription { fail(a, "is required") }
         }
-        for a in entity.ruledAttributes {
-            let v = values[a.slot]
+        for i in rules.ruled.indices {
+            let a = rules.ruled[i]
+            let v = o._state.values[a.slot]
             if v.isNull { continue }
             for message in a.ruleViolations(v) { fail(a, message) }
         }
-        for r in entity.constrainedRelationships {
+        guard !rules.constrained.isEmpty else { return }
+        for r in rules.constrained {
             if !o.isInserted {
                 // Destinations that cannot be read are not counted as none: the error is the failure.
                 do throws(CoherenceError) {
@@ -379,6 +384,7 @@ extension ManagedObjectContext {
         // aligned with their new versions.
         let versions = result.updatedVersions
         var written = 0
+        var lists = EntityLists()
         updatedCandidates.values.forEachBorrowed { o in
             guard !o.isInserted && !o.isDeleted else { return }
             var wasWritten = false
@@ -388,7 +394,7 @@ extension ManagedObjectContext {
                 wasWritten = true
             }
             if wasWritten || o._hasRelationshipChanges { saved.updated.append(o) }
-            commit(o)
+            commit(o, lists: &lists)
         }
         // (Defensive, against a misaligned list: an object written but missed above still gets
         // its version. The objects are alive: nothing has run since the change set was built.)
@@ -400,7 +406,7 @@ extension ManagedObjectContext {
         insertedList.forEachBorrowed { o in
             guard !o.isDeleted else { return }
             o._state.endInserted(version: 1)
-            commit(o)
+            commit(o, lists: &lists)
         }
         deletedList.forEachBorrowed { o in
             registered[o.objectID] = nil
@@ -416,6 +422,14 @@ extension ManagedObjectContext {
     /// Makes an object's current state its committed state.
     func commit(_ o: ManagedObject) {
         o._state.commit(foreignKeys: o.entity.foreignKeyRelationships, objectID: o._objectID)
+    }
+
+    /// Makes an object's current state its committed state, with the foreign keys of `lists`
+    /// (taken for the object's entity when it is not theirs).
+    @inline(__always)
+    func commit(_ o: ManagedObject, lists: inout EntityLists) {
+        lists.take(o.entity)
+        o._state.commit(foreignKeys: lists.foreignKeys, objectID: o._objectID)
     }
 
     /// Clears change tracking after a save and posts DidSave.

@@ -70,8 +70,14 @@ private struct SaveWriter {
     /// The inserts' keys and the references resolved to keys.
     var keys: SaveKeys
     /// The last UPDATE shape and its statement: consecutive rows usually share it, so they skip
-    /// the SQL and statement lookups.
-    var lastUpdate: (entity: ObjectIdentifier, slots: [Int], check: Bool, properties: [PropertyDescription], statement: SQLiteStatement)?
+    /// the SQL and statement lookups. Kept as separate fields, compared and read in place: a
+    /// tuple bound per row was a copy (three retains and three releases per updated row).
+    var lastUpdateEntity: ObjectIdentifier?
+    var lastUpdateCheck = false
+    var lastUpdateSlots: [Int] = []
+    /// The properties the last UPDATE binds, in order.
+    var lastUpdateProperties: [PropertyDescription] = []
+    var lastUpdateStatement: SQLiteStatement?
     /// The last DELETE statement, likewise.
     var lastDelete: (entity: ObjectIdentifier, check: Bool, statement: SQLiteStatement)?
 
@@ -175,36 +181,41 @@ private struct SaveWriter {
     /// copied out of the array first (retaining its three arrays, and releasing them after).
     private mutating func update(_ row: UnsafePointer<RowUpdate>) throws -> Int64? {
         let u = UnsafeRowUpdate(row)
-        let entity = u.objectID.entity
-        let slots = u.changedSlots  // ascending: built in property order
         let check = u.expectedVersion != nil
-        let entityKey = ObjectIdentifier(entity)
-        let properties: [PropertyDescription]
+        let entityKey = ObjectIdentifier(row.pointee.objectID.entity)
+        // (The slots are ascending: built in property order.)
         let st: SQLiteStatement
-        if let last = lastUpdate, last.entity == entityKey, last.check == check, last.slots == slots {
-            properties = last.properties
-            st = last.statement
+        if let cached = lastUpdateStatement, lastUpdateEntity == entityKey, lastUpdateCheck == check,
+            lastUpdateSlots == row.pointee.changedSlots
+        {
+            st = cached
         } else {
-            properties = slots.map { entity.properties[$0] }.filter { p in
+            let entity = u.objectID.entity
+            let slots = u.changedSlots
+            let properties = slots.map { entity.properties[$0] }.filter { p in
                 p.isTransient ? false : ((p as? RelationshipDescription)?.hasForeignKey ?? true)
             }
             let sql = store.sql(.update(entityKey, slots: slots, checkVersion: check)) {
                 generator.update(entity, properties: properties, checkVersion: check)
             }
             st = try connection.cachedStatement(sql)
-            lastUpdate = (entityKey, slots, check, properties, st)
+            lastUpdateEntity = entityKey
+            lastUpdateCheck = check
+            lastUpdateSlots = slots
+            lastUpdateProperties = properties
+            lastUpdateStatement = st
         }
         var index: Int32 = 1
         if row.pointee.references.isEmpty {
             // Bound from the change set's own array (read in place, no retain of it).
-            for p in properties {
-                st.bind(row.pointee.values[p.slot], at: index)
+            for i in lastUpdateProperties.indices {
+                st.bind(row.pointee.values[lastUpdateProperties[i].slot], at: index)
                 index += 1
             }
         } else {
             let values = try keys.resolved(u.values, u.references, source: u.objectID)
-            for p in properties {
-                st.bind(values[p.slot], at: index)
+            for i in lastUpdateProperties.indices {
+                st.bind(values[lastUpdateProperties[i].slot], at: index)
                 index += 1
             }
         }
