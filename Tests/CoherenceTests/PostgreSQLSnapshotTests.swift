@@ -16,6 +16,14 @@ import Testing
         let go = DispatchSemaphore(value: 0)
     }
 
+    /// Saves a new person through `writer`.
+    static func insert(_ name: String, _ writer: ManagedObjectContext) throws {
+        try writer.performAndWait {
+            Person(context: writer).name = name
+            try writer.save()
+        }
+    }
+
     /// The people's names, as `context` reads them.
     static func names(_ context: ManagedObjectContext) throws -> [String] {
         try context.performAndWait { try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.name)])).map(\.name) }
@@ -29,12 +37,7 @@ import Testing
         let store = try coordinator.addPersistentStore(type: .postgreSQL, at: url)
         let engine = try #require(store.engine as? PostgreSQLStore)
         let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        func insert(_ name: String) throws {
-            try writer.performAndWait {
-                Person(context: writer).name = name
-                try writer.save()
-            }
-        }
+        let insert = { (name: String) throws in try Self.insert(name, writer) }
         try insert("Ada")
         let first = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let second = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
@@ -102,12 +105,7 @@ import Testing
         }
         let exporter = try open(), importer = try open()
         let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: exporter)
-        func insert(_ name: String) throws {
-            try writer.performAndWait {
-                Person(context: writer).name = name
-                try writer.save()
-            }
-        }
+        let insert = { (name: String) throws in try Self.insert(name, writer) }
         try insert("Ada")
         let pinned = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: exporter)
         try pinned.performAndWait { try pinned.setQueryGeneration(from: .current) }
