@@ -16,6 +16,14 @@ import Testing
         let go = DispatchSemaphore(value: 0)
     }
 
+    /// Saves a new person through `writer`.
+    static func insert(_ name: String, _ writer: ManagedObjectContext) throws {
+        try writer.performAndWait {
+            Person(context: writer).name = name
+            try writer.save()
+        }
+    }
+
     /// The people's names, as `context` reads them.
     static func names(_ context: ManagedObjectContext) throws -> [String] {
         try context.performAndWait { try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.name)])).map(\.name) }
@@ -29,12 +37,7 @@ import Testing
         let store = try coordinator.addPersistentStore(type: .postgreSQL, at: url)
         let engine = try #require(store.engine as? PostgreSQLStore)
         let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        func insert(_ name: String) throws {
-            try writer.performAndWait {
-                Person(context: writer).name = name
-                try writer.save()
-            }
-        }
+        let insert = { (name: String) throws in try Self.insert(name, writer) }
         try insert("Ada")
         let first = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let second = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
@@ -87,5 +90,44 @@ import Testing
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [.text(schema)])
         #expect(open.firstInteger == 0)
         #expect(engine.idleReaderCount >= 2)
+    }
+
+    /// Another coordinator of the same store (another instance) given the token, encoded and
+    /// decoded as it would cross processes, reads the same snapshot while the first holds it.
+    @Test(.postgreSQLServer, .timeLimit(.minutes(2)))
+    func anotherCoordinatorReadsAtTheSnapshotATokenCarries() throws {
+        let dir = try TemporaryDirectory()
+        let url = try dir.postgreSQLURL()
+        func open() throws -> PersistentStoreCoordinator {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+            try coordinator.addPersistentStore(type: .postgreSQL, at: url)
+            return coordinator
+        }
+        let exporter = try open(), importer = try open()
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: exporter)
+        let insert = { (name: String) throws in try Self.insert(name, writer) }
+        try insert("Ada")
+        let pinned = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: exporter)
+        try pinned.performAndWait { try pinned.setQueryGeneration(from: .current) }
+        #expect(try Self.names(pinned) == ["Ada"])
+        try insert("Bob")
+        let token = try #require(pinned.performAndWait { pinned.queryGenerationToken })
+        let carried = try JSONDecoder().decode(QueryGenerationToken.self, from: try JSONEncoder().encode(token))
+        #expect(carried == token)
+
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: importer)
+        try other.performAndWait { try other.setQueryGeneration(from: carried) }
+        #expect(try Self.names(other) == ["Ada"])
+        try insert("Cy")
+        #expect(try Self.names(other) == ["Ada"])
+        let fresh = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: importer)
+        #expect(try Self.names(fresh) == ["Ada", "Bob", "Cy"])
+
+        // Once the exporter let it go, the token names nothing any more.
+        try pinned.performAndWait { try pinned.setQueryGeneration(from: nil) }
+        let late = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: importer)
+        let error = #expect(throws: CoherenceError.self) { try late.performAndWait { try late.setQueryGeneration(from: carried) } }
+        #expect(error?.code == .invalidQueryGenerationToken)
+        #expect(try Self.names(other) == ["Ada"])  // a generation already imported is kept
     }
 }

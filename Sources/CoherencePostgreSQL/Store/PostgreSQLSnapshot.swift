@@ -7,7 +7,7 @@ import Foundation
 /// contexts sharing the generation read at once, each on a connection of its own, and all see
 /// exactly the same data. Connections that imported it are kept (in their transactions) for the
 /// next reads; closing ends every transaction and gives the connections back to the pool.
-final class PostgreSQLSnapshot: StoreSnapshot, @unchecked Sendable {
+final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
     // @unchecked Sendable: a connection is used by one read at a time: taken out of `state`
     // under its lock, and put back when the read is done.
     private struct State {
@@ -34,6 +34,8 @@ final class PostgreSQLSnapshot: StoreSnapshot, @unchecked Sendable {
     }
 
     deinit { close() }
+
+    var exportedIdentifier: String { identifier }
 
     /// How many connections hold the snapshot (reading or not).
     var connectionCount: Int { state.withLock { $0.idle.count + $0.lent } }
@@ -113,7 +115,7 @@ final class PostgreSQLSnapshot: StoreSnapshot, @unchecked Sendable {
     }
 }
 
-extension PostgreSQLStore {
+extension PostgreSQLStore: SnapshotImporting {
     package var supportsSnapshots: Bool { true }
 
     package var journalModeDescription: String { "postgresql" }
@@ -131,6 +133,26 @@ extension PostgreSQLStore {
         } catch {
             c.close()
             throw storeError(.storeReadFailed, error, "Opening a snapshot failed")
+        }
+    }
+
+    /// Begins a `REPEATABLE READ` transaction on a reader connection at a snapshot another
+    /// connection exported (another coordinator's, while it holds it); other connections of
+    /// this store import it the same way when reads overlap.
+    /// - Throws: `.invalidQueryGenerationToken` when the snapshot is no longer held.
+    package func openSnapshot(importing identifier: String) throws(CoherenceError) -> any StoreSnapshot {
+        let c = try takeReader()
+        do {
+            try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try c.execute("SET TRANSACTION SNAPSHOT \(generator.literal(.text(identifier)))")
+            return PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
+        } catch {
+            c.close()
+            var e = CoherenceError(
+                .invalidQueryGenerationToken, "The exported snapshot \(identifier) is no longer held: \(error.message)",
+                store: locationDescription, sql: error.sql)
+            e.underlyingErrors = [error]
+            throw e
         }
     }
 }

@@ -21,7 +21,9 @@ package final class QueryGeneration: Sendable {
     }
 
     init(registry: UUID, number: UInt64, snapshots: [UUID: any StoreSnapshot], now: UInt64) {
-        self.token = QueryGenerationToken(.snapshot(coordinator: registry, number: number))
+        self.token = QueryGenerationToken(
+            .snapshot(coordinator: registry, number: number),
+            exportedSnapshots: snapshots.compactMapValues { ($0 as? any ExportedStoreSnapshot)?.exportedIdentifier })
         self.number = number
         self.snapshots = snapshots
         self.state = LockedValue(State(lastUsed: now))

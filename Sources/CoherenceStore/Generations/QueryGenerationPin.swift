@@ -11,11 +11,19 @@ package final class QueryGenerationPin: Sendable {
         self.held = LockedValue(nil)
     }
 
-    /// A pin to the generation `token` names (held once more).
-    /// - Throws: `.invalidQueryGenerationToken` (another coordinator's, or released).
+    /// A pin to the generation `token` names (held once more), or, for a token of another
+    /// coordinator that carries exported snapshots, to a new generation at those snapshots.
+    /// - Throws: `.invalidQueryGenerationToken` (another coordinator's without exported
+    ///   snapshots of every store, or released).
     package init(_ token: QueryGenerationToken, of coordinator: PersistentStoreCoordinator) throws(CoherenceError) {
         self.coordinator = coordinator
-        self.held = LockedValue(try coordinator.queryGenerations.retain(token))
+        if case .snapshot(let registry, _) = token.kind, registry != coordinator.queryGenerations.identifier,
+            !token.exportedSnapshots.isEmpty
+        {
+            self.held = LockedValue(try coordinator.importQueryGeneration(token))
+        } else {
+            self.held = LockedValue(try coordinator.queryGenerations.retain(token))
+        }
     }
 
     deinit {

@@ -14,16 +14,28 @@ import Foundation
 /// ```
 ///
 /// A token belongs to the coordinator whose contexts made it, and names a snapshot only while
-/// a context holds it; see the Query generations guide.
-public struct QueryGenerationToken: Sendable, Equatable, CustomStringConvertible {
-    enum Kind: Sendable, Equatable {
+/// a context holds it; see the Query generations guide. A token of PostgreSQL stores also
+/// carries their exported snapshots: it can be encoded (`Codable`) and given to another
+/// coordinator of the same stores, in this process or another, whose contexts then read the same
+/// snapshot while a context of the first coordinator holds it.
+public struct QueryGenerationToken: Sendable, Equatable, Codable, CustomStringConvertible {
+    enum Kind: Sendable, Equatable, Codable {
         case current
         /// Generation `number` of the coordinator whose generations' identifier is `coordinator`.
         case snapshot(coordinator: UUID, number: UInt64)
     }
     let kind: Kind
+    /// The exported snapshots of the generation's stores, by store identifier (PostgreSQL
+    /// stores' ``ExportedStoreSnapshot``s), which another coordinator can import.
+    package let exportedSnapshots: [UUID: String]
 
-    init(_ kind: Kind) { self.kind = kind }
+    init(_ kind: Kind, exportedSnapshots: [UUID: String] = [:]) {
+        self.kind = kind
+        self.exportedSnapshots = exportedSnapshots
+    }
+
+    /// Whether both name the same snapshot.
+    public static func == (lhs: QueryGenerationToken, rhs: QueryGenerationToken) -> Bool { lhs.kind == rhs.kind }
 
     /// The snapshot current at a context's next read (Core Data's
     /// `NSQueryGenerationToken.current`).
