@@ -187,15 +187,18 @@ final class WriterProcess: @unchecked Sendable {
     private let arrived = DispatchSemaphore(value: 0)
     private let consumed = LockedValue<Int>(0)
 
-    /// Starts the writer (or the helper `program`) on the store at `store`.
-    init(store: URL, author: String, _ arguments: [String], program: String = "CoherenceTestWriter") throws {
+    /// Starts the writer (or the helper `program`) on the store at `store`; `launcher`: a
+    /// command that runs it (as `ip netns exec NAME`).
+    init(store: URL, author: String, _ arguments: [String], program: String = "CoherenceTestWriter", launcher: [String] = []) throws {
         let executable = Self.executable(program)
         try #require(
             FileManager.default.isExecutableFile(atPath: executable.path),
             "\(program) is not built at \(executable.path) (swift build --build-tests builds it)")
         process = Process()
-        process.executableURL = executable
-        process.arguments = ["--store", store.path, "--author", author] + arguments
+        process.executableURL = launcher.first.map { URL(fileURLWithPath: $0) } ?? executable
+        process.arguments =
+            (launcher.isEmpty ? [] : Array(launcher.dropFirst()) + [executable.path]) + ["--store", store.path, "--author", author]
+            + arguments
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
