@@ -70,6 +70,8 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         let generator = self.generator
         let expectedHash = model.versionHash(forConfiguration: configurationName) ?? model.versionHash
         var metadata: [String: String] = [:]
+        let functions = generator.createFunctions()
+        let functionsHash = StableHash.hex(functions.joined(separator: "\n"))
         do {
             try connection.execute("CREATE SCHEMA IF NOT EXISTS \(generator.dialect.quote(configuration.schema))")
             try connection.execute("BEGIN")
@@ -84,6 +86,13 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
                         connection, metadata: &metadata, entities: entities, model: model, expectedHash: expectedHash, options: options,
                         store: location)
                 }
+                // Stores made by an earlier version keep their SQL functions until they are
+                // replaced here (the folding the predicates use must be today's).
+                if metadata[Self.functionsKey] != functionsHash {
+                    for statement in functions { try connection.execute(statement) }
+                    metadata[Self.functionsKey] = functionsHash
+                    try connection.execute(sql(generator.writeMetadata), [.text(Self.functionsKey), .text(functionsHash)])
+                }
             } else {
                 guard (try connection.execute(generator.userTableCount).firstInteger ?? 0) == 0 else {
                     throw CoherenceError(
@@ -95,10 +104,11 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
                     "modelVersionHash": expectedHash,
                     "configuration": configurationName ?? ManagedObjectModel.defaultConfigurationName,
                     "storeType": "PostgreSQL",
-                    "formatVersion": "1"
+                    "formatVersion": "1",
+                    Self.functionsKey: functionsHash
                 ]
                 metadata.merge(StoredSchema.versionMetadata(entities: entities, model: model)) { _, new in new }
-                for statement in generator.createFunctions() + generator.createMetadataTables() + generator.createSchema(for: entities) {
+                for statement in functions + generator.createMetadataTables() + generator.createSchema(for: entities) {
                     try connection.execute(statement)
                 }
                 for (k, v) in metadata.sorted(by: { $0.key < $1.key }) {
@@ -129,6 +139,10 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         self.tracksHistory = options.persistentHistoryTracking
         self.writer = PostgreSQLConnectionBox(connection)
     }
+
+    /// The metadata key of a hash of the store's SQL functions (``SQLGenerator/createFunctions()``):
+    /// when it differs from today's, opening the store replaces them.
+    static let functionsKey = "functionsHash"
 
     deinit { close() }
 

@@ -370,9 +370,10 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     }
 }
 
-/// FNV-1a, 64-bit: a stable (not cryptographic) hash for model version hashes.
-enum StableHash {
-    static func hex(_ s: String) -> String {
+/// FNV-1a, 64-bit: a stable (not cryptographic) hash for model version hashes and the
+/// PostgreSQL store's function definitions.
+package enum StableHash {
+    package static func hex(_ s: String) -> String {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in s.utf8 {
             h ^= UInt64(b)
