@@ -224,15 +224,49 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     /// Reads a result into Swift values and clears it; a failed result becomes an error.
     private func read(_ result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> PostgreSQLResult {
+        let result = try check(result, sql: sql)
+        defer { PQclear(result) }
+        var out = PostgreSQLResult()
+        out.affectedRows = Int(String(cString: PQcmdTuples(result))) ?? 0
+        let rows = PostgreSQLRows(result)
+        guard rows.count > 0, rows.columnCount > 0 else { return out }
+        out.rows.reserveCapacity(rows.count)
+        for r in 0..<Int32(rows.count) {
+            var row: [StoredValue] = []
+            row.reserveCapacity(rows.columnCount)
+            for c in 0..<Int32(rows.columnCount) { row.append(rows.value(r, c)) }
+            out.rows.append(row)
+        }
+        return out
+    }
+
+    /// Runs one statement with parameters (prepared on first use) and hands its rows to `body`
+    /// where libpq received them, without copying them into a ``PostgreSQLResult`` first. The
+    /// result is cleared when `body` returns: `body` must not keep `rows`.
+    func query<T>(_ sql: String, _ parameters: [StoredValue], _ body: (PostgreSQLRows) throws -> T) throws -> T {
+        let connection = try open(sql)
+        let converted = try convert(parameters, sql: sql)
+        let name = try preparedName(sql, converted, on: connection)
+        roundTrips += 1
+        let result = try check(
+            Self.withParameters(converted) { values, lengths, formats in
+                PQexecPrepared(connection, name, Int32(converted.count), values, lengths, formats, 0)
+            }, sql: sql)
+        defer { PQclear(result) }
+        return try body(PostgreSQLRows(result))
+    }
+
+    /// A successful result; a failed one is cleared and thrown as an error.
+    private func check(_ result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> OpaquePointer {
         guard let result else {
             let message = handle.map { Self.message(PQerrorMessage($0)) } ?? "no connection"
             throw PostgreSQLError(
                 sqlState: isOpen ? nil : PostgreSQLError.connectionFailure, message: configuration.redacting(message), sql: sql,
                 location: configuration.redactedURL)
         }
-        defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
+            defer { PQclear(result) }
             // A connection that broke has no SQLSTATE from the server: it is a connection failure.
             let state =
                 PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
@@ -242,27 +276,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
             throw PostgreSQLError(
                 sqlState: state, message: configuration.redacting(message), sql: sql, location: configuration.redactedURL)
         }
-        var out = PostgreSQLResult()
-        out.affectedRows = Int(String(cString: PQcmdTuples(result))) ?? 0
-        let rowCount = PQntuples(result), columnCount = PQnfields(result)
-        guard rowCount > 0, columnCount > 0 else { return out }
-        let types = (0..<columnCount).map { PQftype(result, $0) }
-        out.rows.reserveCapacity(Int(rowCount))
-        for r in 0..<rowCount {
-            var row: [StoredValue] = []
-            row.reserveCapacity(Int(columnCount))
-            for c in 0..<columnCount {
-                if PQgetisnull(result, r, c) != 0 {
-                    row.append(.null)
-                } else {
-                    // Valid until PQclear (deferred above); copied into a String at once.
-                    let text = String(cString: PQgetvalue(result, r, c))
-                    row.append(PostgreSQLValue.value(text: text, type: types[Int(c)]))
-                }
-            }
-            out.rows.append(row)
-        }
-        return out
+        return result
     }
 
     /// A libpq message without its trailing newline.

@@ -1,3 +1,4 @@
+import CCoherencePostgreSQL
 import Foundation
 
 /// The rows a statement returned, read out of libpq's result at once (nothing points into it
@@ -48,14 +49,15 @@ enum PostgreSQLValue {
         return v.description
     }
 
-    /// A column value from its text form and type.
-    static func value(text: String, type: UInt32) -> StoredValue {
+    /// A column value from its text form (`bytes`, as the server sent it) and type.
+    static func value(_ bytes: UnsafeRawBufferPointer, type: UInt32) -> StoredValue {
         switch type {
         case int8OID, int2OID, int4OID, oidOID:
-            return Int64(text).map(StoredValue.integer) ?? .text(text)
+            return integer(bytes).map(StoredValue.integer) ?? .text(String(decoding: bytes, as: UTF8.self))
         case boolOID:
-            return .integer(text == "t" ? 1 : 0)
+            return .integer(bytes.first == UInt8(ascii: "t") ? 1 : 0)
         case float4OID, float8OID:
+            let text = String(decoding: bytes, as: UTF8.self)
             switch text {
             case "NaN": return StoredValue(double: .nan)
             case "Infinity": return .real(.infinity)
@@ -63,16 +65,39 @@ enum PostgreSQLValue {
             default: return Double(text).map { StoredValue(double: $0) } ?? .text(text)
             }
         case byteaOID:
-            return .blob(bytes(hex: text))
+            return .blob(Self.bytes(hex: bytes))
         default:
-            return .text(text)
+            return .text(String(decoding: bytes, as: UTF8.self))
         }
     }
 
+    /// The integer written in decimal in `bytes` (an optional `-`, then digits), or nil when it
+    /// is not one or does not fit in 64 bits.
+    static func integer(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        guard let first = bytes.first else { return nil }
+        let negative = first == UInt8(ascii: "-")
+        var i = negative ? 1 : 0
+        guard i < bytes.count else { return nil }
+        // Accumulated negatively, so that Int64.min fits.
+        var value: Int64 = 0
+        while i < bytes.count {
+            let digit = Int64(bytes[i]) - 48
+            guard digit >= 0 && digit <= 9 else { return nil }
+            let (shifted, o1) = value.multipliedReportingOverflow(by: 10)
+            let (next, o2) = shifted.subtractingReportingOverflow(digit)
+            guard !o1 && !o2 else { return nil }
+            value = next
+            i += 1
+        }
+        if negative { return value }
+        let (positive, overflow) = (0 as Int64).subtractingReportingOverflow(value)
+        return overflow ? nil : positive
+    }
+
     /// The bytes of `bytea`'s hex output (`\x0a1b…`).
-    static func bytes(hex text: String) -> Data {
-        var utf8 = Array(text.utf8)
-        if utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x") { utf8.removeFirst(2) }
+    static func bytes(hex text: UnsafeRawBufferPointer) -> Data {
+        var utf8 = text[...]
+        if utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x") { utf8 = utf8.dropFirst(2) }
         func nibble(_ c: UInt8) -> UInt8 {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
@@ -82,11 +107,45 @@ enum PostgreSQLValue {
             }
         }
         var data = Data(capacity: utf8.count / 2)
-        var i = 0
-        while i + 1 < utf8.count {
+        var i = utf8.startIndex
+        while i + 1 < utf8.endIndex {
             data.append(nibble(utf8[i]) << 4 | nibble(utf8[i + 1]))
             i += 2
         }
         return data
+    }
+}
+
+/// The rows of a libpq result, read where libpq keeps them (see
+/// `PostgreSQLConnection.query(_:_:_:)`): valid only while the call that handed them over runs.
+struct PostgreSQLRows {
+    // Invariant: `result` is a successful libpq result that the connection clears only after
+    // the body it was handed to has returned; nothing here outlives that body.
+    private let result: OpaquePointer
+    /// The number of rows and columns.
+    let count: Int
+    let columnCount: Int
+    /// Each column's type object ID.
+    private let types: [UInt32]
+
+    init(_ result: OpaquePointer) {
+        self.result = result
+        count = Int(PQntuples(result))
+        columnCount = Int(PQnfields(result))
+        types = (0..<Int32(columnCount)).map { PQftype(result, $0) }
+    }
+
+    /// The value at `row`, `column` (both in range).
+    func value(_ row: Int32, _ column: Int32) -> StoredValue {
+        if PQgetisnull(result, row, column) != 0 { return .null }
+        let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
+        return PostgreSQLValue.value(bytes, type: types[Int(column)])
+    }
+
+    /// The integer at `row`, `column`, when it is one.
+    func integer(_ row: Int32, _ column: Int32) -> Int64? {
+        if PQgetisnull(result, row, column) != 0 { return nil }
+        guard case .integer(let v) = value(row, column) else { return nil }
+        return v
     }
 }

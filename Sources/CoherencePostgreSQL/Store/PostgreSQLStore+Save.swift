@@ -262,9 +262,9 @@ struct PostgreSQLSaveWriter {
     /// The current version and values of a row, or nil when it does not exist.
     private static func current(_ id: ObjectID, store: PostgreSQLStore, connection: PostgreSQLConnection) throws -> StoreRow? {
         let plan = store.plan(for: id.entity.rootEntity)
-        let result = try connection.execute(store.numbered(store.generator.selectOne(id.entity, plan: plan)), [.integer(id.primaryKey)])
-        guard let first = result.rows.first else { return nil }
-        return try store.row(first, plan: plan)
+        return try connection.query(store.numbered(store.generator.selectOne(id.entity, plan: plan)), [.integer(id.primaryKey)]) {
+            result in try store.rows(result, plan: plan).first
+        }
     }
 
     private mutating func recordVersionConflict(id: ObjectID, values: [StoredValue], cached: [StoredValue]?, oldVersion: Int64) throws {

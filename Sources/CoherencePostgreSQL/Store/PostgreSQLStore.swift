@@ -324,36 +324,43 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         return p
     }
 
-    /// A row of a result whose columns are `plan`'s (`Z_PK`, `Z_ENT`, `Z_OPT`, then the columns).
-    func row(_ columns: [StoredValue], plan: SelectPlan) throws(CoherenceError) -> StoreRow {
-        guard columns.count >= 3, case .integer(let pk) = columns[0], case .integer(let version) = columns[2] else {
-            throw CoherenceError(.corruptRow, "A row has no key or version.", store: locationDescription)
+    /// The rows of a result whose columns are `plan`'s (`Z_PK`, `Z_ENT`, `Z_OPT`, then the
+    /// columns), each made at once in its entity's slot layout.
+    func rows(_ result: PostgreSQLRows, plan: SelectPlan) throws(CoherenceError) -> [StoreRow] {
+        var rows: [StoreRow] = []
+        rows.reserveCapacity(result.count)
+        // A hierarchy of one entity: its description and column mapping, looked up once.
+        let single = plan.singleEntityNumber.flatMap { n in plan.entities[n].flatMap { e in plan.mapping[n].map { (e, $0) } } }
+        for r in 0..<Int32(result.count) {
+            guard let pk = result.integer(r, 0), let version = result.integer(r, 2) else {
+                throw CoherenceError(.corruptRow, "A row has no key or version.", store: locationDescription)
+            }
+            let entity: EntityDescription, mapping: [(column: Int32, slot: Int)]
+            if let single {
+                (entity, mapping) = single
+            } else {
+                let number = result.integer(r, 1).map(Int.init) ?? -1
+                guard let e = plan.entities[number], let m = plan.mapping[number] else {
+                    throw CoherenceError(
+                        .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: locationDescription)
+                }
+                (entity, mapping) = (e, m)
+            }
+            var values = entity.initialValues
+            for (column, slot) in mapping where Int(column) < result.columnCount && slot < values.count {
+                values[slot] = result.value(r, column)
+            }
+            rows.append(StoreRow(entity: entity, primaryKey: pk, version: version, values: values))
         }
-        let number: Int
-        if let single = plan.singleEntityNumber {
-            number = single
-        } else if case .integer(let n) = columns[1] {
-            number = Int(n)
-        } else {
-            number = -1
-        }
-        guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
-            throw CoherenceError(
-                .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: locationDescription)
-        }
-        var values = entity.initialValues
-        for (column, slot) in mapping where Int(column) < columns.count && slot < values.count { values[slot] = columns[Int(column)] }
-        return StoreRow(entity: entity, primaryKey: pk, version: version, values: values)
+        return rows
     }
 
     package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
-        let result = try withReader(fetch.generation?.snapshot(of: identifier)) { c in try c.execute(numbered(sql), bindings) }
-        var rows: [StoreRow] = []
-        rows.reserveCapacity(result.rows.count)
-        for r in result.rows { rows.append(try row(r, plan: plan)) }
-        return rows
+        return try withReader(fetch.generation?.snapshot(of: identifier)) { c in
+            try c.query(numbered(sql), bindings) { result in try rows(result, plan: plan) }
+        }
     }
 
     package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
@@ -381,11 +388,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         guard !keys.isEmpty else { return [] }
         let plan = self.plan(for: entity.rootEntity)
         let sql = numbered(generator.selectByKeys(entity, plan: plan))
-        let result = try withReader(snapshot) { c in try c.execute(sql, [.text(generator.keyList(keys))]) }
-        var rows: [StoreRow] = []
-        rows.reserveCapacity(result.rows.count)
-        for r in result.rows { rows.append(try row(r, plan: plan)) }
-        return rows
+        return try withReader(snapshot) { c in
+            try c.query(sql, [.text(generator.keyList(keys))]) { result in try rows(result, plan: plan) }
+        }
     }
 
     package func related(
