@@ -78,7 +78,8 @@ import Testing
             try connection.execute("SELECT coherence_fold($1, 3)", [.text("Straße É")]).rows.first?.first
         }
         // What an earlier version left: a function that folds nothing, and no hash in the metadata.
-        try connection.execute("CREATE OR REPLACE FUNCTION coherence_fold(t TEXT, options INTEGER) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$ SELECT t $$")
+        try connection.execute(
+            "CREATE OR REPLACE FUNCTION coherence_fold(t TEXT, options INTEGER) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$ SELECT t $$")
         try connection.execute("DELETE FROM Z_METADATA WHERE Z_KEY = 'functionsHash'")
         #expect(try fold() == .text("Straße É"))
 

@@ -239,7 +239,8 @@ struct StrategyTests {
     func waitUntilCount<S>(_ connect: GenericConnect<S>, _ n: Int, entity: String = "Person") async throws -> Int {
         // IndirectNested and Mixed write the view context's saves through their root context,
         // asynchronously; the others have written when `save()` returns.
-        let root = (connect.strategy as? ContextStrategy.IndirectNested)?.rootContext ?? (connect.strategy as? ContextStrategy.Mixed)?.rootContext
+        let root =
+            (connect.strategy as? ContextStrategy.IndirectNested)?.rootContext ?? (connect.strategy as? ContextStrategy.Mixed)?.rootContext
         guard let root else {
             return try connect.persistentStoreCoordinator.count(for: FetchRequest<ManagedObject>(entityName: entity))
         }
