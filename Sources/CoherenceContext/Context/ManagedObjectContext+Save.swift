@@ -139,7 +139,7 @@ extension ManagedObjectContext {
     /// candidates that are really updated (each is validated as it is found).
     func validateChanges(candidates: [ManagedObject]) throws(CoherenceError) -> [ManagedObject] {
         var failures: [CoherenceError] = []
-        var rules = EntityLists()
+        var rules = ValidationRules()
         insertedList.forEachBorrowed { o in
             validateProperties(o, rules: &rules, into: &failures)
             do { try o.validateForInsert() } catch { failures.append(Self.wrap(error, o)) }
@@ -147,8 +147,7 @@ extension ManagedObjectContext {
         var updated: [ManagedObject] = []
         updated.reserveCapacity(candidates.count)
         candidates.forEachBorrowed { o in
-            rules.take(o.entity)
-            guard o._isUpdated(isStoredAttribute: rules.isStoredAttributeSlot) else { return }
+            guard o.isUpdated else { return }
             updated.append(o)
             validateProperties(o, rules: &rules, into: &failures)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
@@ -191,7 +190,7 @@ extension ManagedObjectContext {
     /// Checks required values, ranges, lengths, patterns and relationship counts; appends a
     /// failure per broken rule to `failures` (no array per object). `rules` holds the lists of
     /// the entity of the previous object (taken again when the entity changes).
-    func validateProperties(_ o: ManagedObject, rules: inout EntityLists, into failures: inout [CoherenceError]) {
+    func validateProperties(_ o: ManagedObject, rules: inout ValidationRules, into failures: inout [CoherenceError]) {
         func fail(_ p: PropertyDescription, _ message: String) {
             failures.append(
                 CoherenceError(
@@ -384,7 +383,6 @@ extension ManagedObjectContext {
         // aligned with their new versions.
         let versions = result.updatedVersions
         var written = 0
-        var lists = EntityLists()
         updatedCandidates.values.forEachBorrowed { o in
             guard !o.isInserted && !o.isDeleted else { return }
             var wasWritten = false
@@ -394,7 +392,7 @@ extension ManagedObjectContext {
                 wasWritten = true
             }
             if wasWritten || o._hasRelationshipChanges { saved.updated.append(o) }
-            commit(o, lists: &lists)
+            commit(o)
         }
         // (Defensive, against a misaligned list: an object written but missed above still gets
         // its version. The objects are alive: nothing has run since the change set was built.)
@@ -406,7 +404,7 @@ extension ManagedObjectContext {
         insertedList.forEachBorrowed { o in
             guard !o.isDeleted else { return }
             o._state.endInserted(version: 1)
-            commit(o, lists: &lists)
+            commit(o)
         }
         deletedList.forEachBorrowed { o in
             registered[o.objectID] = nil
@@ -422,14 +420,6 @@ extension ManagedObjectContext {
     /// Makes an object's current state its committed state.
     func commit(_ o: ManagedObject) {
         o._state.commit(foreignKeys: o.entity.foreignKeyRelationships, objectID: o._objectID)
-    }
-
-    /// Makes an object's current state its committed state, with the foreign keys of `lists`
-    /// (taken for the object's entity when it is not theirs).
-    @inline(__always)
-    func commit(_ o: ManagedObject, lists: inout EntityLists) {
-        lists.take(o.entity)
-        o._state.commit(foreignKeys: lists.foreignKeys, objectID: o._objectID)
     }
 
     /// Clears change tracking after a save and posts DidSave.

@@ -90,24 +90,17 @@ extension ManagedObject {
     /// Whether the object is a fault (its values not yet accessed).
     public var isFault: Bool { _state.flags.contains(.fault) }
     /// Whether the object has unsaved changes to its properties (an existing object).
-    public var isUpdated: Bool { _isUpdated(isStoredAttribute: entity.isStoredAttributeSlot) }
-
-    /// ``isUpdated``, with the entity's `isStoredAttributeSlot` list given (read only when
-    /// needed): a save passes the list it holds for a run of objects of one entity.
-    @inline(__always)
-    func _isUpdated(isStoredAttribute isStored: @autoclosure () -> [Bool]) -> Bool {
-        !isInserted && !isDeleted && _hasLiveContext && (_hasAttributeChanges(isStoredAttribute: isStored()) || _hasRelationshipChanges)
+    public var isUpdated: Bool {
+        !isInserted && !isDeleted && _hasLiveContext && (_hasAttributeChanges || _hasRelationshipChanges)
     }
 
-    /// Whether a stored attribute (`isStored[slot]`) differs from the committed snapshot (no
-    /// allocation).
-    @inline(__always)
-    func _hasAttributeChanges(isStoredAttribute isStored: @autoclosure () -> [Bool]) -> Bool {
+    /// Whether a stored attribute differs from the committed snapshot (no allocation).
+    var _hasAttributeChanges: Bool {
         // An object whose data could not be loaded has changes when it was edited since.
         let flags = _state.flags
         guard !flags.contains(.fault) else { return flags.contains(.loadFailed) && _hasUnloadedEdits }
         guard _state.hasSnapshot else { return flags.contains(.inaccessible) && _hasUnloadedEdits }
-        return _state.hasAttributeChanges(isStoredAttribute: isStored())
+        return _state.hasAttributeChanges(isStoredAttribute: entity.isStoredAttributeSlot)
     }
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInserted || isDeleted || isUpdated }
