@@ -72,13 +72,20 @@ struct MigrationHistoryTests {
         return try coordinator.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil)).transactions
     }
 
+    /// A filled version-1 store in `dir`, opened at version 2 the given way (so migrated).
+    static func migrated(_ type: StoreType, _ way: Way, in dir: TemporaryDirectory, deletingAll: Bool) throws -> (
+        PersistentStoreCoordinator, PersistentStore, [PersistentHistoryToken]
+    ) {
+        let url = try migrationStoreURL(type, dir, "h")
+        let tokens = try fill(url, deletingAll: deletingAll)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try v2())
+        return (coordinator, try coordinator.addPersistentStore(type: type, at: url, options: try options(way)), tokens)
+    }
+
     @Test(arguments: storedTypes, Way.allCases)
     func historyTokensAndProgressSurvive(_ type: StoreType, _ way: Way) throws {
         let dir = try TemporaryDirectory()
-        let url = try migrationStoreURL(type, dir, "h")
-        let tokens = try Self.fill(url, deletingAll: false)
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.v2())
-        let store = try coordinator.addPersistentStore(type: type, at: url, options: try Self.options(way))
+        let (coordinator, store, tokens) = try Self.migrated(type, way, in: dir, deletingAll: false)
         defer { try? coordinator.remove(store) }
         let before = try coordinator.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil)).transactions
         #expect(before.map(\.token) == tokens)
@@ -93,10 +100,7 @@ struct MigrationHistoryTests {
     @Test(arguments: storedTypes, Way.allCases)
     func numberingGoesOnAfterEveryTransactionWasDeleted(_ type: StoreType, _ way: Way) throws {
         let dir = try TemporaryDirectory()
-        let url = try migrationStoreURL(type, dir, "h")
-        let tokens = try Self.fill(url, deletingAll: true)
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.v2())
-        let store = try coordinator.addPersistentStore(type: type, at: url, options: try Self.options(way))
+        let (coordinator, store, tokens) = try Self.migrated(type, way, in: dir, deletingAll: true)
         defer { try? coordinator.remove(store) }
         #expect(try coordinator.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil)).transactions.isEmpty)
         let after = try Self.saveAndReadHistory(coordinator)
