@@ -28,6 +28,10 @@ struct PostgreSQLBatchWriter: BatchWriter {
     /// The INSERT of the last entity inserted (consecutive rows share it; placeholders
     /// numbered), with the attributes it binds after the key.
     var lastInsert: (entity: EntityDescription, sql: String, attributes: [AttributeDescription])? = nil
+    /// The multi-row INSERT of the last entity inserted several rows at once, for that many rows.
+    var lastMultiInsert: (entity: EntityDescription, rows: Int, sql: String)? = nil
+    /// The most rows one batch INSERT writes.
+    static let insertChunkRows = 256
 
     var storeIdentifier: UUID { store.identifier }
     var storeLocation: String { store.locationDescription }
@@ -91,6 +95,52 @@ struct PostgreSQLBatchWriter: BatchWriter {
         for a in attributes { parameters.append(PostgreSQLSaveWriter.columnValue(values[a.slot], a)) }
         let connection = self.connection
         return try run("Inserting a row of '\(entity.name)' failed") { try connection.execute(sql, parameters) }.affectedRows > 0
+    }
+
+    /// Up to ``insertChunkRows`` rows per INSERT, within PostgreSQL's 65,535 parameters per statement.
+    func insertChunkSize(_ entity: EntityDescription) -> Int {
+        let parameters = entity.storedProperties.count { $0 is AttributeDescription } + 1
+        return Swift.max(1, Swift.min(Self.insertChunkRows, Int(UInt16.max) / parameters))
+    }
+
+    /// One INSERT of several rows; on a table with uniqueness constraints inside a savepoint,
+    /// rolled back when a unique index refused any row (the changed-row count says so).
+    mutating func insertRows(_ entity: EntityDescription, _ rows: [(key: Int64, values: [StoredValue])]) throws(CoherenceError)
+        -> Bool
+    {
+        let attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
+        let sql: String
+        if let last = lastMultiInsert, last.entity === entity, last.rows == rows.count {
+            sql = last.sql
+        } else {
+            sql = generator.dialect.numberingPlaceholders(generator.batchInsert(entity, attributes: attributes, rows: rows.count))
+            if rows.count == insertChunkSize(entity) { lastMultiInsert = (entity, rows.count, sql) }
+        }
+        var parameters: [StoredValue] = []
+        parameters.reserveCapacity(rows.count * (attributes.count + 1))
+        for r in rows {
+            parameters.append(.integer(r.key))
+            for a in attributes { parameters.append(PostgreSQLSaveWriter.columnValue(r.values[a.slot], a)) }
+        }
+        let connection = self.connection, count = rows.count
+        let constrained = PostgreSQLSaveWriter.hasUniquenessConstraints(entity)
+        return try run("Inserting \(count) rows of '\(entity.name)' failed") {
+            guard constrained else {
+                let inserted = try connection.execute(sql, parameters).affectedRows
+                guard inserted == count else {
+                    throw CoherenceError(.storeWriteFailed, "The INSERT wrote \(inserted) of \(count) rows.", entity: entity.name)
+                }
+                return true
+            }
+            try connection.execute("SAVEPOINT coherence_batch_insert")
+            if try connection.execute(sql, parameters).affectedRows == count {
+                try connection.execute("RELEASE SAVEPOINT coherence_batch_insert")
+                return true
+            }
+            try connection.execute("ROLLBACK TO SAVEPOINT coherence_batch_insert")
+            try connection.execute("RELEASE SAVEPOINT coherence_batch_insert")
+            return false
+        }
     }
 
     mutating func uniquenessMatches(_ entity: EntityDescription, values: [StoredValue]) throws(CoherenceError) -> [(

@@ -30,8 +30,11 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     let sender = UUID().uuidString.lowercased()
     /// The listener of the other coordinators' commits, once started.
     private let listener = LockedValue<(listener: PostgreSQLListener?, isClosed: Bool)>((nil, false))
-    /// Generated SQL with numbered placeholders, by the generator's text.
+    /// Generated SQL with numbered placeholders, by the generator's text; at most
+    /// ``numberedLimit`` texts (fetches with many different predicates must not grow it without end).
     private let numbered = LockedValue<[String: String]>([:])
+    /// The most SQL texts ``numbered(_:)`` keeps; a full cache starts over.
+    static let numberedLimit = 512
 
     package var locationDescription: String { configuration.redactedURL }
     /// Whether the store records persistent history (see PostgreSQLStore+History.swift).
@@ -213,13 +216,20 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         Self.error(code, error, what, store: locationDescription)
     }
 
-    /// The generator's SQL with numbered placeholders (worked out once per text).
+    /// The generator's SQL with numbered placeholders (worked out once per text, for the last
+    /// ``numberedLimit`` texts at most: the cache starts over when it is full).
     func numbered(_ sql: String) -> String {
         if let s = numbered.withLock({ $0[sql] }) { return s }
         let s = generator.dialect.numberingPlaceholders(sql)
-        numbered.withLock { $0[sql] = s }
+        numbered.withLock { cache in
+            if cache.count >= Self.numberedLimit { cache.removeAll(keepingCapacity: true) }
+            cache[sql] = s
+        }
         return s
     }
+
+    /// How many SQL texts ``numbered(_:)`` keeps now (for tests).
+    var numberedCount: Int { numbered.withLock { $0.count } }
 
     // MARK: Connections
 

@@ -131,19 +131,29 @@ package struct BatchExecutor<Writer: BatchWriter> {
         var keysLeft = 0
         var row = 0
         var metStoredRows = false
+        // Rows not written yet, when the writer inserts several at once.
+        let chunk = Swift.max(writer.insertChunkSize(entity), 1)
+        var pending: [(key: Int64, values: [StoredValue])] = []
+        if chunk > 1 { pending.reserveCapacity(chunk) }
         while true {
             if row > 0 {
                 // Back to the initial values in place (no new array per row).
                 for slot in values.indices { values[slot] = initial[slot] }
             }
-            guard try request.nextRow(&values) else { break }
-            guard values.count == initial.count else {
-                throw CoherenceError(
-                    .invalidRequest,
-                    "Batch insert into '\(entity.name)', row \(row): the row has \(values.count) values, not \(initial.count).",
-                    entity: entity.name, store: writer.storeLocation)
+            do throws(CoherenceError) {
+                guard try request.nextRow(&values) else { break }
+                guard values.count == initial.count else {
+                    throw CoherenceError(
+                        .invalidRequest,
+                        "Batch insert into '\(entity.name)', row \(row): the row has \(values.count) values, not \(initial.count).",
+                        entity: entity.name, store: writer.storeLocation)
+                }
+                try validate(values, of: entity, row: row)
+            } catch {
+                // The rows before this one meet their own errors first, as they would row by row.
+                try writePending(&pending, entity, firstRow: row - pending.count, request, lists, &result, &metStoredRows)
+                throw error
             }
-            try validate(values, of: entity, row: row)
             if keysLeft == 0 {
                 // All the rows' keys at once when their number is known; else in growing blocks.
                 let count = request.rowCount.map { Swift.max($0 - row, 1) } ?? Swift.min(Swift.max(row, 256), 65_536)
@@ -153,23 +163,65 @@ package struct BatchExecutor<Writer: BatchWriter> {
             let key = nextKey
             nextKey += 1
             keysLeft -= 1
-            if try writer.insertRow(entity, key: key, values: values) {
-                if lists {
-                    let id = objectID(entity, key)
-                    result.objectIDs.append(id)
-                    result.changes.append(BatchChange(objectID: id, kind: .insert))
+            if chunk > 1 {
+                pending.append((key, values))
+                if pending.count == chunk {
+                    try writePending(&pending, entity, firstRow: row + 1 - chunk, request, lists, &result, &metStoredRows)
                 }
             } else {
-                try resolveUniqueness(of: values, entity: entity, row: row, request.uniquenessConflicts, lists: lists, into: &result)
-                metStoredRows = true
+                try insertRow(entity, key: key, values: values, row: row, request, lists, &result, &metStoredRows)
             }
             row += 1
         }
+        try writePending(&pending, entity, firstRow: row - pending.count, request, lists, &result, &metStoredRows)
         result.count = row
         // A row that updated a stored row may have updated one this request inserted or
         // updated before: history lists each object once.
         if metStoredRows { result.changes = Self.coalesced(result.changes) }
         return result
+    }
+
+    /// Inserts one row of a batch insert; a row a uniqueness constraint refuses is resolved as
+    /// the request says.
+    private mutating func insertRow(
+        _ entity: EntityDescription, key: Int64, values: [StoredValue], row: Int, _ request: StoreBatchRequest.Insert,
+        _ lists: Bool, _ result: inout StoreBatchResult, _ metStoredRows: inout Bool
+    ) throws(CoherenceError) {
+        if try writer.insertRow(entity, key: key, values: values) {
+            if lists {
+                let id = objectID(entity, key)
+                result.objectIDs.append(id)
+                result.changes.append(BatchChange(objectID: id, kind: .insert))
+            }
+        } else {
+            try resolveUniqueness(of: values, entity: entity, row: row, request.uniquenessConflicts, lists: lists, into: &result)
+            metStoredRows = true
+        }
+    }
+
+    /// Writes the rows a batch insert holds back (`firstRow` is the first one's number) with one
+    /// ``BatchWriter/insertRows(_:_:)``; when a uniqueness constraint refuses any of them, nothing
+    /// of that was written and they go row by row instead, so that every rule and error is that
+    /// of inserting row by row.
+    private mutating func writePending(
+        _ pending: inout [(key: Int64, values: [StoredValue])], _ entity: EntityDescription, firstRow: Int,
+        _ request: StoreBatchRequest.Insert, _ lists: Bool, _ result: inout StoreBatchResult, _ metStoredRows: inout Bool
+    ) throws(CoherenceError) {
+        guard !pending.isEmpty else { return }
+        defer { pending.removeAll(keepingCapacity: true) }
+        if pending.count > 1, try writer.insertRows(entity, pending) {
+            if lists {
+                for p in pending {
+                    let id = objectID(entity, p.key)
+                    result.objectIDs.append(id)
+                    result.changes.append(BatchChange(objectID: id, kind: .insert))
+                }
+            }
+            return
+        }
+        for (i, p) in pending.enumerated() {
+            try insertRow(entity, key: p.key, values: p.values, row: firstRow + i, request, lists, &result, &metStoredRows)
+        }
     }
 
     /// A row a uniqueness constraint refused: fails, or updates or keeps the one stored row it

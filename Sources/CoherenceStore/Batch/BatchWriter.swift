@@ -16,6 +16,13 @@ package protocol BatchWriter {
     /// Inserts a row of `entity` at version 1 (values by slot; no foreign keys). Returns false,
     /// having written nothing, when a uniqueness constraint refuses it.
     mutating func insertRow(_ entity: EntityDescription, key: Int64, values: [StoredValue]) throws(CoherenceError) -> Bool
+    /// How many rows of `entity` ``insertRows(_:_:)`` takes at once; 1 (the default) inserts
+    /// row by row with ``insertRow(_:key:values:)``.
+    func insertChunkSize(_ entity: EntityDescription) -> Int
+    /// Inserts rows of `entity` at version 1, all of them or none: returns false, having written
+    /// nothing, when a uniqueness constraint refuses any of them (the executor then inserts them
+    /// row by row). The default returns false.
+    mutating func insertRows(_ entity: EntityDescription, _ rows: [(key: Int64, values: [StoredValue])]) throws(CoherenceError) -> Bool
     /// For each uniqueness constraint of `entity` (and its ancestors) whose values in `values`
     /// are all non-nil: the stored rows holding the same values.
     mutating func uniquenessMatches(_ entity: EntityDescription, values: [StoredValue]) throws(CoherenceError) -> [(
@@ -64,6 +71,10 @@ package protocol BatchWriter {
 }
 
 extension BatchWriter {
+    package func insertChunkSize(_ entity: EntityDescription) -> Int { 1 }
+    package mutating func insertRows(
+        _ entity: EntityDescription, _ rows: [(key: Int64, values: [StoredValue])]
+    ) throws(CoherenceError) -> Bool { false }
     package var recordsChanges: Bool { false }
     package mutating func storedValues(of ids: [ObjectID]) throws(CoherenceError) -> [ObjectID: [StoredValue]] {
         var result: [ObjectID: [StoredValue]] = [:]

@@ -35,15 +35,16 @@ extension SQLGenerator {
         return ("DELETE FROM \(table(fetch.entity)) WHERE Z_PK IN (\(keys))", bindings)
     }
 
-    /// INSERT of a row of `entity` for a batch insert: the key, then the stored attributes (in
-    /// `attributes` order); the entity number and version 1 are written in the statement, and
+    /// INSERT of `rows` rows of `entity` for a batch insert: for each row the key, then the
+    /// stored attributes (in `attributes` order); the entity number and version 1 are written in the statement, and
     /// foreign keys are left NULL. On PostgreSQL a row a unique index refuses is not inserted
     /// (no error, which would end the transaction: the changed-row count says so).
-    package func batchInsert(_ entity: EntityDescription, attributes: [AttributeDescription]) -> String {
+    package func batchInsert(_ entity: EntityDescription, attributes: [AttributeDescription], rows: Int = 1) -> String {
         let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + attributes.map(column)
-        let values = ["?", "\(storedNumber(entity))", "1"] + attributes.map { _ in "?" }
+        let values = "(" + (["?", "\(storedNumber(entity))", "1"] + attributes.map { _ in "?" }).joined(separator: ", ") + ")"
         let onConflict = dialect == .postgreSQL ? " ON CONFLICT DO NOTHING" : ""
-        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))\(onConflict)"
+        let allValues = Array(repeating: values, count: Swift.max(rows, 1)).joined(separator: ", ")
+        return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES \(allValues)\(onConflict)"
     }
 
     /// UPDATE of some columns of the rows whose keys are bound as one list; parameters: the
