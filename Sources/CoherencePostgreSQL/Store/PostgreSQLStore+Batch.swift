@@ -123,7 +123,7 @@ struct PostgreSQLBatchWriter: BatchWriter {
             for a in attributes { parameters.append(PostgreSQLSaveWriter.columnValue(r.values[a.slot], a)) }
         }
         let connection = self.connection, count = rows.count
-        let constrained = PostgreSQLSaveWriter.hasUniquenessConstraints(entity)
+        let constrained = PostgreSQLSaveWriter.changesConstrainedColumn(entity, entity.storedProperties)
         return try run("Inserting \(count) rows of '\(entity.name)' failed") {
             guard constrained else {
                 let inserted = try connection.execute(sql, parameters).affectedRows
