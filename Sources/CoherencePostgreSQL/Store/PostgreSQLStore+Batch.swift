@@ -107,9 +107,11 @@ struct PostgreSQLBatchWriter: BatchWriter {
 
     mutating func row(_ id: ObjectID) throws(CoherenceError) -> StoreRow? {
         let plan = store.plan(for: id.entity.rootEntity)
-        let rows = try execute(generator.selectOne(id.entity, plan: plan), [.integer(id.primaryKey)], "Reading a row failed").rows
-        guard let first = rows.first else { return nil }
-        return try store.row(first, plan: plan)
+        let store = self.store, connection = self.connection
+        let sql = store.numbered(generator.selectOne(id.entity, plan: plan))
+        return try run("Reading a row failed") {
+            try connection.query(sql, [.integer(id.primaryKey)]) { result in try store.rows(result, plan: plan).first }
+        }
     }
 
     mutating func updateRows(

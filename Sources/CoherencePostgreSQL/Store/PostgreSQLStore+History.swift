@@ -33,9 +33,10 @@ extension PostgreSQLStore {
         var result: [ObjectID: [StoredValue]] = [:]
         for (entity, list) in keys.values {
             let plan = self.plan(for: entity.rootEntity)
-            let rows = try c.execute(numbered(generator.selectByKeys(entity, plan: plan)), [.text(generator.keyList(list))]).rows
-            for r in rows {
-                let row = try row(r, plan: plan)
+            let rows = try c.query(numbered(generator.selectByKeys(entity, plan: plan)), [.text(generator.keyList(list))]) { r in
+                try self.rows(r, plan: plan)
+            }
+            for row in rows {
                 result[ObjectID(entity: row.entity, storeIdentifier: identifier, primaryKey: row.primaryKey)] = row.values
             }
         }
