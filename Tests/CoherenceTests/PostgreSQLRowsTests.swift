@@ -35,4 +35,24 @@ import Testing
         #expect(queried == executed)
         #expect(queried.first == [.integer(-5), .text("-5é"), .real(-2.5), .blob(Data([0, 0xFF])), .integer(0)])
     }
+
+    /// `query` reads results in binary form; every column type reads as the text form does.
+    @Test(.postgreSQLServer) func binaryRowsReadAsTextRows() throws {
+        let c = try PostgreSQLTestServer.connection()
+        let sql = """
+            SELECT i::INT2, i::INT4, i::OID, (i * 0.25)::FLOAT4, (i * 1e300)::FLOAT8,
+                   (i * 1.25)::NUMERIC(12, 3), (i::NUMERIC * 123456789.0001), (i::NUMERIC / 100000000), (1e20 * i)::NUMERIC,
+                   CASE i % 4 WHEN 0 THEN 'NaN'::FLOAT8 WHEN 1 THEN 'Infinity' WHEN 2 THEN '-Infinity' ELSE -0.0 END,
+                   CASE WHEN i % 2 = 0 THEN 'NaN'::NUMERIC ELSE 0::NUMERIC(5, 2) END, ''::TEXT, 'x'::VARCHAR
+            FROM generate_series(0, 40) AS i WHERE i <> $1
+            """
+        let executed = try c.execute(sql, [.integer(7)]).rows
+        let queried = try c.query(sql, [.integer(7)]) { rows in
+            #expect(rows.binary)
+            return (0..<Int32(rows.count)).map { r in (0..<Int32(rows.columnCount)).map { rows.value(r, $0) } }
+        }
+        #expect(executed.count == 40)
+        #expect(queried.description == executed.description)
+        #expect(queried[3][5] == .text("3.750") && queried[3][6] == .text("370370367.0003"))
+    }
 }

@@ -241,8 +241,9 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// Runs one statement with parameters (prepared on first use) and hands its rows to `body`
-    /// where libpq received them, without copying them into a ``PostgreSQLResult`` first. The
-    /// result is cleared when `body` returns: `body` must not keep `rows`.
+    /// where libpq received them, in binary form (no text to parse), without copying them into a
+    /// ``PostgreSQLResult`` first. The result is cleared when `body` returns: `body` must not keep
+    /// `rows`.
     func query<T>(_ sql: String, _ parameters: [StoredValue], _ body: (PostgreSQLRows) throws -> T) throws -> T {
         let connection = try open(sql)
         let converted = try convert(parameters, sql: sql)
@@ -250,10 +251,10 @@ final class PostgreSQLConnection: @unchecked Sendable {
         roundTrips += 1
         let result = try check(
             Self.withParameters(converted) { values, lengths, formats in
-                PQexecPrepared(connection, name, Int32(converted.count), values, lengths, formats, 0)
+                PQexecPrepared(connection, name, Int32(converted.count), values, lengths, formats, 1)
             }, sql: sql)
         defer { PQclear(result) }
-        return try body(PostgreSQLRows(result))
+        return try body(PostgreSQLRows(result, binary: true))
     }
 
     /// A successful result; a failed one is cleared and thrown as an error.

@@ -71,6 +71,61 @@ enum PostgreSQLValue {
         }
     }
 
+    /// A column value from its binary form (`bytes`, as the server sent it with result format 1)
+    /// and type: the same value ``value(_:type:)`` reads from the text form, without parsing text.
+    static func value(binary bytes: UnsafeRawBufferPointer, type: UInt32) -> StoredValue {
+        switch (type, bytes.count) {
+        case (int8OID, 8): return .integer(Int64(bigEndian: bytes.loadUnaligned(as: Int64.self)))
+        case (int4OID, 4): return .integer(Int64(Int32(bigEndian: bytes.loadUnaligned(as: Int32.self))))
+        case (int2OID, 2): return .integer(Int64(Int16(bigEndian: bytes.loadUnaligned(as: Int16.self))))
+        case (oidOID, 4): return .integer(Int64(UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self))))
+        case (boolOID, 1): return .integer(bytes[0] != 0 ? 1 : 0)
+        case (float8OID, 8): return StoredValue(double: Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))))
+        case (float4OID, 4): return StoredValue(double: Double(Float(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)))))
+        case (byteaOID, _): return .blob(Data(bytes))
+        case (numericOID, _): return numeric(binary: bytes).map(StoredValue.text) ?? .null
+        default: return .text(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    /// The text PostgreSQL writes for a `numeric` (`numeric_out`) from its binary form: a
+    /// count of base-10,000 digits, the weight of the first, the sign, the display scale, then
+    /// the digits. Nil when the bytes are not one.
+    static func numeric(binary bytes: UnsafeRawBufferPointer) -> String? {
+        guard bytes.count >= 8 else { return nil }
+        func int16(_ offset: Int) -> Int { Int(Int16(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: Int16.self))) }
+        let count = int16(0), weight = int16(2), sign = UInt16(truncatingIfNeeded: int16(4)), scale = int16(6)
+        guard count >= 0, scale >= 0, bytes.count == 8 + 2 * count else { return nil }
+        switch sign {
+        case 0xC000: return "NaN"
+        case 0xD000: return "Infinity"
+        case 0xF000: return "-Infinity"
+        case 0x0000, 0x4000: break
+        default: return nil
+        }
+        func digit(_ i: Int) -> Int { i >= 0 && i < count ? int16(8 + 2 * i) : 0 }
+        func padded(_ d: Int) -> String {
+            let s = String(d)
+            return String(repeating: "0", count: max(0, 4 - s.count)) + s
+        }
+        var text = sign == 0x4000 ? "-" : ""
+        if weight < 0 {
+            text += "0"
+        } else {
+            for i in 0...weight { text += i == 0 ? String(digit(0)) : padded(digit(i)) }
+        }
+        if scale > 0 {
+            var fraction = ""
+            var i = weight + 1
+            while fraction.count < scale {
+                fraction += padded(digit(i))
+                i += 1
+            }
+            text += "." + fraction.prefix(scale)
+        }
+        return text
+    }
+
     /// The integer written in decimal in `bytes` (an optional `-`, then digits), or nil when it
     /// is not one or does not fit in 64 bits.
     static func integer(_ bytes: UnsafeRawBufferPointer) -> Int64? {
@@ -127,9 +182,12 @@ struct PostgreSQLRows {
     let columnCount: Int
     /// Each column's type object ID.
     private let types: [UInt32]
+    /// Whether the values are in binary form (result format 1) rather than text.
+    let binary: Bool
 
-    init(_ result: OpaquePointer) {
+    init(_ result: OpaquePointer, binary: Bool = false) {
         self.result = result
+        self.binary = binary
         count = Int(PQntuples(result))
         columnCount = Int(PQnfields(result))
         types = (0..<Int32(columnCount)).map { PQftype(result, $0) }
@@ -139,12 +197,18 @@ struct PostgreSQLRows {
     func value(_ row: Int32, _ column: Int32) -> StoredValue {
         if PQgetisnull(result, row, column) != 0 { return .null }
         let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
-        return PostgreSQLValue.value(bytes, type: types[Int(column)])
+        return binary
+            ? PostgreSQLValue.value(binary: bytes, type: types[Int(column)]) : PostgreSQLValue.value(bytes, type: types[Int(column)])
     }
 
     /// The integer at `row`, `column`, when it is one.
     func integer(_ row: Int32, _ column: Int32) -> Int64? {
         if PQgetisnull(result, row, column) != 0 { return nil }
+        if binary, types[Int(column)] == PostgreSQLValue.int8OID, PQgetlength(result, row, column) == 8,
+            let p = PQgetvalue(result, row, column)
+        {
+            return Int64(bigEndian: UnsafeRawPointer(p).loadUnaligned(as: Int64.self))
+        }
         guard case .integer(let v) = value(row, column) else { return nil }
         return v
     }
