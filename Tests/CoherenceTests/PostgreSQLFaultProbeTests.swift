@@ -57,6 +57,40 @@ import Testing
         expectNoPassword(error, "migration")
     }
 
+    /// A staged migration whose stage throws, and one whose inferred remainder cannot be
+    /// inferred, fail on the migration copy without the password in the error; the store keeps
+    /// its first version.
+    @Test(.postgreSQLServer) func stagedMigrationErrorsShowNoPassword() throws {
+        let dir = try TemporaryDirectory()
+        let url = try passwordURL(dir, "staged")
+        try StagedMigrationTests.makeStore(url)
+        let before = try StagedMigrationTests.blobsAtFirstVersion(url)
+        let throwing = StagedMigrationManager([
+            try StagedMigrationTests.decodeStage(throwing: true),
+            LightweightMigrationStage([try StagedMigrationTests.v2(), try StagedMigrationTests.v3()])
+        ])
+        let failed = #expect(throws: CoherenceError.self) {
+            try withMigrationStore(try StagedMigrationTests.v3(), at: url, options: StoreOptions(stagedMigrationManager: throwing)) { _ in }
+        }
+        #expect(failed?.code == .migrationFailed)
+        expectNoPassword(failed, "staged migration: throwing stage")
+        let v3 = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Student",
+                properties: [
+                    AttributeDescription(name: "name", type: .string, isOptional: true),
+                    AttributeDescription(name: "age", type: .string, isOptional: true)
+                ])
+        ])
+        let remainder = StagedMigrationManager([try StagedMigrationTests.decodeStage()])
+        let notInferable = #expect(throws: CoherenceError.self) {
+            try withMigrationStore(v3, at: url, options: StoreOptions(stagedMigrationManager: remainder)) { _ in }
+        }
+        #expect(notInferable?.code == .migrationNotInferable)
+        expectNoPassword(notInferable, "staged migration: remainder not inferable")
+        #expect(try StagedMigrationTests.blobsAtFirstVersion(url) == before)
+    }
+
     /// History without tracking and batch requests that violate a uniqueness constraint fail
     /// without the password in the error.
     @Test(.postgreSQLServer) func historyAndBatchErrorsShowNoPassword() throws {
@@ -96,7 +130,10 @@ import Testing
             "SELECT tablename::text FROM pg_tables WHERE schemaname = $1 AND lower(tablename) LIKE '%hnote%'", [.text(schema)])
         guard case .text(let name)? = table.rows.first?.first else { throw CoherenceError(.invalidRequest, "No note table.") }
         let column = try c.execute(
-            "SELECT column_name::text FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND lower(column_name) LIKE '%body%'",
+            """
+            SELECT column_name::text FROM information_schema.columns \
+            WHERE table_schema = $1 AND table_name = $2 AND lower(column_name) LIKE '%body%'
+            """,
             [.text(schema), .text(name)])
         guard case .text(let body)? = column.rows.first?.first else { throw CoherenceError(.invalidRequest, "No body column.") }
         try c.execute(
