@@ -74,14 +74,7 @@ import Testing
         }
         #expect(failed?.code == .migrationFailed)
         expectNoPassword(failed, "staged migration: throwing stage")
-        let v3 = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Student",
-                properties: [
-                    AttributeDescription(name: "name", type: .string, isOptional: true),
-                    AttributeDescription(name: "age", type: .string, isOptional: true)
-                ])
-        ])
+        let v3 = try StagedMigrationTests.v3AgeAsText()
         let remainder = StagedMigrationManager([try StagedMigrationTests.decodeStage()])
         let notInferable = #expect(throws: CoherenceError.self) {
             try withMigrationStore(v3, at: url, options: StoreOptions(stagedMigrationManager: remainder)) { _ in }
