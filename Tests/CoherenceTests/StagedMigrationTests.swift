@@ -37,6 +37,18 @@ struct StagedMigrationTests {
         ])
     }
 
+    /// A last version whose `age` is a string: not inferable from `v2` (not a widening).
+    static func v3AgeAsText() throws -> ManagedObjectModel {
+        try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Student",
+                properties: [
+                    AttributeDescription(name: "name", type: .string, isOptional: true),
+                    AttributeDescription(name: "age", type: .string, isOptional: true)
+                ])
+        ])
+    }
+
     struct Payload: Codable { var name: String; var age: Int }
 
     static func makeStore(_ url: URL) throws {
@@ -148,14 +160,7 @@ struct StagedMigrationTests {
         try Self.makeStore(url)
         let before = try Self.blobsAtFirstVersion(url)
         // `age` becomes a string: not a widening.
-        let v3 = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "Student",
-                properties: [
-                    AttributeDescription(name: "name", type: .string, isOptional: true),
-                    AttributeDescription(name: "age", type: .string, isOptional: true)
-                ])
-        ])
+        let v3 = try Self.v3AgeAsText()
         let manager = StagedMigrationManager([try Self.decodeStage()])
         let error = #expect(throws: CoherenceError.self) {
             try withMigrationStore(v3, at: url, options: StoreOptions(stagedMigrationManager: manager)) { _ in }
