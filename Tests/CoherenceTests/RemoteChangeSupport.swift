@@ -284,8 +284,22 @@ final class WriterProcess: @unchecked Sendable {
 }
 
 /// The process's open inotify instances (each watcher holds one on Linux).
-func inotifyDescriptorCount() -> Int {
+func inotifyDescriptors() -> [String] {
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
     return entries.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == "anon_inode:inotify" }
-        .count
+}
+
+/// The process's inotify descriptors that watch the file `inode` (from `/proc/self/fdinfo`,
+/// which lists each watch's inode in hexadecimal): unlike a count of all inotify descriptors,
+/// watchers that tests running in parallel open and close do not change it.
+func inotifyDescriptorCount(watchingInode inode: UInt64) -> Int {
+    let needle = "ino:" + String(inode, radix: 16) + " "
+    return inotifyDescriptors().filter { fd in
+        ((try? String(contentsOfFile: "/proc/self/fdinfo/" + fd, encoding: .utf8)) ?? "").contains(needle)
+    }.count
+}
+
+/// The inode of the file at `path` (0 when it cannot be read).
+func inode(of path: String) -> UInt64 {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
 }
