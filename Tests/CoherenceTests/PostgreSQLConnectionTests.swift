@@ -45,7 +45,7 @@ import Testing
     func lockPeople(_ schema: String) throws -> PostgreSQLConnection {
         let locker = try PostgreSQLTestServer.connection()
         let table = try locker.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND lower(tablename) LIKE '%person%'", [.text(schema)])
+            "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND lower(tablename) = 'person'", [.text(schema)])
         guard case .text(let name)? = table.rows.first?.first else { throw CoherenceError(.invalidRequest, "No person table.") }
         let q = SQLDialect.postgreSQL
         try locker.execute("BEGIN")
@@ -185,7 +185,7 @@ import Testing
         let locker = try lockPeople(schema)
         // An exclusive lock blocks readers too.
         let table = try locker.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND lower(tablename) LIKE '%person%'", [.text(schema)])
+            "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND lower(tablename) = 'person'", [.text(schema)])
         guard case .text(let name)? = table.rows.first?.first else { throw CoherenceError(.invalidRequest, "No person table.") }
         let q = SQLDialect.postgreSQL
         try locker.execute("LOCK TABLE \(q.quote(schema)).\(q.quote(name)) IN ACCESS EXCLUSIVE MODE")

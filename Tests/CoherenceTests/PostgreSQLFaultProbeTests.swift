@@ -119,16 +119,16 @@ import Testing
         let schema = PostgreSQLTestServer.schema(of: url)
         let c = try PostgreSQLTestServer.connection()
         let q = SQLDialect.postgreSQL.quote
-        let table = try c.execute(
-            "SELECT tablename::text FROM pg_tables WHERE schemaname = $1 AND lower(tablename) LIKE '%hnote%'", [.text(schema)])
-        guard case .text(let name)? = table.rows.first?.first else { throw CoherenceError(.invalidRequest, "No note table.") }
-        let column = try c.execute(
+        // The note table is the one with a body column (the tags' join table also names notes).
+        let found = try c.execute(
             """
-            SELECT column_name::text FROM information_schema.columns \
-            WHERE table_schema = $1 AND table_name = $2 AND lower(column_name) LIKE '%body%'
+            SELECT table_name::text, column_name::text FROM information_schema.columns \
+            WHERE table_schema = $1 AND lower(table_name) LIKE '%hnote%' AND lower(column_name) LIKE '%body%'
             """,
-            [.text(schema), .text(name)])
-        guard case .text(let body)? = column.rows.first?.first else { throw CoherenceError(.invalidRequest, "No body column.") }
+            [.text(schema)])
+        guard found.rows.count == 1, case .text(let name)? = found.rows.first?.first,
+            case .text(let body)? = found.rows.first?.last
+        else { throw CoherenceError(.invalidRequest, "No single note table with a body column: \(found.rows.count) found.") }
         try c.execute(
             """
             CREATE FUNCTION \(q(schema)).coherence_slow() RETURNS trigger LANGUAGE plpgsql AS $$
