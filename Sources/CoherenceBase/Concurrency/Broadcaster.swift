@@ -9,7 +9,7 @@ import Synchronization
 package final class Broadcaster<Element: Sendable>: Sendable {
     private let continuations = LockedValue<[UUID: AsyncStream<Element>.Continuation]>([:])
     /// Subscribers (one load tells an owner without any to skip the lock).
-    private let count = Atomic<Int>(0)
+    @usableFromInline let count = Atomic<Int>(0)
 
     package init() {}
 
@@ -29,8 +29,17 @@ package final class Broadcaster<Element: Sendable>: Sendable {
     }
 
     /// Hands `value` to every stream.
+    ///
+    /// Inlined up to the subscriber check: the generic body needs the metadata of its streams'
+    /// types (a runtime lookup each), which a post without subscribers should not pay.
+    @inlinable
     package func yield(_ value: Element) {
         guard count.load(ordering: .acquiring) > 0 else { return }
+        yieldToSubscribers(value)
+    }
+
+    @usableFromInline
+    func yieldToSubscribers(_ value: Element) {
         let targets = continuations.withLock { Array($0.values) }
         for c in targets { c.yield(value) }
     }

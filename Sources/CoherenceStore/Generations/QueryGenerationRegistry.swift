@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A coordinator's pinned query generations: it numbers them, finds one by token, and releases
 /// each when its last holder lets go, or when it stays unused longer than the idle timeout (the
@@ -9,6 +10,9 @@ package final class QueryGenerationRegistry: Sendable {
     /// Names this registry (and so its coordinator) in its tokens.
     package let identifier = UUID()
     private let state = LockedValue<State>(State())
+    /// `state.live.count`, stored under the lock after every change: lets ``releaseIdle()``,
+    /// which every save calls, return without a lock or a clock read when no generation lives.
+    private let liveGenerations = Atomic<Int>(0)
     /// The clock idle times are measured with (a test hook: tests set their own clock instead
     /// of waiting).
     package let clock = LockedValue(Clock())
@@ -36,6 +40,7 @@ package final class QueryGenerationRegistry: Sendable {
             s.lastNumber += 1
             let g = QueryGeneration(registry: identifier, number: s.lastNumber, snapshots: snapshots, now: now)
             s.live[s.lastNumber] = g
+            liveGenerations.store(s.live.count, ordering: .relaxed)
             return g
         }
     }
@@ -64,7 +69,10 @@ package final class QueryGenerationRegistry: Sendable {
     /// One holder of `generation` fewer; the last one releases it.
     func release(_ generation: QueryGeneration) {
         guard generation.dropHolder() else { return }
-        state.withLock { _ = $0.live.removeValue(forKey: generation.number) }
+        state.withLock { s in
+            _ = s.live.removeValue(forKey: generation.number)
+            liveGenerations.store(s.live.count, ordering: .relaxed)
+        }
         generation.closeSnapshots()
     }
 
@@ -72,6 +80,8 @@ package final class QueryGenerationRegistry: Sendable {
     /// holders move to a fresh generation at their next read. Returns how many it released.
     @discardableResult
     func releaseIdle() -> Int {
+        // A generation added meanwhile is looked at by the next call.
+        guard liveGenerations.load(ordering: .relaxed) > 0 else { return 0 }
         let timeout = idleTimeout.withLock { $0 }
         let now = self.now()
         let limit = UInt64(max(0, timeout) * 1e9)
@@ -80,6 +90,7 @@ package final class QueryGenerationRegistry: Sendable {
         let idle = state.withLock { s -> [QueryGeneration] in
             let idle = s.live.values.filter { $0.isIdle(since: since) && $0.markReleased() }
             for g in idle { s.live[g.number] = nil }
+            liveGenerations.store(s.live.count, ordering: .relaxed)
             return idle
         }
         for g in idle {
@@ -94,7 +105,10 @@ package final class QueryGenerationRegistry: Sendable {
     /// Releases every generation (the coordinator is going away).
     func releaseAll() {
         let all = state.withLock { s -> [QueryGeneration] in
-            defer { s.live = [:] }
+            defer {
+                s.live = [:]
+                liveGenerations.store(0, ordering: .relaxed)
+            }
             return Array(s.live.values)
         }
         for g in all where g.markReleased() { g.closeSnapshots() }

@@ -40,7 +40,7 @@ struct SQLiteBatchWriter: BatchWriter {
     }
 
     var storeIdentifier: UUID { store.identifier }
-    var storeLocation: String { store.url.path }
+    var storeLocation: String { store.path }
 
     /// With persistent history on, every request records one history transaction.
     var recordsChanges: Bool { store.tracksHistory }

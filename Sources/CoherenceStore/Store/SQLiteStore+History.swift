@@ -66,7 +66,7 @@ extension SQLiteStore {
     }
 
     private func historyNotTracked() -> CoherenceError {
-        CoherenceError(.invalidRequest, "The store does not track persistent history.", store: url.path)
+        CoherenceError(.invalidRequest, "The store does not track persistent history.", store: path)
     }
 
     package func currentHistoryToken() throws(CoherenceError) -> PersistentHistoryToken? {
@@ -79,7 +79,7 @@ extension SQLiteStore {
         guard tracksHistory else { throw historyNotTracked() }
         let (filter, bindings) = HistorySQL.filter(q)
         let entities = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let path = url.path
+        let path = self.path
         let identifier = self.identifier
         return try withReader { c in
             try c.readTransaction { () throws -> (transactions: [PersistentHistoryTransaction], count: Int) in

@@ -22,7 +22,7 @@ extension SQLiteStore {
             try keepCoreDataColumns(c, after: changes)
             if !writer.conflicts.isEmpty {
                 rollbackSave()
-                var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: url.path)
+                var error = CoherenceError(.conflict, "The save has \(writer.conflicts.count) conflict(s).", store: path)
                 error.conflicts = writer.conflicts
                 throw error
             }
@@ -91,7 +91,7 @@ private struct SaveWriter {
     init(store: SQLiteStore, connection: SQLiteConnection) {
         self.store = store
         self.connection = connection
-        self.keys = SaveKeys(storeIdentifier: store.identifier, location: store.url.path)
+        self.keys = SaveKeys(storeIdentifier: store.identifier, location: store.path)
     }
 
     mutating func write(_ changes: StoreChangeSet) throws -> StoreSaveResult {

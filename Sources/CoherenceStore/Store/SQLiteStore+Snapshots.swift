@@ -13,7 +13,7 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
     init(_ box: ConnectionBox, store: SQLiteStore) {
         self.connection = LockedValue(box)
         self.store = store
-        self.path = store.url.path
+        self.path = store.path
     }
 
     deinit { close() }
@@ -54,11 +54,11 @@ extension SQLiteStore {
     package func openSnapshot() throws(CoherenceError) -> any StoreSnapshot {
         guard supportsSnapshots else {
             throw CoherenceError(
-                .queryGenerationsUnsupported, "The store cannot hold a query generation: it is not in WAL mode.", store: url.path)
+                .queryGenerationsUnsupported, "The store cannot hold a query generation: it is not in WAL mode.", store: path)
         }
         let box = try takeReader()
         guard let c = box.connection else {
-            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: path)
         }
         do {
             try readingStore {
@@ -78,7 +78,7 @@ extension SQLiteStore {
         }
         if closed {
             snapshot.close()
-            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: path)
         }
         return snapshot
     }

@@ -11,6 +11,9 @@ package final class SQLiteStore: StoreEngine {
     package let configurationName: String?
     package let metadata: [String: String]
     package let url: URL
+    /// `url.path`, made once: `URL.path` decodes the URL's percent escapes on every call, and
+    /// every save names its store's location.
+    package let path: String
     package let entities: [EntityDescription]
     /// `PRAGMA synchronous` of every connection (the store's option).
     let synchronous: StoreOptions.Synchronous
@@ -71,7 +74,7 @@ package final class SQLiteStore: StoreEngine {
         var isClosed = false
     }
 
-    package var locationDescription: String { url.path }
+    package var locationDescription: String { path }
 
     /// Opens or creates the store at `url` for the entities of `configuration`.
     ///
@@ -231,6 +234,7 @@ package final class SQLiteStore: StoreEngine {
         self.configurationName = configuration
         self.metadata = metadata
         self.url = url
+        self.path = path
         self.entities = entities
         self.synchronous = synchronous
         self.tracksHistory = historyTracking
@@ -343,7 +347,7 @@ package final class SQLiteStore: StoreEngine {
         let box = try takeReader()
         defer { returnReader(box) }
         guard let connection = box.connection else {
-            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: path)
         }
         if let trace = readerTrace.withLock({ $0 }) {
             connection.traceHandler = trace
@@ -360,17 +364,17 @@ package final class SQLiteStore: StoreEngine {
             return (pool.idle.popLast(), false)
         }
         if taken.1 {
-            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: path)
         }
         if let b = taken.0 { return b }
         do {
             let c = try SQLiteConnection(
-                location: .file(url.path), switchesToWAL: journalMode == "wal", synchronous: synchronous.connectionSetting,
+                location: .file(path), switchesToWAL: journalMode == "wal", synchronous: synchronous.connectionSetting,
                 functions: SQLFunctions.register)
             try c.execute("PRAGMA query_only=1")
             return ConnectionBox(c)
         } catch {
-            throw Self.openError(error, path: url.path, code: .storeReadFailed)
+            throw Self.openError(error, path: path, code: .storeReadFailed)
         }
     }
 
@@ -397,7 +401,7 @@ package final class SQLiteStore: StoreEngine {
 
     package func writerConnectionForSave() throws(CoherenceError) -> SQLiteConnection {
         guard let c = writer.connection else {
-            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: url.path)
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: path)
         }
         return c
     }
@@ -408,7 +412,7 @@ package final class SQLiteStore: StoreEngine {
     func storeError(_ code: CoherenceError.Code, _ error: any Error, _ what: String) -> CoherenceError {
         if let e = error as? CoherenceError { return e }
         let sql = (error as? SQLiteError)?.sql
-        var e = CoherenceError(code, "\(what): \(error)", store: url.path, sql: sql)
+        var e = CoherenceError(code, "\(what): \(error)", store: path, sql: sql)
         e.underlyingErrors = [error as? SQLiteError ?? SQLiteError(extendedResultCode: SQLITE_ERROR, message: "\(error)")]
         return e
     }
@@ -489,12 +493,12 @@ package final class SQLiteStore: StoreEngine {
             guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
                 throw CoherenceError(
                     .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
-                    store: url.path)
+                    store: path)
             }
             layout = RowLayout(number: number, entity: entity, mapping: mapping)
         }
         guard let entity = layout.entity else {
-            throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: url.path)
+            throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: path)
         }
         // Each slot is appended once, from its column or its initial value: no copy of the
         // initial values to overwrite (which cost an array copy per row). `reserveCapacity` on
@@ -667,7 +671,7 @@ package final class SQLiteStore: StoreEngine {
         st.bind(Int64(count), at: 1)
         st.bind(Int64(generator.storedNumber(root)), at: 2)
         guard try st.step() else {
-            throw CoherenceError(.corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: url.path)
+            throw CoherenceError(.corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: path)
         }
         return st.int64(0) - Int64(count) + 1
     }
