@@ -67,4 +67,88 @@ import Testing
         #expect(try allHistory(reopened).map(\.transactionNumber) == numbers)
         #expect(numbers.count == 1)
     }
+
+    /// A PostgreSQL store with history in a schema of `dir`, `count` notes saved one per
+    /// transaction, its URL carrying a password and the schema as the connections'
+    /// `application_name`; the store object.
+    static func historyStore(_ dir: TemporaryDirectory, notes count: Int) throws -> (PersistentStoreCoordinator, PostgreSQLStore) {
+        var components = try #require(URLComponents(url: try dir.postgreSQLURL("history"), resolvingAgainstBaseURL: false))
+        components.password = PostgreSQLFaultProbeTests.password
+        // The schema as the connections' application name: the test finds its backends by it.
+        let schema = try #require(components.queryItems?.first { $0.name == "schema" }?.value)
+        components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "application_name", value: schema)]
+        let c = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
+        let store = try c.addPersistentStore(type: .postgreSQL, at: try #require(components.url), options: historyOptions)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try context.performAndWait {
+            for n in 0..<count {
+                HNote(context: context).code = "n\(n)"
+                try context.save()
+            }
+        }
+        return (c, try #require(store.engine as? PostgreSQLStore))
+    }
+
+    /// Ends the server backend of `c` and waits until it is gone.
+    static func terminate(_ c: PostgreSQLConnection) throws {
+        let pid = try #require(try c.execute("SELECT pg_backend_pid()").firstInteger)
+        _ = try PostgreSQLTestServer.connection().execute("SELECT pg_terminate_backend($1::int, 10000)", [.integer(pid)])
+    }
+
+    /// The connection lost during a history fetch — the reader connections ended before it, its
+    /// connection ended inside its transaction once, or on every attempt — is never a crash: the
+    /// fetch runs once more on a new connection and answers; when that one is lost too it fails
+    /// with `.connectionLost` (no password in it), and the next fetch reconnects and answers.
+    /// History numbering goes on without a gap.
+    @Test(.postgreSQLServer) func aConnectionLostDuringAHistoryFetch() throws {
+        let dir = try TemporaryDirectory()
+        let (c, store) = try Self.historyStore(dir, notes: 3)
+        let numbers = try allHistory(c).map(\.transactionNumber)
+        #expect(numbers.count == 3)
+
+        // Before the fetch: the store's idle connections are gone.
+        let admin = try PostgreSQLTestServer.connection()
+        let schema = PostgreSQLTestServer.schema(of: try dir.postgreSQLURL("history"))
+        let ended = try admin.execute(
+            "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity WHERE application_name = $1", [.text(schema)])
+        #expect((ended.firstInteger ?? 0) > 0)
+        #expect(try allHistory(c).map(\.transactionNumber) == numbers)
+
+        // Inside the fetch, once: the second attempt answers.
+        let calls = LockedValue(0)
+        store.historyFetchHook.withLock {
+            $0 = { connection in
+                if calls.withLock({
+                    $0 += 1; return $0
+                }) == 1 {
+                    try Self.terminate(connection)
+                }
+            }
+        }
+        #expect(try allHistory(c).map(\.transactionNumber) == numbers)
+        #expect(calls.withLock { $0 } == 2)
+
+        // Inside the fetch, on every attempt: a typed error.
+        calls.withLock { $0 = 0 }
+        store.historyFetchHook.withLock {
+            $0 = { connection in
+                calls.withLock { $0 += 1 }
+                try Self.terminate(connection)
+            }
+        }
+        let lost = #expect(throws: CoherenceError.self) { try c.execute(.fetchHistory(after: nil as PersistentHistoryToken?)) }
+        #expect(lost?.code == .connectionLost)
+        #expect(calls.withLock { $0 } == 2)
+        for text in PostgreSQLFaultProbeTests().texts(lost) { #expect(!text.contains(PostgreSQLFaultProbeTests.password)) }
+
+        // The next fetch reconnects; the next save continues the numbering.
+        store.historyFetchHook.withLock { $0 = nil }
+        #expect(try allHistory(c).map(\.transactionNumber) == numbers)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try context.performAndWait {
+            HNote(context: context).code = "after"
+            try context.save()
+        }
+        #expect(try allHistory(c).map(\.transactionNumber) == numbers + [(numbers.last ?? 0) + 1])
+    }
 }
