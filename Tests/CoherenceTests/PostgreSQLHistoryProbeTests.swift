@@ -151,4 +151,64 @@ import Testing
         }
         #expect(try allHistory(c).map(\.transactionNumber) == numbers + [(numbers.last ?? 0) + 1])
     }
+
+    /// `deleteHistory(before:)` — by token and by date, after each of another process's saves —
+    /// while that process (`CoherenceKitAuthor`) keeps saving with history: its transactions are
+    /// numbered one after another (none lost, none twice), each delete removes only what came
+    /// before its point, and the history left is always one unbroken run up to the writer's
+    /// latest save.
+    @Test(arguments: storedTypes)
+    func deletingHistoryWhileAnotherProcessWrites(_ type: StoreType) async throws {
+        let dir = try TemporaryDirectory()
+        let app = try KitStack(dir, author: "app", type: type)
+        try app.insert(0)
+        let writer = try WriterProcess(
+            store: dir.file("notes.sqlite"), author: "widget", ["--authors", "app,widget", "--batch"] + app.serverArguments,
+            program: "CoherenceKitAuthor")
+        #expect(await writer.waitForLine("READY"))
+        let saves = 60
+        // Every command at once: the writer saves while this process deletes.
+        for n in 1...saves { writer.send("insert \(n)") }
+        var saved: [Int64] = []
+        for n in 1...saves {
+            guard let line = await writer.nextLine(), line.hasPrefix("SAVED "), let number = Int64(line.dropFirst(6)) else {
+                Issue.record("save \(n) of the writer did not answer")
+                break
+            }
+            saved.append(number)
+            // The delete point: the save just reported, by its token or by its timestamp. (Every
+            // earlier delete was before an earlier save: that save is still there.)
+            let before = try app.coordinator.execute(.fetchHistory(after: nil as PersistentHistoryToken?)).transactions
+            guard let point = before.first(where: { $0.transactionNumber == number }) else {
+                Issue.record("save \(n) (transaction \(number)) is gone before its delete: \(before.map(\.transactionNumber))")
+                break
+            }
+            let byToken = n % 2 == 0
+            try app.coordinator.execute(byToken ? .deleteHistory(before: point.token) : .deleteHistory(before: point.timestamp))
+            // Left: the save and everything after it (the writer's saves made meanwhile
+            // included), in one unbroken run; by timestamp, also what shares its timestamp.
+            let left = try app.coordinator.execute(.fetchHistory(after: nil as PersistentHistoryToken?)).transactions
+            let numbers = left.map(\.transactionNumber)
+            let first = numbers.first ?? 0, last = numbers.last ?? 0
+            #expect(numbers == Array(first...last), "a hole in the history after delete \(n) at \(number): \(numbers)")
+            #expect(numbers.contains(number) && last >= (before.last?.transactionNumber ?? 0))
+            if byToken {
+                #expect(first == number, "delete \(n) by token \(number) left \(numbers)")
+            } else {
+                #expect(left.allSatisfy { $0.transactionNumber >= number || $0.timestamp >= point.timestamp })
+            }
+        }
+        writer.send("quit")
+        #expect(await writer.waitForLine("DONE"))
+        let result = await writer.finish()
+        #expect(result.status == 0, "the writer failed: \(result.errors)")
+        #expect(saved.count == saves)
+        let start = try #require(saved.first)
+        #expect(saved == Array(start..<(start + Int64(saves))))
+        #expect(try app.lastNumber() == saved.last)
+        #expect(try app.historyNumbers() == [try #require(saved.last)])
+        let view = app.view
+        let count = try await view.perform { try view.count(for: FetchRequest<RemoteNote>()) }
+        #expect(count == saves + 1)
+    }
 }
