@@ -10,38 +10,31 @@ import Testing
 /// cleans what every author has merged.
 @Suite("History kit: batch requests in a container", .timeLimit(.minutes(10)))
 struct HistoryKitBatchTests {
-    /// A container on the notes store of `dir` (of `type`; history and remote changes on), its
-    /// view context writing as "app".
-    static func container<Strategy: ContextStrategyType>(
-        _ strategy: Strategy.Type, _ dir: TemporaryDirectory, type: StoreType
-    ) throws -> GenericConnect<Strategy> {
+    /// A `Strategy` container on the notes store of a new directory (of `type`; history and
+    /// remote changes on), its view context writing as "app", and the app's kit on it: the
+    /// importer is a batch author (it never merges, never holds cleaning back); cleaning after
+    /// every merge. The importer's batch insert, update and delete, run in the context
+    /// `importer` makes (on a coordinator of the container, its author "importer"), reach the
+    /// view context through the kit: the inserted objects are announced, registered objects show
+    /// the new values, deleted ones leave; after each merge the history before the app's
+    /// progress is deleted.
+    static func mergesAndCleans<Strategy: ContextStrategyType>(
+        _ strategy: Strategy.Type, _ type: StoreType, importer: @escaping @Sendable (GenericConnect<Strategy>) -> ManagedObjectContext
+    ) async throws {
+        let dir = try TemporaryDirectory()
         let connect = GenericConnect<Strategy>(name: "Notes", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
         let configuration =
             type == .postgreSQL
             ? StoreConfiguration(type: .postgreSQL, location: try dir.postgreSQLURL("notes"), options: kitStoreOptions)
             : StoreConfiguration(fileName: "notes.sqlite", options: kitStoreOptions)
         try connect.attachPersistentStore(at: dir.url, for: configuration)
-        connect.viewContext.transactionAuthor = "app"
-        return connect
-    }
-
-    /// The kit of the app: the importer is a batch author (it never merges, never holds cleaning
-    /// back); cleaning after every merge.
-    static func kit(_ connect: some PersistentStack) -> PersistentHistoryTrackingKit {
-        PersistentHistoryTrackingKit(
+        let coordinator = connect.persistentStoreCoordinator, view = connect.viewContext
+        view.transactionAuthor = "app"
+        let kit = PersistentHistoryTrackingKit(
             container: connect, currentAuthor: "app", allAuthors: ["app", "importer"], batchAuthors: ["importer"],
             cleanStrategy: .byNotification(times: 1), logLevel: 0)
-    }
-
-    /// The importer's batch insert, update and delete, run by `run` (each on a context or
-    /// coordinator of the container other than the view context), reach the view context
-    /// through the kit: the inserted objects are announced, registered objects show the new
-    /// values, deleted ones leave; after each merge the history before the app's progress is
-    /// deleted.
-    static func mergesAndCleans(
-        _ coordinator: PersistentStoreCoordinator, view: ManagedObjectContext, kit: PersistentHistoryTrackingKit,
-        run: @escaping @Sendable (BatchStep) throws -> BatchResult
-    ) async throws {
+        defer { kit.stop() }
+        let run = { @Sendable (step: BatchStep) throws -> BatchResult in try step.run(in: importer(connect)) }
         let rounds = RoundReader(kit.engine)
         let store = try #require(coordinator.persistentStores.first)
         func last() throws -> Int64 { try #require(try coordinator.currentPersistentHistoryToken(fromStores: [store])).transactionNumber }
@@ -117,14 +110,10 @@ struct HistoryKitBatchTests {
     /// A dual-coordinator container: the importer's context is on the writer coordinator.
     @Test(arguments: storedTypes)
     func mergesAndCleansTheImportersBatchRequests(_ type: StoreType) async throws {
-        let dir = try TemporaryDirectory()
-        let connect = try Self.container(ContextStrategy.DualCoordinator.self, dir, type: type)
-        let kit = Self.kit(connect)
-        defer { kit.stop() }
-        try await Self.mergesAndCleans(connect.persistentStoreCoordinator, view: connect.viewContext, kit: kit) { step in
+        try await Self.mergesAndCleans(ContextStrategy.DualCoordinator.self, type) { connect in
             let importer = connect.strategy.importerContext()
             importer.transactionAuthor = "importer"
-            return try step.run(in: importer)
+            return importer
         }
     }
 
@@ -132,12 +121,6 @@ struct HistoryKitBatchTests {
     /// coordinator.
     @Test(arguments: storedTypes)
     func mergesAndCleansBatchRequestsOfItsOwnCoordinator(_ type: StoreType) async throws {
-        let dir = try TemporaryDirectory()
-        let connect = try Self.container(ContextStrategy.Direct.self, dir, type: type)
-        let kit = Self.kit(connect)
-        defer { kit.stop() }
-        try await Self.mergesAndCleans(connect.persistentStoreCoordinator, view: connect.viewContext, kit: kit) { step in
-            try step.run(in: connect.backgroundContext(author: "importer"))
-        }
+        try await Self.mergesAndCleans(ContextStrategy.Direct.self, type) { $0.backgroundContext(author: "importer") }
     }
 }
