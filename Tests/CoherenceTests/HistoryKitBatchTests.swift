@@ -123,4 +123,22 @@ struct HistoryKitBatchTests {
     func mergesAndCleansBatchRequestsOfItsOwnCoordinator(_ type: StoreType) async throws {
         try await Self.mergesAndCleans(ContextStrategy.Direct.self, type) { $0.backgroundContext(author: "importer") }
     }
+
+    /// RCDataKit's tracker merges the batch requests run through its own container's coordinator
+    /// (recorded without an author) into the view context.
+    @Test(arguments: storedTypes)
+    func theTrackerMergesBatchRequestsOfItsCoordinator(_ type: StoreType) async throws {
+        let dir = try TemporaryDirectory()
+        let app = try KitStack(dir, author: "app", type: type)
+        let id = try app.insert(1)
+        #expect(try await app.viewText(id) == "app 1")
+        let tracker = PersistentHistoryTracker(container: app.connect, currentAuthor: "app")
+        await tracker.startMonitoring()
+        let rounds = RoundReader(tracker.engine)
+        try app.coordinator.execute(
+            BatchUpdateRequest<RemoteNote>(predicate: #Predicate { $0.sequence == 1 }, propertiesToUpdate: ["text": "batch"]))
+        #expect(await rounds.through(try app.lastNumber())?.merged == 1)
+        #expect(try await app.registeredText(id) == "batch")
+        await tracker.stopMonitoring()
+    }
 }
