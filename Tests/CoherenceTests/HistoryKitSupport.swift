@@ -157,25 +157,59 @@ func kitPair(_ type: StoreType = .sqlite, name: String = #function) throws -> (a
     return (try KitStack(directory, author: "app", type: type), try KitStack(directory, author: "widget", type: type))
 }
 
-/// Reads the rounds of a history kit's engine.
-final class RoundReader: @unchecked Sendable {
-    // @unchecked Sendable: used by one test task at a time.
-    private var iterator: AsyncStream<HistoryKitRound>.Iterator
+/// Reads an `AsyncStream` subscribed to when made, every wait bounded by
+/// ``testGuardSeconds``: an element that never comes fails the test (nil) instead of hanging
+/// the suite.
+final class GuardedStreamReader<Element: Sendable>: Sendable {
+    /// Elements received and not read yet.
+    private let received = LockedValue<[Element]>([])
+    private let arrived = DispatchSemaphore(value: 0)
+    private let reader: Task<Void, Never>
 
-    init(_ engine: HistoryKitEngine) { iterator = engine.rounds.stream().makeAsyncIterator() }
-
-    /// The next round that satisfies `condition` (nil: the stream ended).
-    func next(where condition: (HistoryKitRound) -> Bool = { _ in true }) async -> HistoryKitRound? {
-        while let round = await iterator.next() {
-            if condition(round) { return round }
+    init(_ stream: AsyncStream<Element>) {
+        let received = self.received, arrived = self.arrived
+        reader = Task {
+            for await element in stream {
+                received.withLock { $0.append(element) }
+                arrived.signal()
+            }
         }
-        return nil
+    }
+
+    deinit { reader.cancel() }
+
+    /// The next element that satisfies `condition` (nil: none within `seconds`).
+    func next(seconds: Double = testGuardSeconds, where condition: (Element) -> Bool = { _ in true }) async -> Element? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            while let element = received.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                if condition(element) { return element }
+            }
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { return nil }
+            _ = await waitOffPool(arrived, seconds: left)
+        }
+    }
+}
+
+/// Reads the rounds of a history kit's engine (from when it is made). Every wait is bounded by
+/// ``testGuardSeconds``: a round that never comes fails the test (nil, false) instead of
+/// hanging the suite.
+final class RoundReader: Sendable {
+    private let reader: GuardedStreamReader<HistoryKitRound>
+
+    init(_ engine: HistoryKitEngine) { reader = GuardedStreamReader(engine.rounds.stream()) }
+
+    /// The next round that satisfies `condition` (nil: none within ``testGuardSeconds``).
+    func next(where condition: (HistoryKitRound) -> Bool = { _ in true }) async -> HistoryKitRound? {
+        await reader.next(where: condition)
     }
 
     /// The next round that merged transaction `number` or a later one.
     func through(_ number: Int64) async -> HistoryKitRound? { await next { ($0.lastMerged ?? -1) >= number } }
 
-    /// Waits, round after round, until `condition` holds; false when the rounds end first.
+    /// Waits, round after round, until `condition` holds; false when no round comes within
+    /// ``testGuardSeconds`` while it does not.
     func until(_ condition: () async throws -> Bool) async rethrows -> Bool {
         while true {
             if try await condition() { return true }

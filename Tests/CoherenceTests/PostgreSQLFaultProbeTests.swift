@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceBase
 @testable import CoherencePostgreSQL
 @testable import CoherenceStore
 
@@ -191,5 +192,97 @@ import Testing
         #expect(after == numbers + [first + 1, first + 2])
         let codes = try context.performAndWait { try context.fetch(FetchRequest<HNote>()).map(\.code).sorted() }
         #expect(codes == ["a", "c"])
+    }
+
+    /// The name of the table of `entity` in `schema` (the only table whose name contains it).
+    func table(_ entity: String, in schema: String) throws -> String {
+        let found = try PostgreSQLTestServer.connection().execute(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 AND lower(table_name) LIKE $2",
+            [.text(schema), .text("%" + entity.lowercased() + "%")])
+        guard found.rows.count == 1, case .text(let name)? = found.rows.first?.first else {
+            throw CoherenceError(.invalidRequest, "No single table of \(entity) in \(schema): \(found.rows.count) found.")
+        }
+        return name
+    }
+
+    /// A `statement_timeout` that ends a statement of a staged migration — while the store is
+    /// copied (another client holds a lock on a table of the store), or in a stage on the copy
+    /// (another client reads the copy) — fails the migration with `.migrationFailed`, the
+    /// server's timeout in its underlying errors and no password; the store keeps its first
+    /// version and every row; a copy left behind (its drop timed out too) is dropped by the next
+    /// migration, which migrates the store.
+    @Test(.postgreSQLServer) func statementTimeoutsInStagedMigrationsLeaveTheOldVersion() throws {
+        let dir = try TemporaryDirectory()
+        let url = try passwordURL(dir, "staged", ["statement_timeout": "300ms"])
+        let schema = PostgreSQLTestServer.schema(of: url)
+        let copySchema = PostgreSQLMigrationCopy.copyName(of: schema)
+        try StagedMigrationTests.makeStore(url)
+        let before = try StagedMigrationTests.blobsAtFirstVersion(url)
+        #expect(before.count == 2)
+        let q = SQLDialect.postgreSQL.quote
+        let blocker = try PostgreSQLTestServer.connection()
+        func stages(_ will: (@Sendable (ManagedObjectContext) throws -> Void)? = nil) throws -> StagedMigrationManager {
+            var decode = try StagedMigrationTests.decodeStage()
+            decode.willMigrateHandler = will
+            return StagedMigrationManager([
+                decode, LightweightMigrationStage([try StagedMigrationTests.v2(), try StagedMigrationTests.v3()])
+            ])
+        }
+        func timedOut(_ error: CoherenceError?) -> Bool {
+            var errors: [any Error] = error.map { [$0] } ?? []
+            while let next = errors.popLast() {
+                if (next as? PostgreSQLError)?.isTimeout == true { return true }
+                if let coherence = next as? CoherenceError { errors += coherence.underlyingErrors }
+            }
+            return false
+        }
+
+        // While the store is copied: the copy's lock against writers waits for another client's lock.
+        let students = try table("Student", in: schema)
+        try blocker.execute("BEGIN")
+        try blocker.execute("LOCK TABLE \(q(schema)).\(q(students)) IN EXCLUSIVE MODE")
+        let copying = #expect(throws: CoherenceError.self) {
+            try withMigrationStore(try StagedMigrationTests.v3(), at: url, options: StoreOptions(stagedMigrationManager: try stages())) {
+                _ in
+            }
+        }
+        try blocker.execute("ROLLBACK")
+        #expect(copying?.code == .migrationFailed)
+        #expect(timedOut(copying), "\(String(describing: copying))")
+        expectNoPassword(copying, "staged migration: timeout while copying")
+        #expect(try StagedMigrationTests.blobsAtFirstVersion(url) == before)
+        #expect(try !PostgreSQLTestServer.schemaExists(copySchema))
+
+        // In a stage on the copy: its migration waits for another client reading the copy; the
+        // copy's drop then times out too, and the copy stays until the next migration.
+        let reading = LockedValue(false)
+        let readCopy: @Sendable (ManagedObjectContext) throws -> Void = { _ in
+            let copied = try table("Student", in: copySchema)
+            try blocker.execute("BEGIN")
+            try blocker.execute("SELECT count(*) FROM \(q(copySchema)).\(q(copied))")
+            reading.withLock { $0 = true }
+        }
+        let staging = #expect(throws: CoherenceError.self) {
+            try withMigrationStore(
+                try StagedMigrationTests.v3(), at: url, options: StoreOptions(stagedMigrationManager: try stages(readCopy))
+            ) { _ in }
+        }
+        #expect(reading.withLock { $0 })
+        try blocker.execute("ROLLBACK")
+        #expect(staging?.code == .migrationFailed)
+        #expect(timedOut(staging), "\(String(describing: staging))")
+        expectNoPassword(staging, "staged migration: timeout in a stage")
+        #expect(try StagedMigrationTests.blobsAtFirstVersion(url) == before)
+
+        // The next migration drops what is left of the copy and migrates.
+        let names = try withMigrationStore(
+            try StagedMigrationTests.v3(), at: url, options: StoreOptions(stagedMigrationManager: try stages())
+        ) {
+            context in
+            try context.fetch(FetchRequest<ManagedObject>(entityName: "Student")).compactMap { try $0.value(forKey: "name") as? String }
+                .sorted()
+        }
+        #expect(names == ["Ann", "Ben"])
+        #expect(try !PostgreSQLTestServer.schemaExists(copySchema))
     }
 }

@@ -96,9 +96,10 @@ final class HistoryKitEngine: Sendable {
         return result
     }
 
-    /// Starts listening: each remote change of the coordinator runs `round` with the new
-    /// generation, one round at a time, in a task the engine owns. Returns false (and starts
-    /// nothing) when already started.
+    /// Starts listening: each remote change of the coordinator, and each batch request
+    /// committed through it (a coordinator does not post its own commits, and no context merges
+    /// a batch request), runs `round` with the new generation, one round at a time, in a task
+    /// the engine owns. Returns false (and starts nothing) when already started.
     func start(_ round: @escaping @Sendable (HistoryKitEngine, Int) async -> Void) -> Bool {
         state.withLock { s in
             guard !s.active else { return false }
@@ -107,14 +108,23 @@ final class HistoryKitEngine: Sendable {
             let generation = s.generation
             // Subscribed now: no change between start() and the task's first step is missed.
             let changes = coordinator.remoteChanges
+            let batches = coordinator.batchCommits.stream()
             s.task = Task { [self] in
-                for await _ in changes {
-                    guard isActive(generation), !Task.isCancelled else { break }
-                    await serialized { await round(self, generation) }
+                await withDiscardingTaskGroup { group in
+                    group.addTask { for await _ in changes { guard await self.runRound(generation, round) else { break } } }
+                    group.addTask { for await _ in batches { guard await self.runRound(generation, round) else { break } } }
                 }
             }
             return true
         }
+    }
+
+    /// Runs `round` of generation `g` after any round in progress; false (nothing run) once that
+    /// generation stopped.
+    private func runRound(_ g: Int, _ round: @Sendable (HistoryKitEngine, Int) async -> Void) async -> Bool {
+        guard isActive(g), !Task.isCancelled else { return false }
+        await serialized { await round(self, g) }
+        return true
     }
 
     /// Stops at once: the task is cancelled and nothing of the running generation merges,

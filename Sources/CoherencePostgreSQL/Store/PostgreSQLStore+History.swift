@@ -96,6 +96,7 @@ extension PostgreSQLStore {
         let (rows, count) = try withReader(nil) { c throws -> (rows: [[StoredValue]], count: Int) in
             try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             defer { if c.isInTransaction { _ = try? c.execute("ROLLBACK") } }
+            try historyFetchHook.withLock { $0 }?(c)
             let state = try c.execute(HistorySQL.state(.postgreSQL)).rows.first ?? []
             if state.count == 2, case .integer(let deletedThrough) = state[0], case .integer(let last) = state[1] {
                 try q.checkNotExpired(deletedThrough: deletedThrough, last: last, store: location)

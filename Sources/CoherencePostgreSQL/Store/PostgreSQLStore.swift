@@ -41,6 +41,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     package let tracksHistory: Bool
     /// The history transactions of this store object's saves.
     let historyCommits = LockedValue(HistoryCommits())
+    /// Test hook: called in each history fetch with its reader connection, inside the fetch's
+    /// transaction and before the history is read (a test ends the connection there).
+    let historyFetchHook = LockedValue<(@Sendable (PostgreSQLConnection) throws -> Void)?>(nil)
 
     /// Opens the store in the URL's schema, creating the schema and its tables when the schema
     /// has none. Openers are serialized by an advisory lock on the schema's name, so that two

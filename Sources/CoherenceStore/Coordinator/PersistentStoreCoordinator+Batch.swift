@@ -4,7 +4,8 @@ extension PersistentStoreCoordinator {
     /// Runs a batch request on the stores it concerns, under the save lock: each store's part
     /// in one transaction, and every store commits only when all of them succeeded (a failure
     /// after another store committed is reported, as for saves). Afterwards the row cache
-    /// forgets the rows the request updated or deleted, so faults read their new values.
+    /// forgets the rows the request updated or deleted, so faults read their new values, and
+    /// ``batchCommits`` yields.
     ///
     /// An insert goes to the first of the stores that hold its entity; an update or a delete by
     /// fetch runs in each of them (a fetch limit applies per store); a delete by IDs runs in the
@@ -36,6 +37,7 @@ extension PersistentStoreCoordinator {
             if !rowCache.isEmpty {
                 rowCache.remove(result.changes.compactMap { $0.kind == .insert ? nil : $0.objectID })
             }
+            batchCommits.yield(())
             return result
         }
     }

@@ -32,6 +32,10 @@ public final class PersistentStoreCoordinator: Sendable {
     let remoteWatches = LockedValue<[UUID: RemoteWatch]>([:])
     /// The streams of ``remoteChanges``.
     let remoteChangeBroadcaster = Broadcaster<PersistentStoreRemoteChange>()
+    /// One value after each batch request this coordinator committed: no context merges those,
+    /// and ``remoteChanges`` does not post a coordinator's own commits, so the history kits
+    /// listen here too (to merge a batch importer's requests made through their own container).
+    package let batchCommits = Broadcaster<Void>()
     /// Test hook: called after each look at a store whose watcher woke up, with the store's
     /// identifier and whether another writer had committed (a change was posted).
     package let remoteCheckHook = LockedValue<(@Sendable (UUID, Bool) -> Void)?>(nil)
@@ -59,6 +63,7 @@ public final class PersistentStoreCoordinator: Sendable {
     deinit {
         stopWatchingRemoteChanges()
         remoteChangeBroadcaster.finish()
+        batchCommits.finish()
         for s in stores.withLock({ $0 }) { s.engine.close() }
     }
 
