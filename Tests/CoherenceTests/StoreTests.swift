@@ -410,7 +410,7 @@ extension StoreTests {
         func run() throws -> (expected: Int, rows: Int) {
             var expected: [Int] = []
             var rows = 0
-            try engine.fetch(fetch, expecting: { expected.append($0) }, each: { _ in rows += 1 })
+            try engine.fetch(fetch, expecting: { expected.append($0) }, each: { _, _, _ in rows += 1 })
             #expect(expected.count == 1)  // once, before the rows
             return (expected.first ?? -1, rows)
         }
@@ -448,7 +448,7 @@ extension StoreTests {
         let fetch = try FetchRequest<CountedShape>().storeFetch(in: model)
         func run() throws -> (expected: Int, rows: Int) {
             var expected = -1, rows = 0
-            try engine.fetch(fetch, expecting: { expected = $0 }, each: { _ in rows += 1 })
+            try engine.fetch(fetch, expecting: { expected = $0 }, each: { _, _, _ in rows += 1 })
             return (expected, rows)
         }
         #expect(try run() == (0, 6))

@@ -536,7 +536,7 @@ package final class SQLiteStore: StoreEngine {
     /// its count; see ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming FetchedRow) -> Void
+        each body: RowReceiver
     ) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
@@ -550,10 +550,10 @@ package final class SQLiteStore: StoreEngine {
             var ids = ObjectID.RowIDs(storeIdentifier: identifier)
             var count = 0
             while try st.step() {
-                body(
-                    try readRow(st, plan: plan, layout: &layout) { entity, pk, version, values in
-                        FetchedRow(id: ids.next(entity: entity, primaryKey: pk), version: version, values: values)
-                    })
+                let (id, version, values) = try readRow(st, plan: plan, layout: &layout) { entity, pk, version, values in
+                    (ids.next(entity: entity, primaryKey: pk), version, values)
+                }
+                body(id, version, values)
                 count &+= 1
             }
             st.noteRowCount(count)
