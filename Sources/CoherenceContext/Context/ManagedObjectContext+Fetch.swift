@@ -354,8 +354,9 @@ package struct RowRegistration: ~Copyable {
             reuse(registered, id: id, values: &values, version: version, toOne: toOne)
             return
         }
-        // The ID moves in (the map's entry is under it from here on).
-        o._objectID = consume id
+        // The ID moves in (the map's entry is under it from here on); unless the initializer
+        // asked for an ID, there is none to release.
+        if o._objectID == nil { o._objectID = consume id } else { o._objectID = consume id }
         // A new object is in no context or group (unless its initializer did something odd).
         o._contextHandle = handle
         if o._groupReference == nil { group.add(o) }
