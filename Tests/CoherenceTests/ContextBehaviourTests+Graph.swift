@@ -380,7 +380,9 @@ struct ContextBehaviourQueryCountTests {
             let towns = try context.fetch(FetchRequest<Town>())
             #expect(towns.count == 1000)
             let afterFetch = queries.count
-            #expect(afterFetch == 1)
+            // The towns' SELECT (and before it, its statement's first run being of a whole
+            // table, the table's largest key, the number of rows it expects).
+            #expect(queries.all.filter { !$0.hasPrefix("SELECT max(Z_PK)") }.count == 1)
             // Nothing about the people is loaded yet.
             #expect(towns.allSatisfy { $0._state.relations == nil })
             #expect(context.registeredObjects.count == 1000)

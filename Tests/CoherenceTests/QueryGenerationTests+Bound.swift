@@ -98,12 +98,12 @@ extension QueryGenerationTests {
         let store = try #require(f.coordinator.persistentStores.first)
         var names: [StoredValue] = []
         var committed: Result<[ObjectID], any Error>?
-        try store.engine.fetch(fetch, expecting: { _ in }) { row in
+        try store.engine.fetch(fetch, expecting: { _ in }) { _, _, values in
             // The writer commits between two rows of the pinned read.
             if committed == nil {
                 committed = Result { try insertObjects(f.coordinator, [rowInsert(person, ["name": .text("Dee")])]) }
             }
-            names.append(row.values[person.propertiesByName["name"]?.slot ?? 0])
+            names.append(values[person.propertiesByName["name"]?.slot ?? 0])
         }
         #expect(try committed?.get().count == 1)
         #expect(names.count == 3)

@@ -388,7 +388,8 @@ struct StoreTests {
     }
 }
 
-/// A two-entity hierarchy of its own (for `aFailedFetchIsNotCounted`).
+/// A two-entity hierarchy of its own (for `aFailedFetchIsNotCounted` and
+/// `aFirstRunOfAWholeTableExpectsItsLargestKey`).
 class CountedShape: ManagedObject {
     @Attribute var n: Int = 0
 }
@@ -410,7 +411,7 @@ extension StoreTests {
         func run() throws -> (expected: Int, rows: Int) {
             var expected: [Int] = []
             var rows = 0
-            try engine.fetch(fetch, expecting: { expected.append($0) }, each: { _ in rows += 1 })
+            try engine.fetch(fetch, expecting: { expected.append($0) }, each: { _, _, _ in rows += 1 })
             #expect(expected.count == 1)  // once, before the rows
             return (expected.first ?? -1, rows)
         }
@@ -418,7 +419,7 @@ extension StoreTests {
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
             return try context.performAndWait { try context.fetch(FetchRequest<Town>()).map(\.name).sorted() }
         }
-        #expect(try run() == (0, 5))
+        #expect(try run() == (5, 5))  // a first run of a whole table: its largest key
         #expect(try run() == (5, 5))  // one run known: its count
         #expect(try run() == (5, 5))
         try insertObjects(coordinator, (5..<55).map { rowInsert(town, ["name": .text("T\($0)")]) })
@@ -435,6 +436,45 @@ extension StoreTests {
         #expect(try run() == (2, 2))
     }
 
+    /// Before a statement has run, a fetch of every row of a table expects the table's largest
+    /// key (at least its number of rows); a fetch with a predicate, or of one entity of a table
+    /// its hierarchy shares, expects nothing. The results are the same either way.
+    @Test func aFirstRunOfAWholeTableExpectsItsLargestKey() throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [CountedShape.self, CountedCircle.self])
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: model)
+        let shape = try #require(model.entitiesByName["CountedShape"])
+        let circle = try #require(model.entitiesByName["CountedCircle"])
+        let ids = try insertObjects(
+            coordinator, (1...8).map { rowInsert($0 % 2 == 0 ? circle : shape, ["n": .integer(Int64($0))]) })
+        let engine = try #require(coordinator.persistentStores.first?.engine as? SQLiteStore)
+        func firstRun(_ fetch: StoreFetch) throws -> (expected: Int, rows: Int) {
+            var expected = -1, rows = 0
+            try engine.fetch(fetch, expecting: { expected = $0 }, each: { _, _, _ in rows += 1 })
+            return (expected, rows)
+        }
+        let largestKey = Int(try #require(ids.map(\.primaryKey).max()))
+        #expect(try firstRun(FetchRequest<CountedShape>().storeFetch(in: model)) == (largestKey, 8))
+        #expect(try firstRun(FetchRequest<CountedShape>(predicate: #Predicate { $0.n > 2 }).storeFetch(in: model)) == (0, 6))
+        #expect(try firstRun(FetchRequest<CountedCircle>().storeFetch(in: model)) == (0, 4))  // a shared table
+        var limited = try FetchRequest<CountedShape>(sortBy: [SortDescriptor(\.n)]).storeFetch(in: model)
+        limited.limit = 3
+        #expect(try firstRun(limited) == (3, 3))  // at most the limit
+        // Rows deleted: the largest key stays, the count falls (an estimate too high is harmless).
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for s in try context.fetch(FetchRequest<CountedShape>()) where s.n < 7 { context.delete(s) }
+            try context.save()
+        }
+        let fresh = PersistentStoreCoordinator(managedObjectModel: model)
+        try fresh.addPersistentStore(type: .sqlite, at: dir.file("store.sqlite"))
+        let freshEngine = try #require(fresh.persistentStores.first?.engine as? SQLiteStore)
+        var expected = -1, rows = 0
+        try freshEngine.fetch(
+            FetchRequest<CountedShape>().storeFetch(in: model), expecting: { expected = $0 }, each: { _, _, _ in rows += 1 })
+        #expect((expected, rows) == (largestKey, 2))
+    }
+
     /// A run that fails part-way is not counted.
     @Test func aFailedFetchIsNotCounted() throws {
         let dir = try TemporaryDirectory()
@@ -445,10 +485,11 @@ extension StoreTests {
         let circle = try #require(model.entitiesByName["CountedCircle"])
         try insertObjects(coordinator, (1...6).map { rowInsert(circle, ["n": .integer(Int64($0))]) })
         let engine = try #require(coordinator.persistentStores.first?.engine as? SQLiteStore)
-        let fetch = try FetchRequest<CountedShape>().storeFetch(in: model)
+        // (With a predicate: a first run expects nothing, see `aFirstRunOfAWholeTableExpectsItsLargestKey`.)
+        let fetch = try FetchRequest<CountedShape>(predicate: #Predicate { $0.n > 0 }).storeFetch(in: model)
         func run() throws -> (expected: Int, rows: Int) {
             var expected = -1, rows = 0
-            try engine.fetch(fetch, expecting: { expected = $0 }, each: { _ in rows += 1 })
+            try engine.fetch(fetch, expecting: { expected = $0 }, each: { _, _, _ in rows += 1 })
             return (expected, rows)
         }
         #expect(try run() == (0, 6))

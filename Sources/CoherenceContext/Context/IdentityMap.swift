@@ -228,10 +228,13 @@ package struct IdentityMap {
 
     /// Registers `object` under `id` (its `_objectID`, whose hash is `hash`) unless an object is
     /// registered there already, in one probe. Returns nil when `object` was registered, else
-    /// the object registered under `id` (the map keeps it registered).
+    /// the object registered under `id` (the map keeps it registered). With `settingID` false,
+    /// `object` does not have `id` yet: the caller sets `_objectID` to `id` when it was
+    /// registered, before the map is used again (so the ID moves into the object instead of
+    /// being copied).
     @inline(__always)
-    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64) -> ManagedObject? {
-        checkKey(object, id)
+    mutating func insertIfAbsent(_ object: ManagedObject, for id: ObjectID, hash: UInt64, settingID: Bool = true) -> ManagedObject? {
+        if settingID { checkKey(object, id) }
         prepareForInsertion(1)
         guard let entries else { return nil }
         let p = IdentityMap.probe(entries, mask: mask, for: id, hash: hash)

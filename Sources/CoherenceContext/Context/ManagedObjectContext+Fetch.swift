@@ -308,61 +308,62 @@ package struct RowRegistration: ~Copyable {
         }
     }
 
-    /// Registers a row read by a store (with its ID).
-    package mutating func add(_ row: consuming FetchedRow) {
-        register(row.id, values: &row.values, version: row.version, toOne: nil)
+    /// Registers a row read by a store: its ID, version and values (see ``RowReceiver``).
+    package mutating func add(_ id: consuming ObjectID, version: Int64, values: consuming [StoredValue]) {
+        register(id, values: values, version: version, toOne: nil)
     }
 
     /// Registers a row with its ID (rows of several stores).
     package mutating func add(_ row: consuming StoreRow, id: ObjectID) {
-        register(id, values: &row.values, version: row.version, toOne: nil)
+        register(id, values: exchange(&row.values, with: []), version: row.version, toOne: nil)
     }
 
     /// Registers an object's snapshot (a parent context's object).
     package mutating func add(_ snapshot: consuming ObjectSnapshot) {
-        register(snapshot.id, values: &snapshot.values, version: snapshot.version, toOne: snapshot.toOne)
+        register(snapshot.id, values: exchange(&snapshot.values, with: []), version: snapshot.version, toOne: snapshot.toOne)
     }
 
     /// Registers the object of `id` with a row's values (moved into a new object), version and
     /// committed to-one destinations (nil: the ones its foreign keys name).
+    ///
+    /// A new object takes the ID and the values as they come (moved, not copied): the ID's
+    /// reference to the entity becomes the object's `_objectID`'s, and the object's `entity`
+    /// is the one other reference a row adds.
     @inline(__always)
-    private mutating func register(_ id: ObjectID, values: inout [StoredValue], version: Int64, toOne: [ObjectID?]?) {
-        let entity = id.entity
+    private mutating func register(_ id: consuming ObjectID, values: consuming [StoredValue], version: Int64, toOne: [ObjectID?]?) {
         let hash = IdentityMap.hash(id)
         if mayBeRegistered, let o = context._registered.object(for: id, hash: hash) {
             reuse(o, id: id, values: &values, version: version, toOne: toOne)
             return
         }
-        if entity !== classEntity {
-            classEntity = entity
-            entityClass = entity.managedObjectClass
+        if id.entity !== classEntity {
+            classEntity = id.entity
+            entityClass = id.entity.managedObjectClass
         }
         let objectClass = entityClass
-        let o = objectClass.init(entity: entity)
+        // (The entity read from the ID in place: a local copy would cost a retain and a release.)
+        let o = objectClass.init(entity: id.entity)
+        // Registered, unless an object is registered under this ID by now: the initializer that
+        // just ran registered it (through a lookup or a fetch of its own), or the row came
+        // before (stores list each row once; this keeps one object if one did not). That one
+        // is the row's object then, and the new one is discarded as it is: with the row's ID
+        // but its entity's initial values, in no context or group, so code that still reads it
+        // (its `deinit`, or an initializer that kept `self`) reads defaults.
+        if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash, settingID: false) {
+            o._objectID = id
+            reuse(registered, id: id, values: &values, version: version, toOne: toOne)
+            return
+        }
+        // The ID moves in (the map's entry is under it from here on); unless the initializer
+        // asked for an ID, there is none to release.
+        if o._objectID == nil { o._objectID = consume id } else { o._objectID = consume id }
         // A new object is in no context or group (unless its initializer did something odd).
         o._contextHandle = handle
         if o._groupReference == nil { group.add(o) }
         // The row's values move in. The committed snapshot lists no change, which needs no
         // second reference to the values (an atomic retain per row) and lets the first change
         // edit them in place.
-        o._state.install(exchange(&values, with: []), toOne: toOne, version: version, asFault: asFaults, keepRelations: false)
-        o._objectID = id
-        // Registered, unless an object is registered under this ID by now: the initializer that
-        // just ran registered it (through a lookup or a fetch of its own), or the row came
-        // before (stores list each row once; this keeps one object if one did not). That one
-        // is the row's object then.
-        if let registered = context._registered.insertIfAbsent(o, for: id, hash: hash) {
-            o._leaveGroup()
-            o._contextHandle = nil
-            // The row's values go back (they may fill that object); the discarded object is a
-            // new object again, with its entity's initial values, so code that still reads it
-            // (its `deinit`, or an initializer that kept `self`) reads defaults, not an empty
-            // slot list.
-            values = o._state.values
-            o._state = ObjectState(values: entity.initialValues)
-            reuse(registered, id: id, values: &values, version: version, toOne: toOne)
-            return
-        }
+        o._state.install(values, toOne: toOne, version: version, asFault: asFaults, keepRelations: false)
         noteClass(ObjectIdentifier(objectClass))
         if mayBeRegistered {
             newObjects.append(o)

@@ -55,7 +55,8 @@ extension PersistentStoreCoordinator: ContextSource {
     package func sourceFetch(_ fetch: StoreFetch, into registration: inout RowRegistration) throws(CoherenceError) {
         // One store: rows become objects as the store reads them (their IDs share its identifier).
         let read = try forEachSingleStoreRow(
-            fetch, begin: { expected in registration.begin(expectedRows: expected) }, { row in registration.add(row) })
+            fetch, begin: { expected in registration.begin(expectedRows: expected) },
+            { id, version, values in registration.add(id, version: version, values: values) })
         if read { return }
         // Several stores: their rows merged and sorted first.
         var rows = try fetchRows(fetch)

@@ -99,9 +99,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Subclasses inherit this initializer; if a subclass declares its own designated
     /// initializer it must also provide this one.
     public required init(entity: EntityDescription) {
+        // What the entity gives first, then the entity itself stored last (its last use): read
+        // after the store, it would be retained and released around the reads.
+        let values = entity.initialValues
+        let template = entity.slotTemplate(for: Self.self)
         self.entity = entity
-        self._state = ObjectState(values: entity.initialValues)
-        self._slotTemplate = entity.slotTemplate(for: Self.self)
+        self._state = ObjectState(values: values)
+        self._slotTemplate = template
     }
 
     deinit {

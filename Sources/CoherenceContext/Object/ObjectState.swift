@@ -148,11 +148,17 @@ package struct ObjectState {
         _ loaded: consuming [StoredValue], toOne: [ObjectID?]?, version: Int64, asFault: Bool, keepRelations: Bool
     ) {
         values = loaded
-        originals = []
-        committedToOne = toOne
+        if originals == nil && committedToOne == nil && relations == nil {
+            // A new object (a fetch's): nothing to release in the fields replaced.
+            originals = []
+            if toOne != nil { committedToOne = toOne }
+        } else {
+            originals = []
+            committedToOne = toOne
+            if !keepRelations { relations = nil }
+        }
         forgetCachedToOne()
         self.version = version
-        if !keepRelations { relations = nil }
         if asFault {
             flags.remove(.loadFailed)
             flags.insert([.fault, .prefilled])

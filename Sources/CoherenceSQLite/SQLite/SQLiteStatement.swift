@@ -52,6 +52,10 @@ package final class SQLiteStatement {
     /// that sizes them for too few only grows them as it would without an estimate.
     package var expectedRowCount: Int { recordedRuns < 2 ? rowCounts.last : min(rowCounts.last, rowCounts.previous) }
 
+    /// Whether a complete run of the statement was recorded (``expectedRowCount`` is then an
+    /// estimate; before, it is 0 for want of one).
+    package var hasRecordedRuns: Bool { recordedRuns > 0 }
+
     /// Records the number of rows a complete run returned.
     package func noteRowCount(_ count: Int) {
         rowCounts = (count, rowCounts.last)

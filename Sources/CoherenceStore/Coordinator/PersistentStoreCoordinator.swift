@@ -307,7 +307,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     package func forEachSingleStoreRow(
         _ fetch: StoreFetch, begin: (_ expectedRows: Int) -> Void,
-        _ body: (consuming FetchedRow) -> Void
+        _ body: RowReceiver
     ) throws(CoherenceError) -> Bool {
         let stores = try readStores(for: fetch.entity)
         guard stores.count == 1, let store = stores.first else { return false }

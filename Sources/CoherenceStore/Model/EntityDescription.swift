@@ -144,14 +144,18 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// subclasses: their slot template), set with ``objectClassData``; read once per new object.
     @inlinable package var objectTemplate: AnyObject? {
         get { _objectTemplate }
-        set { _objectTemplate = newValue }
+        set {
+            _objectTemplate = newValue
+            _unretainedObjectTemplate = newValue.map { UnretainedReference($0) }
+        }
     }
     @exclusivity(unchecked) @usableFromInline var _objectTemplate: AnyObject?
-    /// ``objectTemplate`` without retaining it (the entity keeps it alive): read once per new
-    /// object.
-    @inlinable package var unretainedObjectTemplate: UnretainedReference<AnyObject>? {
-        _objectTemplate.map { UnretainedReference($0) }
-    }
+    /// ``objectTemplate`` without retaining it, read once per new object: a field load (reading
+    /// `_objectTemplate` to make it would retain and release the template, two atomic
+    /// operations per object).
+    // Invariant: `_objectTemplate` holds the same object (both set together above).
+    @inlinable package var unretainedObjectTemplate: UnretainedReference<AnyObject>? { _unretainedObjectTemplate }
+    @exclusivity(unchecked) @usableFromInline var _unretainedObjectTemplate: UnretainedReference<AnyObject>?
     /// The same data for other classes (subclasses outside the model), made on first use.
     package let otherClassData = LockedValue<[ObjectIdentifier: AnyObject]>([:])
     package let resolvedKeyPaths = LockedValue<[SendableKeyPath: PropertyDescription]>([:])

@@ -186,7 +186,7 @@ private struct SaveWriter {
         // (The slots are ascending: built in property order.)
         let st: SQLiteStatement
         if let cached = lastUpdateStatement, lastUpdateEntity == entityKey, lastUpdateCheck == check,
-            lastUpdateSlots == row.pointee.changedSlots
+            Self.sameSlots(lastUpdateSlots, row)
         {
             st = cached
         } else {
@@ -240,6 +240,18 @@ private struct SaveWriter {
         let values = try keys.resolved(u.values, u.references, source: u.objectID)
         try recordVersionConflict(id: u.objectID, values: values, cached: u.cachedValues, oldVersion: u.expectedVersion ?? 0)
         return nil
+    }
+
+    /// Whether `slots` are the changed slots of `row`, compared in place: the row's array is
+    /// not copied (a retain and a release per updated row). Rows of a save that changed the
+    /// same slots share one array, which is found equal without reading it.
+    @inline(__always)
+    private static func sameSlots(_ slots: [Int], _ row: UnsafePointer<RowUpdate>) -> Bool {
+        slots.withUnsafeBufferPointer { a in
+            row.pointee.changedSlots.withUnsafeBufferPointer { b in
+                a.count == b.count && (a.baseAddress == b.baseAddress || a.elementsEqual(b))
+            }
+        }
     }
 
     /// The version of a row (after an unchecked update).

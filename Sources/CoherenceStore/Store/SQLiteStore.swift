@@ -537,10 +537,12 @@ package final class SQLiteStore: StoreEngine {
     }
 
     /// Expects the smaller of the row counts of the statement's last two runs (after one run,
-    /// its count; see ``SQLiteStatement/expectedRowCount``), at most the fetch's limit.
+    /// its count; see ``SQLiteStatement/expectedRowCount``), at most the fetch's limit. Before
+    /// the statement's first complete run, a fetch of every row of a table expects the table's
+    /// largest key (see ``firstRunEstimate(_:on:)``); others expect nothing.
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming FetchedRow) -> Void
+        each body: RowReceiver
     ) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
         let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
@@ -549,18 +551,40 @@ package final class SQLiteStore: StoreEngine {
             defer { st.reset() }
             st.bind(bindings)
             // The limit is a bound value: runs with other limits share the statement.
-            expect(min(st.expectedRowCount, fetch.limit ?? .max))
+            let expected = st.hasRecordedRuns ? st.expectedRowCount : firstRunEstimate(fetch, on: c)
+            expect(min(expected, fetch.limit ?? .max))
             var layout = RowLayout()
             var ids = ObjectID.RowIDs(storeIdentifier: identifier)
             var count = 0
             while try st.step() {
-                body(
-                    try readRow(st, plan: plan, layout: &layout) { entity, pk, version, values in
-                        FetchedRow(id: ids.next(entity: entity, primaryKey: pk), version: version, values: values)
-                    })
+                let (id, version, values) = try readRow(st, plan: plan, layout: &layout) { entity, pk, version, values in
+                    (ids.next(entity: entity, primaryKey: pk), version, values)
+                }
+                body(id, version, values)
                 count &+= 1
             }
             st.noteRowCount(count)
+        }
+    }
+
+    /// The rows a statement's first run of `fetch` is likely to return, read on `c`: for a fetch
+    /// of every row of its entity's table (no predicate, no offset, no other entity's rows), the
+    /// table's largest key, which one index lookup finds (keys are never reused, so it is at
+    /// least the number of rows, and equal to it until rows are deleted); 0 (no estimate)
+    /// otherwise, and when the lookup fails. Without it, the first run of a fetch of a whole
+    /// table grows the receiver's tables row by row (the identity map moves every entry at each
+    /// growth); a receiver that reserved too much gives it back once it knows the count.
+    private func firstRunEstimate(_ fetch: StoreFetch, on c: SQLiteConnection) -> Int {
+        guard fetch.predicate == nil, fetch.offset == 0,
+            generator.entityRestriction(fetch.entity, includesSubentities: fetch.includesSubentities, alias: "t0") == nil
+        else { return 0 }
+        do {
+            let st = try c.cachedStatement("SELECT max(Z_PK) FROM \(generator.table(fetch.entity))")
+            defer { st.reset() }
+            guard try st.step() else { return 0 }
+            return Int(clamping: max(st.int64(0), 0))
+        } catch {
+            return 0
         }
     }
 

@@ -19,13 +19,16 @@ package protocol StoreEngine: AnyObject, Sendable {
 
     func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow]
     /// Hands each row of a fetch to `body` as it is read (while its values are still in the
-    /// processor's cache), in order, with its object ID in this store. Before the first row,
-    /// `expect` learns how many rows the store expects (0: no idea), so that the receiver can
-    /// size its tables once instead of growing them row by row. An estimate only: the fetch may
-    /// return more rows or fewer.
+    /// processor's cache), in order: the object's ID in this store (of the row's concrete
+    /// entity), the row version and the values by slot (as in ``StoreRow/values``). The
+    /// receiver takes the ID and the values over (they are passed apart, each consumed, so that
+    /// both can move into an object: the ID holds the row's only reference to the entity).
+    /// Before the first row, `expect` learns how many rows the store expects (0: no idea), so
+    /// that the receiver can size its tables once instead of growing them row by row. An
+    /// estimate only: the fetch may return more rows or fewer.
     func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming FetchedRow) -> Void) throws(CoherenceError)
+        each body: RowReceiver) throws(CoherenceError)
     func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)]
     func count(_ fetch: StoreFetch) throws(CoherenceError) -> Int
     /// Rows of `entity` and its sub-entities by primary key, as `snapshot` shows them (nil: as
@@ -102,7 +105,7 @@ extension StoreEngine {
     /// Reads every row, then hands them over one by one (expecting exactly their number).
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming FetchedRow) -> Void
+        each body: RowReceiver
     ) throws(CoherenceError) {
         var rows = try self.fetch(fetch)
         expect(rows.count)
@@ -110,7 +113,7 @@ extension StoreEngine {
         var i = 0
         while i < rows.count {
             let row = rows[i]
-            body(FetchedRow(id: ids.next(entity: row.entity, primaryKey: row.primaryKey), version: row.version, values: row.values))
+            body(ids.next(entity: row.entity, primaryKey: row.primaryKey), row.version, row.values)
             i += 1
         }
         rows.removeAll()

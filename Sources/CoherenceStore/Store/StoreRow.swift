@@ -18,21 +18,8 @@ package struct StoreRow: Sendable {
     }
 }
 
-/// A row a fetch hands over as it reads it (see ``StoreEngine/fetch(_:expecting:each:)``): the
-/// object's ID (of its concrete entity, in the store that read it), version and values by slot.
-/// The ID, which the receiver keeps, holds the row's only reference to the entity.
-package struct FetchedRow {
-    /// The object's ID.
-    package var id: ObjectID
-    /// The row version.
-    package var version: Int64
-    /// Values by property slot, as in ``StoreRow/values``.
-    package var values: [StoredValue]
-
-    @inlinable @inline(__always)
-    package init(id: ObjectID, version: Int64, values: [StoredValue]) {
-        self.id = id
-        self.version = version
-        self.values = values
-    }
-}
+/// What a fetch hands each row to as it reads it (see ``StoreEngine/fetch(_:expecting:each:)``):
+/// the object's ID (of the row's concrete entity, in the store that read it), the row version
+/// and the values by slot, as in ``StoreRow/values``. The ID and the values are consumed, so the
+/// receiver can move both into an object; the ID holds the row's only reference to the entity.
+package typealias RowReceiver = (_ id: consuming ObjectID, _ version: Int64, _ values: consuming [StoredValue]) -> Void
