@@ -69,6 +69,9 @@ final class PostgreSQLConnection: @unchecked Sendable {
         return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
     }
 
+    /// Whether a transaction is open on the connection and has not failed.
+    var isInHealthyTransaction: Bool { handle.map { PQtransactionStatus($0) == PQTRANS_INTRANS } ?? false }
+
     /// Runs SQL without parameters, as one or more statements (`PQexec`).
     @discardableResult
     func execute(_ sql: String) throws(PostgreSQLError) -> PostgreSQLResult {
@@ -103,74 +106,26 @@ final class PostgreSQLConnection: @unchecked Sendable {
         if statements.count == 1 { return [try execute(first.sql, first.parameters)] }
         let connection = try open(first.sql)
         // Conversions and first preparations happen before the pipeline starts.
-        var converted: [[(type: UInt32, bytes: [UInt8]?, binary: Bool)]] = []
-        var names: [String] = []
-        converted.reserveCapacity(statements.count)
-        names.reserveCapacity(statements.count)
+        var steps: [PipelineStep] = []
+        steps.reserveCapacity(statements.count)
         for s in statements {
             let c = try convert(s.parameters, sql: s.sql)
-            names.append(try preparedName(s.sql, c, on: connection))
-            converted.append(c)
-        }
-        guard PQenterPipelineMode(connection) == 1 else { throw failure(first.sql) }
-        roundTrips += 1
-        var sent = 0
-        for (i, s) in statements.enumerated() {
-            let queued = Self.withParameters(converted[i]) { values, lengths, formats in
-                PQsendQueryPrepared(connection, names[i], Int32(converted[i].count), values, lengths, formats, 0)
-            }
-            guard queued == 1 else { break }
-            sent += 1
-            _ = s
+            steps.append(PipelineStep(name: try preparedName(s.sql, c, on: connection), parameters: c, sql: s.sql))
         }
         var results: [PostgreSQLResult] = []
-        results.reserveCapacity(sent)
-        var firstError: PostgreSQLError?
-        // In sync with the server: each statement's result, then a NULL; then the sync's.
-        var inSync = PQpipelineSync(connection) == 1
-        for i in 0..<sent where inSync {
-            guard let result = PQgetResult(connection) else {
-                inSync = false
-                break
-            }
-            if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
-                PQclear(result)
-            } else {
-                do {
-                    results.append(try read(result, sql: statements[i].sql))
-                } catch {
-                    if firstError == nil { firstError = error }
-                }
-            }
-            if let extra = PQgetResult(connection) {
-                PQclear(extra)
-                inSync = false
-            }
+        results.reserveCapacity(steps.count)
+        if let error = try pipeline(steps, binary: false, { _, result in results.append(Self.contents(of: result)) }) {
+            throw (error as? PostgreSQLError) ?? failure(first.sql)
         }
-        if inSync, let sync = PQgetResult(connection) {
-            inSync = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
-            PQclear(sync)
-        } else {
-            inSync = false
-        }
-        // A connection out of step with the server cannot be used again.
-        guard inSync, PQexitPipelineMode(connection) == 1 else {
-            let error = firstError ?? failure(first.sql)
-            close()
-            throw PostgreSQLError(
-                sqlState: PostgreSQLError.connectionFailure, message: error.message, sql: error.sql, location: configuration.redactedURL)
-        }
-        if let firstError { throw firstError }
-        guard sent == statements.count else { throw failure(first.sql) }
         return results
     }
 
     /// How many times the connection waited for the server (statements run one at a time, and
     /// pipelines), for tests.
-    private(set) var roundTrips = 0
+    var roundTrips = 0
 
     /// The parameters as libpq takes them.
-    private func convert(_ parameters: [StoredValue], sql: String) throws(PostgreSQLError) -> [(
+    func convert(_ parameters: [StoredValue], sql: String) throws(PostgreSQLError) -> [(
         type: UInt32, bytes: [UInt8]?, binary: Bool
     )] {
         var converted: [(type: UInt32, bytes: [UInt8]?, binary: Bool)] = []
@@ -186,7 +141,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// The name of `sql` prepared with the parameters' types, prepared now on first use.
-    private func preparedName(
+    func preparedName(
         _ sql: String, _ converted: [(type: UInt32, bytes: [UInt8]?, binary: Bool)], on connection: OpaquePointer
     ) throws(PostgreSQLError) -> String {
         let types = converted.map(\.type)
@@ -200,7 +155,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// The connection's last error, as a ``PostgreSQLError`` about `sql`.
-    private func failure(_ sql: String) -> PostgreSQLError {
+    func failure(_ sql: String) -> PostgreSQLError {
         let message = handle.map { Self.message(PQerrorMessage($0)) } ?? "no connection"
         return PostgreSQLError(
             sqlState: isOpen ? nil : PostgreSQLError.connectionFailure, message: configuration.redacting(message), sql: sql,
@@ -215,7 +170,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     // MARK: libpq calls
 
-    private func open(_ sql: String) throws(PostgreSQLError) -> OpaquePointer {
+    func open(_ sql: String) throws(PostgreSQLError) -> OpaquePointer {
         guard let handle else {
             throw PostgreSQLError(message: "The connection is closed.", sql: sql, location: configuration.redactedURL)
         }
@@ -226,6 +181,11 @@ final class PostgreSQLConnection: @unchecked Sendable {
     private func read(_ result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> PostgreSQLResult {
         let result = try check(result, sql: sql)
         defer { PQclear(result) }
+        return Self.contents(of: result)
+    }
+
+    /// A successful result's rows and count of changed rows, as Swift values.
+    static func contents(of result: OpaquePointer) -> PostgreSQLResult {
         var out = PostgreSQLResult()
         out.affectedRows = Int(String(cString: PQcmdTuples(result))) ?? 0
         let rows = PostgreSQLRows(result)
@@ -258,7 +218,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// A successful result; a failed one is cleared and thrown as an error.
-    private func check(_ result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> OpaquePointer {
+    func check(_ result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> OpaquePointer {
         guard let result else {
             let message = handle.map { Self.message(PQerrorMessage($0)) } ?? "no connection"
             throw PostgreSQLError(
@@ -302,7 +262,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     /// Calls `body` with libpq's parameter arrays: values (NUL-terminated copies, NULL for a
     /// null), lengths and formats (1: binary).
-    private static func withParameters<T>(
+    static func withParameters<T>(
         _ parameters: [(type: UInt32, bytes: [UInt8]?, binary: Bool)],
         _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> T
     ) -> T {

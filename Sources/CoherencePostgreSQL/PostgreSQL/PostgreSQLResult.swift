@@ -71,23 +71,6 @@ enum PostgreSQLValue {
         }
     }
 
-    /// A column value from its binary form (`bytes`, as the server sent it with result format 1)
-    /// and type: the same value ``value(_:type:)`` reads from the text form, without parsing text.
-    static func value(binary bytes: UnsafeRawBufferPointer, type: UInt32) -> StoredValue {
-        switch (type, bytes.count) {
-        case (int8OID, 8): return .integer(Int64(bigEndian: bytes.loadUnaligned(as: Int64.self)))
-        case (int4OID, 4): return .integer(Int64(Int32(bigEndian: bytes.loadUnaligned(as: Int32.self))))
-        case (int2OID, 2): return .integer(Int64(Int16(bigEndian: bytes.loadUnaligned(as: Int16.self))))
-        case (oidOID, 4): return .integer(Int64(UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self))))
-        case (boolOID, 1): return .integer(bytes[0] != 0 ? 1 : 0)
-        case (float8OID, 8): return StoredValue(double: Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))))
-        case (float4OID, 4): return StoredValue(double: Double(Float(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)))))
-        case (byteaOID, _): return .blob(Data(bytes))
-        case (numericOID, _): return numeric(binary: bytes).map(StoredValue.text) ?? .null
-        default: return .text(String(decoding: bytes, as: UTF8.self))
-        }
-    }
-
     /// The text PostgreSQL writes for a `numeric` (`numeric_out`) from its binary form: a
     /// count of base-10,000 digits, the weight of the first, the sign, the display scale, then
     /// the digits. Nil when the bytes are not one.
@@ -171,6 +154,45 @@ enum PostgreSQLValue {
     }
 }
 
+/// How one column of a binary result is read, chosen once per result from the column's type.
+enum PostgreSQLColumnKind {
+    case int8, int4, int2, oid, bool, float8, float4, bytea, numeric, text
+
+    init(type: UInt32) {
+        switch type {
+        case PostgreSQLValue.int8OID: self = .int8
+        case PostgreSQLValue.int4OID: self = .int4
+        case PostgreSQLValue.int2OID: self = .int2
+        case PostgreSQLValue.oidOID: self = .oid
+        case PostgreSQLValue.boolOID: self = .bool
+        case PostgreSQLValue.float8OID: self = .float8
+        case PostgreSQLValue.float4OID: self = .float4
+        case PostgreSQLValue.byteaOID: self = .bytea
+        case PostgreSQLValue.numericOID: self = .numeric
+        default: self = .text
+        }
+    }
+
+    /// The value of a column of this kind from its binary form (`bytes`, as the server sent it
+    /// with result format 1): the same value ``PostgreSQLValue/value(_:type:)`` reads from the
+    /// text form, without parsing text.
+    @inline(__always)
+    func value(_ bytes: UnsafeRawBufferPointer) -> StoredValue {
+        switch (self, bytes.count) {
+        case (.int8, 8): return .integer(Int64(bigEndian: bytes.loadUnaligned(as: Int64.self)))
+        case (.int4, 4): return .integer(Int64(Int32(bigEndian: bytes.loadUnaligned(as: Int32.self))))
+        case (.int2, 2): return .integer(Int64(Int16(bigEndian: bytes.loadUnaligned(as: Int16.self))))
+        case (.oid, 4): return .integer(Int64(UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self))))
+        case (.bool, 1): return .integer(bytes[0] != 0 ? 1 : 0)
+        case (.float8, 8): return StoredValue(double: Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))))
+        case (.float4, 4): return StoredValue(double: Double(Float(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)))))
+        case (.bytea, _): return .blob(Data(bytes))
+        case (.numeric, _): return PostgreSQLValue.numeric(binary: bytes).map(StoredValue.text) ?? .null
+        default: return .text(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}
+
 /// The rows of a libpq result, read where libpq keeps them (see
 /// `PostgreSQLConnection.query(_:_:_:)`): valid only while the call that handed them over runs.
 struct PostgreSQLRows {
@@ -182,6 +204,8 @@ struct PostgreSQLRows {
     let columnCount: Int
     /// Each column's type object ID.
     private let types: [UInt32]
+    /// How each column is read, when the values are in binary form.
+    private let kinds: [PostgreSQLColumnKind]
     /// Whether the values are in binary form (result format 1) rather than text.
     let binary: Bool
 
@@ -191,22 +215,23 @@ struct PostgreSQLRows {
         count = Int(PQntuples(result))
         columnCount = Int(PQnfields(result))
         types = (0..<Int32(columnCount)).map { PQftype(result, $0) }
+        kinds = binary ? types.map(PostgreSQLColumnKind.init(type:)) : []
     }
 
     /// The value at `row`, `column` (both in range).
+    @inline(__always)
     func value(_ row: Int32, _ column: Int32) -> StoredValue {
-        if PQgetisnull(result, row, column) != 0 { return .null }
-        let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
-        return binary
-            ? PostgreSQLValue.value(binary: bytes, type: types[Int(column)]) : PostgreSQLValue.value(bytes, type: types[Int(column)])
+        // Only an empty value can be a NULL (libpq gives a NULL the length 0): most values cost
+        // two calls into libpq, not three.
+        let length = Int(PQgetlength(result, row, column))
+        if length == 0 && PQgetisnull(result, row, column) != 0 { return .null }
+        let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: length)
+        return binary ? kinds[Int(column)].value(bytes) : PostgreSQLValue.value(bytes, type: types[Int(column)])
     }
 
     /// The integer at `row`, `column`, when it is one.
     func integer(_ row: Int32, _ column: Int32) -> Int64? {
-        if PQgetisnull(result, row, column) != 0 { return nil }
-        if binary, types[Int(column)] == PostgreSQLValue.int8OID, PQgetlength(result, row, column) == 8,
-            let p = PQgetvalue(result, row, column)
-        {
+        if binary, kinds[Int(column)] == .int8, PQgetlength(result, row, column) == 8, let p = PQgetvalue(result, row, column) {
             return Int64(bigEndian: UnsafeRawPointer(p).loadUnaligned(as: Int64.self))
         }
         guard case .integer(let v) = value(row, column) else { return nil }

@@ -41,7 +41,7 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
     var connectionCount: Int { state.withLock { $0.idle.count + $0.lent } }
 
     /// Runs `body` on a connection at the snapshot: an idle one, or a reader connection that
-    /// imports it. A connection whose read failed leaves the snapshot (its transaction is over).
+    /// imports it. A connection whose read failed on the server leaves the snapshot (its transaction is over).
     /// - Throws: `.invalidQueryGenerationToken` once the snapshot is closed.
     func read<T>(_ body: (PostgreSQLConnection) throws(CoherenceError) -> T) throws(CoherenceError) -> T {
         let c = try take()
@@ -88,11 +88,12 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
     }
 
     /// Keeps a connection for the next reads, or ends its transaction when the snapshot is
-    /// closed or its read failed.
+    /// closed or its read failed on the server (a read that failed in the client, the
+    /// transaction intact, keeps it).
     private func giveBack(_ c: PostgreSQLConnection, failed: Bool) {
         let kept = state.withLock { s -> Bool in
             s.lent -= 1
-            guard !s.isClosed && !failed && c.isOpen && c.isInTransaction else { return false }
+            guard !s.isClosed && c.isOpen && (failed ? c.isInHealthyTransaction : c.isInTransaction) else { return false }
             s.idle.append(c)
             return true
         }

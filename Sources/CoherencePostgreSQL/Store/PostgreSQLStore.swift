@@ -35,6 +35,12 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     private let numbered = LockedValue<[String: String]>([:])
     /// The most SQL texts ``numbered(_:)`` keeps; a full cache starts over.
     static let numberedLimit = 512
+    /// How many rows each fetch's SQL (numbered) returned the last time it ran, for the last
+    /// ``numberedLimit`` texts at most: what the next run of the same SQL expects.
+    let rowCounts = LockedValue<[String: Int]>([:])
+    /// When a fetch reads through a cursor, in chunks (see ``fetch(_:expecting:each:)``): from
+    /// how many expected rows, and how many rows per chunk.
+    let chunking = LockedValue<(minimumRows: Int, chunkSize: Int)>((20_000, 2_000))
 
     package var locationDescription: String { configuration.redactedURL }
     /// Whether the store records persistent history (see PostgreSQLStore+History.swift).
@@ -335,45 +341,6 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         let p = generator.selectPlan(for: entity)
         plans.withLock { $0[key] = p }
         return p
-    }
-
-    /// The rows of a result whose columns are `plan`'s (`Z_PK`, `Z_ENT`, `Z_OPT`, then the
-    /// columns), each made at once in its entity's slot layout.
-    func rows(_ result: PostgreSQLRows, plan: SelectPlan) throws(CoherenceError) -> [StoreRow] {
-        var rows: [StoreRow] = []
-        rows.reserveCapacity(result.count)
-        // A hierarchy of one entity: its description and column mapping, looked up once.
-        let single = plan.singleEntityNumber.flatMap { n in plan.entities[n].flatMap { e in plan.mapping[n].map { (e, $0) } } }
-        for r in 0..<Int32(result.count) {
-            guard let pk = result.integer(r, 0), let version = result.integer(r, 2) else {
-                throw CoherenceError(.corruptRow, "A row has no key or version.", store: locationDescription)
-            }
-            let entity: EntityDescription, mapping: [(column: Int32, slot: Int)]
-            if let single {
-                (entity, mapping) = single
-            } else {
-                let number = result.integer(r, 1).map(Int.init) ?? -1
-                guard let e = plan.entities[number], let m = plan.mapping[number] else {
-                    throw CoherenceError(
-                        .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: locationDescription)
-                }
-                (entity, mapping) = (e, m)
-            }
-            var values = entity.initialValues
-            for (column, slot) in mapping where Int(column) < result.columnCount && slot < values.count {
-                values[slot] = result.value(r, column)
-            }
-            rows.append(StoreRow(entity: entity, primaryKey: pk, version: version, values: values))
-        }
-        return rows
-    }
-
-    package func fetch(_ fetch: StoreFetch) throws(CoherenceError) -> [StoreRow] {
-        let plan = self.plan(for: fetch.entity)
-        let (sql, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
-        return try withReader(fetch.generation?.snapshot(of: identifier)) { c in
-            try c.query(numbered(sql), bindings) { result in try rows(result, plan: plan) }
-        }
     }
 
     package func fetchKeys(_ fetch: StoreFetch) throws(CoherenceError) -> [(primaryKey: Int64, entityNumber: Int)] {
