@@ -95,7 +95,7 @@ extension PostgreSQLStore {
     /// statement's (the cursor's own transaction).
     package func fetch(
         _ fetch: StoreFetch, expecting expect: (Int) -> Void,
-        each body: (consuming FetchedRow) -> Void
+        each body: RowReceiver
     ) throws(CoherenceError) {
         let plan = self.plan(for: fetch.entity)
         let (generated, bindings) = try generator.select(fetch, plan: plan, storeIdentifier: identifier)
@@ -109,7 +109,7 @@ extension PostgreSQLStore {
             var layout = PostgreSQLRowLayout()
             func read(_ result: PostgreSQLRows) throws(CoherenceError) {
                 try readRows(result, plan: plan, layout: &layout) { entity, pk, version, values in
-                    body(FetchedRow(id: ids.next(entity: entity, primaryKey: pk), version: version, values: values))
+                    body(ids.next(entity: entity, primaryKey: pk), version, values)
                     count &+= 1
                 }
             }
