@@ -285,6 +285,68 @@ struct HistoryReadingTests {
         #expect(try saveNotes(c, authors: ["after"]).map(\.transactionNumber) == [1])
     }
 
+    /// A store opened without history stops writing once another coordinator (another process,
+    /// say) turns history on for it: its saves and batch requests fail with
+    /// `.historyTrackingRequired` and write nothing, so no change is missing from the history
+    /// the others read; the other coordinator's saves are recorded.
+    @Test(arguments: storedTypes)
+    func aStoreWithoutHistoryStopsWritingOnceAnotherTurnsItOn(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let plain = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
+        try plain.addPersistentStore(type: type, at: historyStoreURL(type, in: dir))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: plain)
+        try context.performAndWait {
+            HNote(context: context).code = "before"
+            try context.save()
+        }
+        let tracked = try makeHistoryCoordinator(type, in: dir)
+        let refused = #expect(throws: CoherenceError.self) {
+            try context.performAndWait {
+                HNote(context: context).code = "after"
+                try context.save()
+            }
+        }
+        #expect(refused?.code == .historyTrackingRequired)
+        #expect(refused?.message.contains("persistentHistoryTracking") == true)
+        let batch = #expect(throws: CoherenceError.self) {
+            try plain.execute(BatchInsertRequest<HNote>(objects: [["code": "batch", "rank": 1]]))
+        }
+        #expect(batch?.code == .historyTrackingRequired)
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: tracked)
+        let codes = try reader.performAndWait { try reader.fetch(FetchRequest<HNote>()).map(\.code) }
+        #expect(codes == ["before"])
+        #expect(try allHistory(tracked).isEmpty)
+        #expect(try saveNotes(tracked, authors: ["tracked"]).count == 1)
+    }
+
+    /// The same across processes: another process opens the file with history on and saves;
+    /// this process's store, opened without history, then refuses to save, and the file's
+    /// history holds exactly the other process's transaction.
+    @Test func anotherProcessTurningHistoryOnStopsThisProcessWriting() async throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("notes.sqlite")
+        let plain = try remoteCoordinator(url, notifications: false, history: false)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: plain)
+        try context.performAndWait {
+            RemoteNote(context: context).author = "plain"
+            try context.save()
+        }
+        let child = try WriterProcess(store: url, author: "child", ["--inserts", "1", "--history"])
+        #expect(await child.waitForLine("DONE"))
+        #expect(await child.finish().status == 0)
+        let refused = #expect(throws: CoherenceError.self) {
+            try context.performAndWait {
+                RemoteNote(context: context).author = "plain again"
+                try context.save()
+            }
+        }
+        #expect(refused?.code == .historyTrackingRequired)
+        let reopened = try remoteCoordinator(url, notifications: false, history: true)
+        let transactions = try allHistory(reopened)
+        #expect(transactions.map { $0.author } == ["child"])
+        #expect(try reopened.fetchObjectIDs(FetchRequest<RemoteNote>()).count == 2)
+    }
+
     /// A transaction's notification catches a context up: a context of another coordinator on
     /// the same file merges it and sees the other writer's changes (its cached rows are dropped).
     @Test(arguments: storedTypes)

@@ -9,19 +9,41 @@ extension PostgreSQLStore {
     /// transaction starts again on a new one.
     /// - Throws: `.storeWriteFailed` (as `what`), `.connectionLost`, `.storeNotAttached`.
     func beginWriterTransaction(_ what: String) throws(CoherenceError) -> PostgreSQLConnection {
+        let begin = tracksHistory ? "BEGIN" : untrackedBegin
         var c = try writerConnection()
+        var result: PostgreSQLResult
         do {
-            try c.execute("BEGIN")
+            result = try c.execute(begin)
         } catch {
             guard error.isConnectionLoss else { throw storeError(.storeWriteFailed, error, what) }
             c = try reconnectWriter()
             do {
-                try c.execute("BEGIN")
+                result = try c.execute(begin)
             } catch {
                 throw storeError(.storeWriteFailed, error, what)
             }
         }
+        if !tracksHistory && (result.firstInteger ?? 0) > 0 {
+            _ = try? c.execute("ROLLBACK")
+            throw CoherenceError(
+                .historyTrackingRequired,
+                "Another coordinator turned persistent history on for this store since it was opened without it; "
+                    + "open it again with StoreOptions.persistentHistoryTracking on (nothing was written).",
+                store: configuration.redactedURL)
+        }
         return c
+    }
+
+    /// A write transaction's start for a store opened without history, in one round trip: the
+    /// transaction, the schema's advisory lock shared (opening a store takes it exclusively, so
+    /// another coordinator cannot turn history on while this transaction runs), and then, in a
+    /// statement of its own that sees what committed before the lock was granted, the number of
+    /// history tables: not 0 once another coordinator turned history on, and the write is
+    /// refused (its writes would be missing from the history others now read; history is
+    /// sticky, as when opening).
+    private var untrackedBegin: String {
+        let key = ("coherence:" + configuration.schema).replacingOccurrences(of: "'", with: "''")
+        return "BEGIN; SELECT pg_advisory_xact_lock_shared(hashtext('\(key)')); " + HistorySQL.tableExists(.postgreSQL)
     }
 
     /// Runs `body` in a write transaction of its own, committed when it returns and rolled back

@@ -112,10 +112,12 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// a request is limited to (``PersistentHistoryChangeRequest/affectedStores``). The error
         /// names the token's store.
         public static let invalidHistoryToken = Code(kind: .invalidHistoryToken)
-        /// A SQLite store that recorded persistent history was opened without
-        /// ``StoreOptions/persistentHistoryTracking``. The store is not attached and its file is
-        /// left as it was (history included); open it with the option on. (Core Data opens such a
-        /// store read-only instead.)
+        /// A store that records persistent history was opened without
+        /// ``StoreOptions/persistentHistoryTracking``: the store is not attached and is left as it
+        /// was (history included); open it with the option on. Also the error of a save or batch
+        /// request on a store opened without the option after another coordinator (another
+        /// process) turned history on: nothing is written; open the store again with the option.
+        /// (Core Data opens such a store read-only instead.)
         public static let historyTrackingRequired = Code(kind: .historyTrackingRequired)
         /// A context cannot be pinned to a query generation because a store of its coordinator
         /// cannot hold a snapshot: a SQLite store that is not in WAL mode. The error names the

@@ -6,6 +6,36 @@ extension SQLiteStore {
         (try c.prepare(HistorySQL.tableExists).rows { $0.int64(0) }.first ?? 0) > 0
     }
 
+    /// Refuses the write transaction just begun on `c` (the writer connection) when the store
+    /// was opened without history and another coordinator (another process, say) has turned
+    /// history on since: its writes would be missing from the history others now read.
+    /// History is sticky, as when opening. The transaction holds the write lock, so history
+    /// cannot be turned on before it ends. One `PRAGMA` per write; the tables are looked for only
+    /// when the schema changed since the last look.
+    /// - Throws: `.historyTrackingRequired` (the caller rolls back: nothing is written), or
+    ///   `.storeWriteFailed` when the schema cannot be read.
+    func refuseWritesOnceHistoryIsOn(_ c: SQLiteConnection) throws(CoherenceError) {
+        guard !tracksHistory else { return }
+        let hasHistory: Bool
+        do {
+            let st = try c.cachedStatement("PRAGMA schema_version")
+            defer { st.reset() }
+            let version = try st.step() ? st.int64(0) : -1
+            guard version != untrackedSchemaVersion.withLock({ $0 }) else { return }
+            hasHistory = try Self.hasHistoryTables(c)
+            if !hasHistory { untrackedSchemaVersion.withLock { $0 = version } }
+        } catch {
+            throw storeError(.storeWriteFailed, error, "Reading the store's schema failed")
+        }
+        if hasHistory {
+            throw CoherenceError(
+                .historyTrackingRequired,
+                "Another coordinator turned persistent history on for this store since it was opened without it; "
+                    + "open it again with StoreOptions.persistentHistoryTracking on (nothing was written).",
+                store: path)
+        }
+    }
+
     /// Creates the history tables (inside the caller's write transaction).
     static func createHistoryTables(_ c: SQLiteConnection) throws {
         for sql in HistorySQL.createTables { try c.execute(sql) }
