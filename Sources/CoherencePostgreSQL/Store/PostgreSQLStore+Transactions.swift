@@ -25,11 +25,7 @@ extension PostgreSQLStore {
         }
         if !tracksHistory && (result.firstInteger ?? 0) > 0 {
             _ = try? c.execute("ROLLBACK")
-            throw CoherenceError(
-                .historyTrackingRequired,
-                "Another coordinator turned persistent history on for this store since it was opened without it; "
-                    + "open it again with StoreOptions.persistentHistoryTracking on (nothing was written).",
-                store: configuration.redactedURL)
+            throw HistorySQL.historyTurnedOnElsewhere(store: locationDescription)
         }
         return c
     }
