@@ -412,10 +412,11 @@ extension ManagedObjectContext {
         // only from the first that does not.
         var matching = 0
         var listed = false
+        var list: [ManagedObject] = []
         // The entity's foreign keys, taken once per run of objects of one entity.
         var entity: EntityDescription?
         var foreignKeys: [RelationshipDescription] = []
-        updatedCandidates.values.forEachBorrowed { o in
+        if !updatedCandidates.isEmpty { updatedCandidates.values.forEachBorrowed { o in
             guard !o.isInserted && !o.isDeleted else { return }
             if o.entity !== entity {
                 entity = o.entity
@@ -429,18 +430,22 @@ extension ManagedObjectContext {
             }
             if wasWritten || o._hasRelationshipChanges {
                 if listed {
-                    saved.updated.append(o)
+                    list.append(o)
                 } else if matching < validated.count && validated[matching] === o {
                     matching += 1
                 } else {
-                    saved.updated = Array(validated[..<matching])
-                    saved.updated.append(o)
+                    list = Array(validated[..<matching])
+                    list.append(o)
                     listed = true
                 }
             }
             commit(o, foreignKeys: foreignKeys)
+        } }
+        if listed {
+            saved.updated = list
+        } else if matching > 0 {
+            saved.updated = matching == validated.count ? validated : Array(validated[..<matching])
         }
-        if !listed { saved.updated = matching == validated.count ? validated : Array(validated[..<matching]) }
         // (Defensive, against a misaligned list: an object written but missed above still gets
         // its version. The objects are alive: nothing has run since the change set was built.)
         if written < updatedObjects.count {
@@ -464,12 +469,15 @@ extension ManagedObjectContext {
         return saved
     }
 
-    /// Makes an object's current state its committed state (`foreignKeys`: its entity's
-    /// foreign-key relationships, when at hand).
-    func commit(_ o: ManagedObject, foreignKeys: [RelationshipDescription]? = nil) {
-        o._state.commit(
-            foreignKeys: foreignKeys ?? o.entity.foreignKeyRelationships, objectID: o._objectID,
-            hasPermanentID: o._objectID?.isTemporaryID == false)
+    /// Makes an object's current state its committed state.
+    func commit(_ o: ManagedObject) {
+        o._state.commit(foreignKeys: o.entity.foreignKeyRelationships, objectID: o._objectID)
+    }
+
+    /// Makes a saved object's current state its committed state, with its entity's foreign-key
+    /// relationships at hand (taken once per run of objects of one entity).
+    private func commit(_ o: ManagedObject, foreignKeys: [RelationshipDescription]) {
+        o._state.commit(foreignKeys: foreignKeys, objectID: o._objectID)
     }
 
     /// Clears change tracking after a save and posts DidSave.

@@ -415,15 +415,9 @@ package struct ObjectState {
     /// to-many contents their committed contents (deleted members leave them); to-one
     /// overrides are dropped (they are committed now), and so are the edits of to-many
     /// relationships that are still faults (they are saved). `foreignKeys` are the entity's
-    /// foreign-key relationships, `objectID` the object's ID; `hasPermanentID`, when given,
-    /// whether that ID is permanent (all the usual case needs to know of it: then the ID is not
-    /// copied).
-    package mutating func commit(
-        foreignKeys: [RelationshipDescription], objectID: @autoclosure () -> ObjectID?, hasPermanentID: Bool? = nil
-    ) {
-        if !foreignKeys.isEmpty
-            && !foreignKeysNameCommittedDestinations(foreignKeys, hasPermanentID: hasPermanentID ?? (objectID()?.isTemporaryID == false))
-        {
+    /// foreign-key relationships, `objectID` the object's ID.
+    package mutating func commit(foreignKeys: [RelationshipDescription], objectID: @autoclosure () -> ObjectID?) {
+        if !foreignKeys.isEmpty && !foreignKeysNameCommittedDestinations(foreignKeys, objectID: objectID()) {
             var toOne: [ObjectID?] = []
             // Foreign-key slots that must change to hold the stored keys (row snapshots carry
             // them). Written after the loop: a write inside it would make the values unique
@@ -473,7 +467,7 @@ package struct ObjectState {
     /// and needs no pass over them).
     @inline(__always)
     private mutating func foreignKeysNameCommittedDestinations(
-        _ foreignKeys: [RelationshipDescription], hasPermanentID: @autoclosure () -> Bool
+        _ foreignKeys: [RelationshipDescription], objectID: @autoclosure () -> ObjectID?
     ) -> Bool {
         guard relations == nil, committedToOne == nil, let changed = originals else { return false }
         for r in foreignKeys {
@@ -482,7 +476,7 @@ package struct ObjectState {
             case .null: continue
             case .integer:
                 // Derived from a stored key: a permanent ID in the object's store.
-                guard r.fkOrdinal >= 0, r.destinationEntity != nil, hasPermanentID() else { return false }
+                guard r.fkOrdinal >= 0, r.destinationEntity != nil, let id = objectID(), !id.isTemporaryID else { return false }
             default: return false
             }
         }

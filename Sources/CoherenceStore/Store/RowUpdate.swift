@@ -35,7 +35,7 @@ package struct RowUpdate: Sendable {
         case changed([SlotValue])
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     package init(
         objectID: ObjectID, values: [StoredValue], changedSlots: [Int], references: [RowReference],
         expectedVersion: Int64?, cachedValues: [StoredValue]?, originals: [SlotValue]? = nil

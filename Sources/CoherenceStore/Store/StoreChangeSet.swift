@@ -26,7 +26,7 @@ package struct StoreChangeSet: Sendable {
     }
 
     /// Adds an updated row, noting its key and store (read while the row is at hand).
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func appendUpdate(_ row: consuming RowUpdate) {
         noted.note(row.objectID, first: updates.isEmpty || noted.count != updates.count)
         updates.append(row)
@@ -63,7 +63,7 @@ struct NotedUpdates: Sendable {
 
     @usableFromInline init() {}
 
-    @inlinable
+    @inlinable @inline(__always)
     mutating func note(_ id: borrowing ObjectID, first: Bool) {
         if first {
             self = NotedUpdates()
