@@ -416,31 +416,33 @@ extension ManagedObjectContext {
         // The entity's foreign keys, taken once per run of objects of one entity.
         var entity: EntityDescription?
         var foreignKeys: [RelationshipDescription] = []
-        if !updatedCandidates.isEmpty { updatedCandidates.values.forEachBorrowed { o in
-            guard !o.isInserted && !o.isDeleted else { return }
-            if o.entity !== entity {
-                entity = o.entity
-                foreignKeys = o.entity.foreignKeyRelationships
-            }
-            var wasWritten = false
-            if written < updatedObjects.count && updatedObjects[written].toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
-                if written < versions.count { o._state.noteWritten(version: versions[written]) }
-                written += 1
-                wasWritten = true
-            }
-            if wasWritten || o._hasRelationshipChanges {
-                if listed {
-                    list.append(o)
-                } else if matching < validated.count && validated[matching] === o {
-                    matching += 1
-                } else {
-                    list = Array(validated[..<matching])
-                    list.append(o)
-                    listed = true
+        if !updatedCandidates.isEmpty {
+            updatedCandidates.values.forEachBorrowed { o in
+                guard !o.isInserted && !o.isDeleted else { return }
+                if o.entity !== entity {
+                    entity = o.entity
+                    foreignKeys = o.entity.foreignKeyRelationships
                 }
+                var wasWritten = false
+                if written < updatedObjects.count && updatedObjects[written].toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
+                    if written < versions.count { o._state.noteWritten(version: versions[written]) }
+                    written += 1
+                    wasWritten = true
+                }
+                if wasWritten || o._hasRelationshipChanges {
+                    if listed {
+                        list.append(o)
+                    } else if matching < validated.count && validated[matching] === o {
+                        matching += 1
+                    } else {
+                        list = Array(validated[..<matching])
+                        list.append(o)
+                        listed = true
+                    }
+                }
+                commit(o, foreignKeys: foreignKeys)
             }
-            commit(o, foreignKeys: foreignKeys)
-        } }
+        }
         if listed {
             saved.updated = list
         } else if matching > 0 {

@@ -569,8 +569,11 @@ public final class PersistentStoreCoordinator: Sendable {
                 }
             }),
             // (Known without a pass over the rows when the context noted them as it built them.)
-            changes.updates.isEmpty || changes.updatesAllStored(in: only.identifier)
-                ?? changes.updates.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } }),
+            changes.updates.isEmpty
+                || changes.updatesAllStored(in: only.identifier)
+                    ?? changes.updates.withUnsafeBufferPointer({ rows in
+                        rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) }
+                    }),
             changes.deletes.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } })
         {
             return [SavePart(store: only, changes: changes)]
