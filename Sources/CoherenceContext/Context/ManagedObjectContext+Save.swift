@@ -80,7 +80,7 @@ extension ManagedObjectContext {
             if hooks.checksStoresOnSave { try checkStoresAttached(updated: updated) }
             saved = try pushToParent(parent)
         } else {
-            saved = try saveToStores()
+            saved = try saveToStores(validated: updated)
         }
         if unchangedByWillSave && !saved.hadConflicts {
             if let posted, posted.objects.count == saved.inserted.count { saved.insertedSet = posted.objects }
@@ -146,8 +146,15 @@ extension ManagedObjectContext {
         }
         var updated: [ManagedObject] = []
         updated.reserveCapacity(candidates.count)
+        // The entity's stored-attribute slots, taken once per run of objects of one entity.
+        var entity: EntityDescription?
+        var isStored: [Bool] = []
         candidates.forEachBorrowed { o in
-            guard o.isUpdated else { return }
+            if o.entity !== entity {
+                entity = o.entity
+                isStored = o.entity.isStoredAttributeSlot
+            }
+            guard Self.isUpdated(o, isStored: isStored) else { return }
             updated.append(o)
             validateProperties(o, rules: &rules, into: &failures)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
@@ -180,6 +187,18 @@ extension ManagedObjectContext {
             .validation, "The save failed validation with \(failures.count) error(s): \(summary)\(failures.count > 3 ? "; …" : "")")
         error.underlyingErrors = failures
         throw error
+    }
+
+    /// `o.isUpdated`, with its entity's `isStoredAttributeSlot` given (not read, and retained,
+    /// per object).
+    @inline(__always)
+    private static func isUpdated(_ o: ManagedObject, isStored: [Bool]) -> Bool {
+        guard !o.isInserted && !o.isDeleted && o._hasLiveContext else { return false }
+        let flags = o._state.flags
+        let attributes =
+            flags.contains(.fault) || !o._state.hasSnapshot
+            ? o._hasAttributeChanges : o._state.hasAttributeChanges(isStoredAttribute: isStored)
+        return attributes || o._hasRelationshipChanges
     }
 
     private static func wrap(_ error: any Error, _ o: ManagedObject) -> CoherenceError {
@@ -257,7 +276,9 @@ extension ManagedObjectContext {
         }
         changes.updates.reserveCapacity(updatedCandidates.count)
         updatedObjects.reserveCapacity(updatedCandidates.count)
-        // Objects changed the same way share one slots array (no allocation per object).
+        // Objects changed the same way share one slots array (no allocation per object). Each
+        // object's slots are appended to `scratch` from `start` (emptied only when it grows: an
+        // empty-keeping-capacity per object costs more than the rest of the slot work).
         var scratch: [Int] = []
         var lastSlots: [Int] = []
         // The entity's lists, taken once per run of objects of one entity (not per object).
@@ -271,7 +292,8 @@ extension ManagedObjectContext {
                 isStored = o.entity.isStoredAttributeSlot
                 foreignKeys = o.entity.foreignKeyRelationships
             }
-            scratch.removeAll(keepingCapacity: true)
+            if scratch.count > 4096 { scratch.removeAll(keepingCapacity: true) }
+            let start = scratch.count
             var references: [RowReference] = []
             // The snapshot lists the slots changed since the load or last save.
             o._state.appendChangedSlots(isStoredAttribute: isStored, to: &scratch)
@@ -286,12 +308,12 @@ extension ManagedObjectContext {
                         references.append(RowReference(slot: r.slot, target: current))
                     }
                 }
-                if !references.isEmpty { scratch.sort() }  // slots in property order
+                if !references.isEmpty { scratch[start...].sort() }  // slots in property order
             }
             if o._state.relations != nil { appendJoinChanges(o, into: &changes) }
-            guard !scratch.isEmpty else { return }
-            if scratch != lastSlots { lastSlots = scratch }
-            changes.updates.append(
+            guard scratch.count > start else { return }
+            if !scratch[start...].elementsEqual(lastSlots) { lastSlots = Array(scratch[start...]) }
+            changes.appendUpdate(
                 RowUpdate(
                     objectID: o.objectID, values: o._state.values, changedSlots: lastSlots, references: references,
                     expectedVersion: o._state.version, cachedValues: nil, originals: o._state.originals))
@@ -337,13 +359,14 @@ extension ManagedObjectContext {
     }
 
     /// Writes to the stores, resolving conflicts with the merge policy (a few rounds at most).
-    func saveToStores() throws(CoherenceError) -> SavedObjects {
+    /// `validated` lists the updated objects validation found (see ``applyStoreResult``).
+    func saveToStores(validated: [ManagedObject]) throws(CoherenceError) -> SavedObjects {
         var round = 0
         while true {
             let (changes, updatedObjects) = buildChangeSet()
             do throws(CoherenceError) {
                 let result = try persistentStoreCoordinator.save(changes)
-                var saved = applyStoreResult(result, changes: changes, updatedObjects: updatedObjects)
+                var saved = applyStoreResult(result, changes: changes, updatedObjects: updatedObjects, validated: validated)
                 saved.hadConflicts = round > 0
                 return saved
             } catch {
@@ -362,10 +385,12 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Updates objects after a successful store save.
-    private func applyStoreResult(_ result: StoreSaveResult, changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>])
-        -> SavedObjects
-    {
+    /// Updates objects after a successful store save. When the saved updated objects are
+    /// `validated` (the usual case: the same objects in the same order), that list is the
+    /// saved one (no second list of them, no retain of each).
+    private func applyStoreResult(
+        _ result: StoreSaveResult, changes: StoreChangeSet, updatedObjects: [Unmanaged<ManagedObject>], validated: [ManagedObject]
+    ) -> SavedObjects {
         var saved = SavedObjects()
         saved.inserted = insertedList
         saved.deleted = deletedList
@@ -383,16 +408,45 @@ extension ManagedObjectContext {
         // aligned with their new versions.
         let versions = result.updatedVersions
         var written = 0
-        updatedCandidates.values.forEachBorrowed { o in
-            guard !o.isInserted && !o.isDeleted else { return }
-            var wasWritten = false
-            if written < updatedObjects.count && updatedObjects[written].toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
-                if written < versions.count { o._state.noteWritten(version: versions[written]) }
-                written += 1
-                wasWritten = true
+        // The saved updated objects are counted while they match `validated`, and listed apart
+        // only from the first that does not.
+        var matching = 0
+        var listed = false
+        var list: [ManagedObject] = []
+        // The entity's foreign keys, taken once per run of objects of one entity.
+        var entity: EntityDescription?
+        var foreignKeys: [RelationshipDescription] = []
+        if !updatedCandidates.isEmpty {
+            updatedCandidates.values.forEachBorrowed { o in
+                guard !o.isInserted && !o.isDeleted else { return }
+                if o.entity !== entity {
+                    entity = o.entity
+                    foreignKeys = o.entity.foreignKeyRelationships
+                }
+                var wasWritten = false
+                if written < updatedObjects.count && updatedObjects[written].toOpaque() == Unmanaged.passUnretained(o).toOpaque() {
+                    if written < versions.count { o._state.noteWritten(version: versions[written]) }
+                    written += 1
+                    wasWritten = true
+                }
+                if wasWritten || o._hasRelationshipChanges {
+                    if listed {
+                        list.append(o)
+                    } else if matching < validated.count && validated[matching] === o {
+                        matching += 1
+                    } else {
+                        list = Array(validated[..<matching])
+                        list.append(o)
+                        listed = true
+                    }
+                }
+                commit(o, foreignKeys: foreignKeys)
             }
-            if wasWritten || o._hasRelationshipChanges { saved.updated.append(o) }
-            commit(o)
+        }
+        if listed {
+            saved.updated = list
+        } else if matching > 0 {
+            saved.updated = matching == validated.count ? validated : Array(validated[..<matching])
         }
         // (Defensive, against a misaligned list: an object written but missed above still gets
         // its version. The objects are alive: nothing has run since the change set was built.)
@@ -420,6 +474,12 @@ extension ManagedObjectContext {
     /// Makes an object's current state its committed state.
     func commit(_ o: ManagedObject) {
         o._state.commit(foreignKeys: o.entity.foreignKeyRelationships, objectID: o._objectID)
+    }
+
+    /// Makes a saved object's current state its committed state, with its entity's foreign-key
+    /// relationships at hand (taken once per run of objects of one entity).
+    private func commit(_ o: ManagedObject, foreignKeys: [RelationshipDescription]) {
+        o._state.commit(foreignKeys: foreignKeys, objectID: o._objectID)
     }
 
     /// Clears change tracking after a save and posts DidSave.

@@ -568,8 +568,12 @@ public final class PersistentStoreCoordinator: Sendable {
                     return only.holds(id.entity) && (id.isTemporaryID || id.isStored(in: only.identifier))
                 }
             }),
-            changes.updates.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } }
-            ),
+            // (Known without a pass over the rows when the context noted them as it built them.)
+            changes.updates.isEmpty
+                || changes.updatesAllStored(in: only.identifier)
+                    ?? changes.updates.withUnsafeBufferPointer({ rows in
+                        rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) }
+                    }),
             changes.deletes.withUnsafeBufferPointer({ rows in rows.indices.allSatisfy { rows[$0].objectID.isStored(in: only.identifier) } })
         {
             return [SavePart(store: only, changes: changes)]

@@ -12,28 +12,30 @@ package struct RowUpdate: Sendable {
     /// The values the object was loaded with (reported in conflicts), in full.
     package var cachedValues: [StoredValue]? {
         get {
-            if hasOriginals { return values.restoring(originals) }
-            return hasCachedStorage ? cachedStorage : nil
+            switch loaded {
+            case .none: return nil
+            case .full(let values): return values
+            case .changed(let originals): return values.restoring(originals)
+            }
         }
-        set {
-            cachedStorage = newValue ?? []
-            hasCachedStorage = newValue != nil
-            originals = []
-            hasOriginals = false
-        }
+        set { loaded = newValue.map { .full($0) } ?? .none }
     }
-    // The two optional arrays below are kept as an array and a flag each: with an `Optional`
-    // array next to the `ObjectID`, the compiler copied every row into the change set's array
-    // and destroyed the original (five retains and five releases per updated object).
-    /// The loaded values in full, when `hasCachedStorage` (and not `hasOriginals`).
-    private var cachedStorage: [StoredValue]
-    private var hasCachedStorage: Bool
-    /// The loaded values of the changed slots, when the object's snapshot is sparse
-    /// (`hasOriginals`): the loaded values are `values` with these put back (built only for a
-    /// conflict report).
-    private var originals: [SlotValue]
-    private var hasOriginals: Bool
+    /// The loaded values, in one field (one reference per row to retain and release).
+    @usableFromInline var loaded: LoadedValues
 
+    /// The values an object was loaded with.
+    @usableFromInline
+    enum LoadedValues: Sendable {
+        /// Not known.
+        case none
+        /// In full.
+        case full([StoredValue])
+        /// The loaded values of the changed slots, when the object's snapshot is sparse: the
+        /// loaded values are `values` with these put back (built only when asked for).
+        case changed([SlotValue])
+    }
+
+    @inlinable @inline(__always)
     package init(
         objectID: ObjectID, values: [StoredValue], changedSlots: [Int], references: [RowReference],
         expectedVersion: Int64?, cachedValues: [StoredValue]?, originals: [SlotValue]? = nil
@@ -43,9 +45,12 @@ package struct RowUpdate: Sendable {
         self.changedSlots = changedSlots
         self.references = references
         self.expectedVersion = expectedVersion
-        self.cachedStorage = cachedValues ?? []
-        self.hasCachedStorage = cachedValues != nil
-        self.originals = originals ?? []
-        self.hasOriginals = originals != nil
+        if let originals {
+            self.loaded = .changed(originals)
+        } else if let cachedValues {
+            self.loaded = .full(cachedValues)
+        } else {
+            self.loaded = .none
+        }
     }
 }

@@ -109,15 +109,21 @@ private struct SaveWriter {
         // context lists updated objects in hash order). Results stay aligned with the change set.
         let updates = changes.updates
         result.updatedVersions = Array(repeating: 0, count: updates.count)
-        let updateKeys = updates.map { $0.objectID.primaryKey }
-        var order = Array(updateKeys.indices)
-        if zip(updateKeys, updateKeys.dropFirst()).contains(where: { $0 > $1 }) { order.sort { updateKeys[$0] < updateKeys[$1] } }
-        // Rows are borrowed from the change set (no copy of each row's arrays).
+        // Rows are borrowed from the change set (no copy of each row's arrays). Whether they
+        // are in key order is usually known from the change set (no pass over them to check).
         try updates.withUnsafeBufferPointer { rows in
             guard let base = rows.baseAddress else { return }
-            for index in order {
-                // A conflict is recorded and the save fails below; 0 keeps the array aligned.
-                result.updatedVersions[index] = try update(base + index) ?? 0
+            let inOrder =
+                changes.updatesInKeyOrder
+                ?? rows.indices.dropFirst().allSatisfy { rows[$0 - 1].objectID.primaryKey <= rows[$0].objectID.primaryKey }
+            if inOrder {
+                for index in rows.indices {
+                    // A conflict is recorded and the save fails below; 0 keeps the array aligned.
+                    result.updatedVersions[index] = try update(base + index) ?? 0
+                }
+            } else {
+                let order = rows.indices.sorted { rows[$0].objectID.primaryKey < rows[$1].objectID.primaryKey }
+                for index in order { result.updatedVersions[index] = try update(base + index) ?? 0 }
             }
         }
         // Inserts too are read in place, through pointers (iterating the array would copy each
