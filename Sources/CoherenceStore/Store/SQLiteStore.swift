@@ -504,20 +504,22 @@ package final class SQLiteStore: StoreEngine {
         guard let entity = layout.entity else {
             throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: path)
         }
-        // Each slot is appended once, from its column or its initial value: no copy of the
-        // initial values to overwrite (which cost an array copy per row). `reserveCapacity` on
-        // an empty array allocates through specialized code; `init(unsafeUninitializedCapacity:)`
-        // and `init(repeating:count:)` go through the standard library's unspecialized
-        // allocation, which looks the storage class's metadata up on every call.
-        var values: [StoredValue] = []
-        layout.columnBySlot.withUnsafeBufferPointer { columns in
+        // Each slot is written once, from its column or its initial value, into an array made
+        // at its final size: no copy of the initial values to overwrite (which cost an array
+        // copy per row). Made from a collection of known count, the array is allocated by
+        // specialized code, once, and filled without a capacity check per value; an empty
+        // array's `reserveCapacity` also releases the empty buffer and checks each append,
+        // and `init(unsafeUninitializedCapacity:)` and `init(repeating:count:)` go through the
+        // standard library's unspecialized allocation, which looks the storage class's
+        // metadata up on every call.
+        let values = layout.columnBySlot.withUnsafeBufferPointer { columns in
             layout.initialValues.withUnsafeBufferPointer { initial in
-                values.reserveCapacity(columns.count)
-                for slot in 0..<columns.count {
-                    let column = columns[slot]
-                    assert(column < st.columnCount, "The plan's columns are the SELECT's.")
-                    values.append(column >= 0 ? st.value(column) : initial[slot])
-                }
+                [StoredValue](
+                    columns.indices.lazy.map { slot in
+                        let column = columns[slot]
+                        assert(column < st.columnCount, "The plan's columns are the SELECT's.")
+                        return column >= 0 ? st.value(column) : initial[slot]
+                    })
             }
         }
         return make(entity, pk, st.int64(2), values)
