@@ -28,9 +28,7 @@ import Testing
         let (context, store) = try open(dir)
         let n = 600
         try context.performAndWait {
-            // Inserts: BEGIN with the history check (one pipeline, its three statements
-            // prepared first on this connection's first write), the keys, a prepare, three
-            // pipelines, COMMIT.
+            // Inserts: BEGIN, the keys, a prepare, three pipelines, COMMIT.
             let inserting = try roundTrips(store) {
                 for i in 0..<n {
                     let p = Person(context: context)
@@ -39,7 +37,7 @@ import Testing
                 }
                 try context.save()
             }
-            #expect(inserting <= 11)
+            #expect(inserting <= 8)
             let people = try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.age)]))
             #expect(people.count == n)
             let updating = try roundTrips(store) {

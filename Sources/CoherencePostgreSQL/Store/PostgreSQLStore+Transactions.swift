@@ -10,46 +10,18 @@ extension PostgreSQLStore {
     /// - Throws: `.storeWriteFailed` (as `what`), `.connectionLost`, `.storeNotAttached`.
     func beginWriterTransaction(_ what: String) throws(CoherenceError) -> PostgreSQLConnection {
         var c = try writerConnection()
-        var historyTables: Int64 = 0
         do {
-            historyTables = try begin(on: c)
+            try c.execute("BEGIN")
         } catch {
             guard error.isConnectionLoss else { throw storeError(.storeWriteFailed, error, what) }
             c = try reconnectWriter()
             do {
-                historyTables = try begin(on: c)
+                try c.execute("BEGIN")
             } catch {
                 throw storeError(.storeWriteFailed, error, what)
             }
         }
-        if historyTables > 0 {
-            _ = try? c.execute("ROLLBACK")
-            throw HistorySQL.historyTurnedOnElsewhere(store: locationDescription)
-        }
         return c
-    }
-
-    /// Starts a write transaction on `c`. For a store opened without history, in the same round
-    /// trip (one pipeline of prepared statements): the schema's advisory lock taken shared
-    /// (opening a store takes it exclusively, so another coordinator cannot turn history on
-    /// while this transaction runs), and then, in a statement of its own that sees what
-    /// committed before the lock was granted, whether the schema has history tables; returns
-    /// their number (0 or 1; 0 for a store that records history). Not 0: another coordinator
-    /// turned history on, and the caller refuses the write (it would be missing from the history
-    /// others now read; history is sticky, as when opening).
-    private func begin(on c: PostgreSQLConnection) throws(PostgreSQLError) -> Int64 {
-        guard !tracksHistory else {
-            try c.execute("BEGIN")
-            return 0
-        }
-        let results = try c.executePipelined([
-            ("BEGIN", []),
-            ("SELECT pg_advisory_xact_lock_shared(hashtext($1))", [.text("coherence:" + configuration.schema)]),
-            // `to_regclass` looks the table up in the catalog through the search path (the
-            // store's schema): far cheaper than `information_schema`.
-            ("SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END", [.text(HistorySQL.transactionTable.lowercased())])
-        ])
-        return results.last?.firstInteger ?? 0
     }
 
     /// Runs `body` in a write transaction of its own, committed when it returns and rolled back
