@@ -154,7 +154,7 @@ extension ManagedObjectContext {
                 entity = o.entity
                 isStored = o.entity.isStoredAttributeSlot
             }
-            guard Self.isUpdated(o, isStored: isStored) else { return }
+            guard o._isUpdated(isStoredAttribute: isStored) else { return }
             updated.append(o)
             validateProperties(o, rules: &rules, into: &failures)
             do { try o.validateForUpdate() } catch { failures.append(Self.wrap(error, o)) }
@@ -187,18 +187,6 @@ extension ManagedObjectContext {
             .validation, "The save failed validation with \(failures.count) error(s): \(summary)\(failures.count > 3 ? "; …" : "")")
         error.underlyingErrors = failures
         throw error
-    }
-
-    /// `o.isUpdated`, with its entity's `isStoredAttributeSlot` given (not read, and retained,
-    /// per object).
-    @inline(__always)
-    private static func isUpdated(_ o: ManagedObject, isStored: [Bool]) -> Bool {
-        guard !o.isInserted && !o.isDeleted && o._hasLiveContext else { return false }
-        let flags = o._state.flags
-        let attributes =
-            flags.contains(.fault) || !o._state.hasSnapshot
-            ? o._hasAttributeChanges : o._state.hasAttributeChanges(isStoredAttribute: isStored)
-        return attributes || o._hasRelationshipChanges
     }
 
     private static func wrap(_ error: any Error, _ o: ManagedObject) -> CoherenceError {
@@ -473,7 +461,7 @@ extension ManagedObjectContext {
 
     /// Makes an object's current state its committed state.
     func commit(_ o: ManagedObject) {
-        o._state.commit(foreignKeys: o.entity.foreignKeyRelationships, objectID: o._objectID)
+        commit(o, foreignKeys: o.entity.foreignKeyRelationships)
     }
 
     /// Makes a saved object's current state its committed state, with its entity's foreign-key

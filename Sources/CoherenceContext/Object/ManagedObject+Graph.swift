@@ -90,17 +90,28 @@ extension ManagedObject {
     /// Whether the object is a fault (its values not yet accessed).
     public var isFault: Bool { _state.flags.contains(.fault) }
     /// Whether the object has unsaved changes to its properties (an existing object).
-    public var isUpdated: Bool {
-        !isInserted && !isDeleted && _hasLiveContext && (_hasAttributeChanges || _hasRelationshipChanges)
+    public var isUpdated: Bool { _isUpdated(isStoredAttribute: nil) }
+
+    /// ``isUpdated``, with the entity's `isStoredAttributeSlot` given when the caller has it
+    /// (a save takes it once per run of objects of one entity); nil: read from the entity.
+    @inline(__always)
+    func _isUpdated(isStoredAttribute isStored: [Bool]?) -> Bool {
+        !isInserted && !isDeleted && _hasLiveContext
+            && (_hasAttributeChanges(isStoredAttribute: isStored) || _hasRelationshipChanges)
     }
 
     /// Whether a stored attribute differs from the committed snapshot (no allocation).
-    var _hasAttributeChanges: Bool {
+    var _hasAttributeChanges: Bool { _hasAttributeChanges(isStoredAttribute: nil) }
+
+    /// ``_hasAttributeChanges``, with the entity's `isStoredAttributeSlot` given or nil (see
+    /// ``_isUpdated(isStoredAttribute:)``).
+    @inline(__always)
+    func _hasAttributeChanges(isStoredAttribute isStored: [Bool]?) -> Bool {
         // An object whose data could not be loaded has changes when it was edited since.
         let flags = _state.flags
         guard !flags.contains(.fault) else { return flags.contains(.loadFailed) && _hasUnloadedEdits }
         guard _state.hasSnapshot else { return flags.contains(.inaccessible) && _hasUnloadedEdits }
-        return _state.hasAttributeChanges(isStoredAttribute: entity.isStoredAttributeSlot)
+        return _state.hasAttributeChanges(isStoredAttribute: isStored ?? entity.isStoredAttributeSlot)
     }
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInserted || isDeleted || isUpdated }

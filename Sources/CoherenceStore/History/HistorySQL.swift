@@ -46,16 +46,6 @@ package enum HistorySQL {
 
     static let tableExists = tableExists(.sqlite)
 
-    /// The error of a write refused because another coordinator turned persistent history on
-    /// for a store this one opened without it (see `SQLiteStore.refuseWritesOnceHistoryIsOn`).
-    package static func historyTurnedOnElsewhere(store: String) -> CoherenceError {
-        CoherenceError(
-            .historyTrackingRequired,
-            "Another coordinator turned persistent history on for this store since it was opened without it; "
-                + "open it again with StoreOptions.persistentHistoryTracking on (nothing was written).",
-            store: store)
-    }
-
     /// The number of history tables in the store (0 or 1).
     package static func tableExists(_ dialect: SQLDialect) -> String { dialect.tableExists(transactionTable) }
 

@@ -28,7 +28,11 @@ extension SQLiteStore {
             throw storeError(.storeWriteFailed, error, "Reading the store's schema failed")
         }
         if hasHistory {
-            throw HistorySQL.historyTurnedOnElsewhere(store: path)
+            throw CoherenceError(
+                .historyTrackingRequired,
+                "Another coordinator turned persistent history on for this store since it was opened without it; "
+                    + "open it again with StoreOptions.persistentHistoryTracking on (nothing was written).",
+                store: path)
         }
     }
 
