@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherenceSQLite
 
 /// Every fetch registers its objects one way (`RowRegistration`), whatever the context's source
 /// hands over: rows of one store, the merged rows of several, or a parent context's snapshots.
@@ -74,6 +75,56 @@ struct FetchRegistrationTests {
             #expect(towns.allSatisfy { context.registeredObject(for: $0.objectID) === $0 && !$0.hasChanges })
             let again = try context.fetch(FetchRequest<Town>(sortBy: [SortDescriptor(\.name)]))
             #expect(again.count == 3 && zip(again, towns).allSatisfy { $0 === $1 })
+        }
+    }
+
+    /// A fetch of an entity hierarchy whose rows alternate between sub-entities (runs of one row
+    /// each) makes each object of its row's class with its row's values; a row whose entity
+    /// number is not in the hierarchy fails the fetch with `corruptRow` and registers nothing.
+    @Test func rowsOfAlternatingSubentitiesEachGetTheirClassAndValues() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("shapes.sqlite")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try writer.performAndWait {
+            for i in 0..<7 {
+                // Two circles, a square, two circles, a square…: runs of one and of two rows.
+                if i % 3 == 2 {
+                    let square = Square(context: writer)
+                    square.label = "s\(i)"
+                    square.side = Double(i)
+                } else {
+                    let circle = Circle(context: writer)
+                    circle.label = "c\(i)"
+                    circle.radius = Double(i) / 2
+                }
+                try writer.save()  // one row at a time: keys in this order
+            }
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let shapes = try reader.fetch(FetchRequest<Shape>())
+            #expect(shapes.map(\.label) == ["c0", "c1", "s2", "c3", "c4", "s5", "c6"])
+            for shape in shapes {
+                let i = try #require(Int(shape.label.dropFirst()))
+                if let circle = shape as? Circle {
+                    #expect(i % 3 != 2 && circle.radius == Double(i) / 2 && circle.entity.name == "Circle")
+                } else if let square = shape as? Square {
+                    #expect(i % 3 == 2 && square.side == Double(i) && square.entity.name == "Square")
+                } else {
+                    Issue.record("\(shape.label) is a \(type(of: shape))")
+                }
+            }
+        }
+        // A row that names an entity outside the hierarchy.
+        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
+        try c.execute("UPDATE \"Shape\" SET Z_ENT = 99 WHERE label = 'c4'")
+        let fresh = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        fresh.performAndWait {
+            let error = #expect(throws: CoherenceError.self) { _ = try fresh.fetch(FetchRequest<Shape>()) }
+            #expect(error?.code == .corruptRow && error?.message.contains("99") == true)
+            #expect(fresh.registeredObjects.isEmpty)
         }
     }
 }

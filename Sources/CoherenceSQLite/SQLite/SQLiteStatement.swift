@@ -206,30 +206,14 @@ package final class SQLiteStatement {
     /// SQLite's terms, which only matters to connections shared between threads; a connection
     /// is used by one thread at a time and opened with `SQLITE_OPEN_NOMUTEX`.)
     @inlinable @inline(__always) package func value(_ column: Int32) -> StoredValue {
-        guard let v = sqlite3_column_value(handle, column) else { return .null }
-        switch sqlite3_value_type(v) {
-        case SQLITE_INTEGER: return .integer(sqlite3_value_int64(v))
-        case SQLITE_FLOAT: return .real(sqlite3_value_double(v))
-        case SQLITE_TEXT:
-            if textIsUTF8 {
-                // The stored bytes as they are: `sqlite3_value_text` would first copy them to
-                // add a terminating zero. (In a UTF-16 database they would be UTF-16.)
-                let p = sqlite3_value_blob(v)
-                let n = Int(sqlite3_value_bytes(v))
-                guard n > 0, let p else { return .text("") }
-                return .text(String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self))
-            }
-            guard let p = sqlite3_value_text(v) else { return .text("") }
-            let n = Int(sqlite3_value_bytes(v))
-            return .text(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
-        case SQLITE_BLOB:
-            let n = Int(sqlite3_value_bytes(v))
-            guard n > 0, let p = sqlite3_value_blob(v) else { return .blob(Data()) }
-            return .blob(Data(bytes: p, count: n))
-        default: return .null
-        }
+        columns.value(column)
     }
 
+    /// A reader of the current row's columns (see ``ColumnReader``).
+    @inlinable package var columns: ColumnReader { ColumnReader(self) }
+}
+
+extension SQLiteStatement {
     /// Runs the statement and collects every row with `row`.
     package func rows<T>(_ row: (SQLiteStatement) throws -> T) throws -> [T] {
         defer { sqlite3_reset(handle) }

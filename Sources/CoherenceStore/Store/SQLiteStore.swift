@@ -476,6 +476,19 @@ package final class SQLiteStore: StoreEngine {
         }
     }
 
+    /// The layout of the rows of entity number `number` of `plan` (`primaryKey`: the row's, for
+    /// the error when the number is not in the plan's hierarchy).
+    private func rowLayout(_ number: Int, plan: SelectPlan, primaryKey: Int64) throws(CoherenceError) -> (
+        entity: EntityDescription, columnBySlot: [Int32], initialValues: [StoredValue]
+    ) {
+        guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
+            throw CoherenceError(
+                .corruptRow, "Row \(primaryKey) has entity number \(number), which is not in this hierarchy.", store: path)
+        }
+        let layout = RowLayout(number: number, entity: entity, mapping: mapping)
+        return (entity, layout.columnBySlot, layout.initialValues)
+    }
+
     /// Reads the current row of a statement positioned on a row.
     @inline(__always)
     private func readRow(_ st: SQLiteStatement, plan: SelectPlan, layout: inout RowLayout) throws(CoherenceError) -> StoreRow {
@@ -559,15 +572,32 @@ package final class SQLiteStore: StoreEngine {
             // The limit is a bound value: runs with other limits share the statement.
             let expected = st.hasRecordedRuns ? st.expectedRowCount : firstRunEstimate(fetch, on: c)
             expect(min(expected, fetch.limit ?? .max))
-            var layout = RowLayout()
             var ids = ObjectID.RowIDs(storeIdentifier: identifier)
             var count = 0
-            while try st.step() {
-                let (id, version, values) = try readRow(st, plan: plan, layout: &layout) { entity, pk, version, values in
-                    (ids.next(entity: entity, primaryKey: pk), version, values)
-                }
-                body(id, version, values)
-                count &+= 1
+            // Rows come in runs of one entity (every row, when the fetch has one). Each run reads
+            // its entity's layout into constants once, so that filling a row's values borrows the
+            // layout's arrays instead of retaining and releasing them per row.
+            var more = try st.step()
+            while more {
+                let number = plan.singleEntityNumber ?? Int(st.int64(1))
+                let layout = try rowLayout(number, plan: plan, primaryKey: st.int64(0))
+                let entity = layout.entity, columns = layout.columnBySlot, initial = layout.initialValues
+                assert(columns.allSatisfy { $0 < st.columnCount }, "The plan's columns are the SELECT's.")
+                let reader = st.columns  // (`st` stays in use after the loop)
+                repeat {
+                    let values = columns.withUnsafeBufferPointer { columns in
+                        initial.withUnsafeBufferPointer { initial in
+                            [StoredValue](
+                                columns.indices.lazy.map { slot in
+                                    let column = columns[slot]
+                                    return column >= 0 ? reader.value(column) : initial[slot]
+                                })
+                        }
+                    }
+                    body(ids.next(entity: entity, primaryKey: st.int64(0)), st.int64(2), values)
+                    count &+= 1
+                    more = try st.step()
+                } while more && (plan.singleEntityNumber != nil || Int(st.int64(1)) == number)
             }
             st.noteRowCount(count)
         }
