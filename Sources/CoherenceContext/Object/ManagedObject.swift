@@ -19,6 +19,17 @@ import Foundation
 /// Managed objects are not `Sendable`: an object belongs to one context and is used on that
 /// context's executor. Pass ``objectID`` between threads instead.
 open class ManagedObject: Hashable, CustomStringConvertible {
+    // Field order: what a typed accessor reads (the slot template, then the values and flags at
+    // the start of `_state`) comes first, in the object's first 48 bytes, so that reading a
+    // property of an object not in the processor's cache loads one cache line of it, not three.
+    /// The slot template of the object's class and entity: an object of exactly this class whose
+    /// wrappers hold their properties' slots, which typed accessors read (see `SlotPlan`); nil on
+    /// probes and when the class has no template (accessors then take their exact path).
+    /// Unretained, so that reading it costs no reference counting.
+    // Invariant: set only by `init(entity:)` (to `entity.slotTemplate(for:)`) and
+    // `_becomeProbe(_:)` (to nil); the template is kept alive by the entity's slot plans, which
+    // the object keeps alive through `entity`.
+    @exclusivity(unchecked) @usableFromInline package final var _slotTemplate: UnretainedReference<AnyObject>?
     /// The object's entity (an object keeps it alive).
     public let entity: EntityDescription
     // The mutable fields below are confined to the object's context executor (checked in debug
@@ -30,14 +41,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) package final var _objectID: ObjectID?
     /// Non-nil only on probe objects used to resolve key paths.
     @exclusivity(unchecked) @usableFromInline package final var _probe: KeyPathProbe.Recorder?
-    /// The slot template of the object's class and entity: an object of exactly this class whose
-    /// wrappers hold their properties' slots, which typed accessors read (see `SlotPlan`); nil on
-    /// probes and when the class has no template (accessors then take their exact path).
-    /// Unretained, so that reading it costs no reference counting.
-    // Invariant: set only by `init(entity:)` (to `entity.slotTemplate(for:)`) and
-    // `_becomeProbe(_:)` (to nil); the template is kept alive by the entity's slot plans, which
-    // the object keeps alive through `entity`.
-    @exclusivity(unchecked) @usableFromInline package final var _slotTemplate: UnretainedReference<AnyObject>?
     /// The context the object is registered in, through the context's shared handle (cleared
     /// when the context goes away): cheaper than a weak reference per object, and just as safe.
     /// A strong reference kept unmanaged (set through ``_contextHandle``, which retains it;

@@ -29,6 +29,11 @@ package struct ObjectState {
     /// Current values, one per property slot (attributes in stored form; foreign keys of to-one
     /// relationships as the destination's primary key). Changed through ``setValue(_:at:)``.
     @usableFromInline package private(set) var values: [StoredValue]
+    /// Lifecycle flags. (Next to `values`, with the cached slot filling the word: an accessor
+    /// reads both, in the object's first cache line.)
+    @usableFromInline package private(set) var flags: ObjectFlags = []
+    /// The slot of `toOneCache` (-1: none).
+    private var toOneCacheSlot: Int32 = -1
     /// The committed values of the slots changed since the last load or save (the sparse
     /// committed snapshot, see the type's rules); nil: no snapshot.
     @usableFromInline package private(set) var originals: [SlotValue]?
@@ -50,10 +55,7 @@ package struct ObjectState {
     /// destination is in the identity map, which keeps it alive; it is read only after the
     /// generation (and the context's presence) is checked.
     private unowned(unsafe) var toOneCache: ManagedObject?
-    private var toOneCacheSlot = -1
     private var toOneCacheGeneration: UInt64 = 0
-    /// Lifecycle flags.
-    @usableFromInline package private(set) var flags: ObjectFlags = []
 
     /// The state of a new object: `values` (its entity's defaults), no snapshot, no flags.
     package init(values: [StoredValue]) {
@@ -131,7 +133,7 @@ package struct ObjectState {
     /// that slot and the context's registrations are still at `generation`.
     @inline(__always)
     package mutating func cachedToOne(slot: Int, generation: UInt64) -> ManagedObject? {
-        guard toOneCacheSlot == slot, toOneCacheGeneration == generation else { return nil }
+        guard Int(toOneCacheSlot) == slot, toOneCacheGeneration == generation else { return nil }
         return toOneCache
     }
 
@@ -307,7 +309,7 @@ package struct ObjectState {
     /// Remembers the resolved destination of a foreign-key relationship (see `toOneCache`).
     package mutating func cacheToOne(_ destination: ManagedObject, slot: Int, generation: UInt64) {
         toOneCache = destination
-        toOneCacheSlot = slot
+        toOneCacheSlot = Int32(truncatingIfNeeded: slot)
         toOneCacheGeneration = generation
         #if DEBUG
         _checkInvariants()
