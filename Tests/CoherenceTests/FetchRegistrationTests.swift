@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 @testable import Coherence
+@testable import CoherencePostgreSQL
 @testable import CoherenceSQLite
+@testable import CoherenceStore
 
 /// Every fetch registers its objects one way (`RowRegistration`), whatever the context's source
 /// hands over: rows of one store, the merged rows of several, or a parent context's snapshots.
@@ -81,11 +83,12 @@ struct FetchRegistrationTests {
     /// A fetch of an entity hierarchy whose rows alternate between sub-entities (runs of one row
     /// each) makes each object of its row's class with its row's values; a row whose entity
     /// number is not in the hierarchy fails the fetch with `corruptRow` and registers nothing.
-    @Test func rowsOfAlternatingSubentitiesEachGetTheirClassAndValues() throws {
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func rowsOfAlternatingSubentitiesEachGetTheirClassAndValues(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("shapes.sqlite")
+        let url = try dir.storeURL(type, "shapes")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
-        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        try coordinator.addPersistentStore(type: type, at: url)
         let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try writer.performAndWait {
             for i in 0..<7 {
@@ -113,13 +116,21 @@ struct FetchRegistrationTests {
                 } else if let square = shape as? Square {
                     #expect(i % 3 == 2 && square.side == Double(i) && square.entity.name == "Square")
                 } else {
-                    Issue.record("\(shape.label) is a \(type(of: shape))")
+                    Issue.record("\(shape.label) is a \(Swift.type(of: shape))")
                 }
             }
         }
         // A row that names an entity outside the hierarchy.
-        let c = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
-        try c.execute("UPDATE \"Shape\" SET Z_ENT = 99 WHERE label = 'c4'")
+        switch type {
+        case .sqlite:
+            let c = try SQLiteConnection(location: .file(try #require(url).path), switchesToWAL: false)
+            try c.execute("UPDATE \"Shape\" SET Z_ENT = 99 WHERE label = 'c4'")
+        case .postgreSQL:
+            let schema = SQLDialect.postgreSQL.quote(PostgreSQLTestServer.schema(of: try #require(url)))
+            _ = try PostgreSQLTestServer.connection().execute("UPDATE \(schema).\"Shape\" SET z_ent = 99 WHERE label = 'c4'")
+        default:
+            return  // (in memory: no row to spoil)
+        }
         let fresh = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         fresh.performAndWait {
             let error = #expect(throws: CoherenceError.self) { _ = try fresh.fetch(FetchRequest<Shape>()) }

@@ -35,36 +35,56 @@ extension PostgreSQLStore {
         _ result: PostgreSQLRows, plan: SelectPlan, layout: inout PostgreSQLRowLayout,
         _ make: (EntityDescription, Int64, Int64, consuming [StoredValue]) -> Void
     ) throws(CoherenceError) {
-        for r in 0..<Int32(result.count) {
-            guard let pk = result.integer(r, 0), let version = result.integer(r, 2) else {
-                throw CoherenceError(.corruptRow, "A row has no key or version.", store: locationDescription)
-            }
-            // A hierarchy of one entity selects its number as a constant, not read here.
-            let number = plan.singleEntityNumber ?? result.integer(r, 1).map(Int.init) ?? -1
+        // Rows come in runs of one entity (every row, when the fetch has one). Each run takes its
+        // entity's layout into constants once, so that filling a row's values borrows the
+        // layout's arrays instead of counting references to them per row; each row's array is
+        // made at its final size from a collection of known count (one specialized allocation,
+        // no capacity check per value).
+        let rowCount = Int32(result.count)
+        var r: Int32 = 0
+        while r < rowCount {
+            let (number, first) = try entityNumber(result, row: r, plan: plan)
             if layout.number != number {
                 guard let e = plan.entities[number], let m = plan.mapping[number] else {
                     throw CoherenceError(
-                        .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: locationDescription)
+                        .corruptRow, "Row \(first) has entity number \(number), which is not in this hierarchy.",
+                        store: locationDescription)
                 }
                 layout = PostgreSQLRowLayout(number: number, entity: e, mapping: m, columnCount: result.columnCount)
             }
             guard let entity = layout.entity else {
-                throw CoherenceError(.corruptRow, "Row \(pk) has no entity.", store: locationDescription)
+                throw CoherenceError(.corruptRow, "Row \(first) has no entity.", store: locationDescription)
             }
-            // Each slot is appended once, from its column or its initial value (no copy of the
-            // initial values to overwrite).
-            var values: [StoredValue] = []
-            layout.columnBySlot.withUnsafeBufferPointer { columns in
-                layout.initialValues.withUnsafeBufferPointer { initial in
-                    values.reserveCapacity(columns.count)
-                    for slot in 0..<columns.count {
-                        let column = columns[slot]
-                        values.append(column >= 0 ? result.value(r, column) : initial[slot])
+            let columns = layout.columnBySlot, initial = layout.initialValues
+            while true {
+                guard let pk = result.integer(r, 0), let version = result.integer(r, 2) else {
+                    throw CoherenceError(.corruptRow, "A row has no key or version.", store: locationDescription)
+                }
+                let row = r
+                let values = columns.withUnsafeBufferPointer { columns in
+                    initial.withUnsafeBufferPointer { initial in
+                        [StoredValue](
+                            columns.indices.lazy.map { slot in
+                                let column = columns[slot]
+                                return column >= 0 ? result.value(row, column) : initial[slot]
+                            })
                     }
                 }
+                make(entity, pk, version, values)
+                r += 1
+                guard r < rowCount else { break }
+                if plan.singleEntityNumber == nil, try entityNumber(result, row: r, plan: plan).number != number { break }
             }
-            make(entity, pk, version, values)
         }
+    }
+
+    /// The entity number of row `row` of `result` (-1: none) and, for messages, the row's key.
+    private func entityNumber(_ result: PostgreSQLRows, row: Int32, plan: SelectPlan) throws(CoherenceError) -> (number: Int, key: Int64) {
+        guard let pk = result.integer(row, 0) else {
+            throw CoherenceError(.corruptRow, "A row has no key or version.", store: locationDescription)
+        }
+        // A hierarchy of one entity selects its number as a constant, not read here.
+        return (plan.singleEntityNumber ?? result.integer(row, 1).map(Int.init) ?? -1, pk)
     }
 
     /// The rows of a result whose columns are `plan`'s, as ``StoreRow``s.
