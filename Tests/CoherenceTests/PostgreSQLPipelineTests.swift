@@ -59,6 +59,46 @@ import Testing
         }
     }
 
+    /// A save of new objects of one entity reserves their keys in the round trip of its `BEGIN`:
+    /// once the statements are prepared, saving one new object takes three round trips (`BEGIN`
+    /// with the keys, the INSERT, `COMMIT`), and every object gets its own key. A missing key
+    /// counter fails the save with `corruptRow` and leaves no transaction open.
+    @Test(.postgreSQLServer) func newObjectsGetTheirKeysWithTheBegin() throws {
+        let dir = try TemporaryDirectory()
+        let (context, store) = try open(dir)
+        try context.performAndWait {
+            var trips: [Int] = []
+            var towns: [Town] = []
+            for i in 0..<3 {
+                let town = Town(context: context)
+                town.name = "t\(i)"
+                towns.append(town)
+                trips.append(try roundTrips(store) { try context.save() })
+            }
+            #expect(trips.last == 3)
+            let keys = towns.map(\.objectID.primaryKey)
+            #expect(Set(keys).count == 3 && towns.allSatisfy { !$0.objectID.isTemporaryID })
+            // Two at once: one reservation of two keys.
+            let more = [Town(context: context), Town(context: context)]
+            more[0].name = "u0"
+            more[1].name = "u1"
+            #expect(try roundTrips(store) { try context.save() } == 3)
+            #expect(Set(keys + more.map(\.objectID.primaryKey)).count == 5)
+        }
+        let (reader, readerStore) = try open(dir)
+        try reader.performAndWait {
+            let names = try reader.fetch(FetchRequest<Town>(sortBy: [SortDescriptor(\.name)])).map(\.name)
+            #expect(names == ["t0", "t1", "t2", "u0", "u1"])
+            // Without the entity's key counter, the save fails and nothing stays open.
+            let schema = SQLDialect.postgreSQL.quote(PostgreSQLTestServer.schema(of: try dir.postgreSQLURL()))
+            _ = try PostgreSQLTestServer.connection().execute("DELETE FROM \(schema).z_primarykey")
+            Town(context: reader).name = "v"
+            let error = #expect(throws: CoherenceError.self) { try reader.save() }
+            #expect(error?.code == .corruptRow)
+            #expect(readerStore.writer.connection?.isInTransaction == false)
+        }
+    }
+
     @Test(.postgreSQLServer) func onlyAnUpdateOfAConstrainedColumnTakesASavepoint() throws {
         let dir = try TemporaryDirectory()
         let (context, store) = try open(dir)

@@ -10,11 +10,15 @@ extension PostgreSQLStore {
     /// inside a savepoint, so that a uniqueness conflict is reported as data and the
     /// transaction can go on to find the others.
     package func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
-        let c = try beginWriterTransaction("Starting the save transaction failed")
+        // The usual inserts (new objects of one root entity) get their keys in the round trip of
+        // the `BEGIN`.
+        let reservation = SaveKeys.singleReservation(for: changes.inserts)
+        let (c, firstKey) = try beginWriterTransaction("Starting the save transaction failed", reserving: reservation)
         do {
             // With history, the tombstones of deleted objects are read before their rows go.
             var history = try tracksHistory ? SaveHistory(changes) { ids in try storedValues(of: ids, on: c) } : nil
             var writer = PostgreSQLSaveWriter(store: self, connection: c)
+            if let reservation, let firstKey { writer.reserved = (reservation.root, reservation.count, firstKey) }
             let result = try writer.write(changes)
             if !writer.conflicts.isEmpty {
                 rollbackSave()
@@ -66,6 +70,9 @@ struct PostgreSQLSaveWriter {
     var generator: SQLGenerator { store.generator }
     var conflicts: [SaveConflict] = []
     var keys: SaveKeys
+    /// Keys reserved with the transaction's `BEGIN` (root entity, count, first key), used by the
+    /// reservation of the same root and count instead of another round trip.
+    var reserved: (root: EntityDescription, count: Int, first: Int64)?
     /// The new versions of the change set's updates, by position (0 for a conflict).
     var updatedVersions: [Int64] = []
     /// Statements sent but not yet run, and what each result means.
@@ -102,7 +109,11 @@ struct PostgreSQLSaveWriter {
     mutating func write(_ changes: StoreChangeSet) throws -> StoreSaveResult {
         var result = StoreSaveResult()
         let store = self.store
-        try keys.allocate(for: changes.inserts) { root, count throws(CoherenceError) in try store.allocateKeys(for: root, count: count) }
+        let reserved = self.reserved
+        try keys.allocate(for: changes.inserts) { root, count throws(CoherenceError) in
+            if let reserved, reserved.root === root, reserved.count == count { return reserved.first }
+            return try store.allocateKeys(for: root, count: count)
+        }
         for d in changes.deletes { try delete(d) }
         updatedVersions = [Int64](repeating: 0, count: changes.updates.count)
         for (n, u) in changes.updates.enumerated() { try update(u, at: n) }

@@ -9,19 +9,50 @@ extension PostgreSQLStore {
     /// transaction starts again on a new one.
     /// - Throws: `.storeWriteFailed` (as `what`), `.connectionLost`, `.storeNotAttached`.
     func beginWriterTransaction(_ what: String) throws(CoherenceError) -> PostgreSQLConnection {
+        try beginWriterTransaction(what, reserving: nil).connection
+    }
+
+    /// Runs `BEGIN` on the writer connection, and with `keys` reserves that many primary keys of
+    /// that root entity in the same round trip (one pipeline: the reservation is the
+    /// transaction's first statement, as ``allocateKeys(for:count:)`` would run it next). Returns
+    /// the connection and the first reserved key. A connection lost since its last use is
+    /// replaced first, as ``beginWriterTransaction(_:)`` says; any other failure leaves no
+    /// transaction open.
+    /// - Throws: `.storeWriteFailed` (as `what`), `.corruptRow` (no key counter for the entity),
+    ///   `.connectionLost`, `.storeNotAttached`.
+    func beginWriterTransaction(
+        _ what: String, reserving keys: (root: EntityDescription, count: Int)?
+    ) throws(CoherenceError) -> (connection: PostgreSQLConnection, firstKey: Int64?) {
+        var statements: [(sql: String, parameters: [StoredValue])] = [("BEGIN", [])]
+        if let keys {
+            statements.append(
+                (numbered(generator.allocatePrimaryKeys), [.integer(Int64(keys.count)), .integer(Int64(keys.root.entityNumber))]))
+        }
         var c = try writerConnection()
+        var results: [PostgreSQLResult]
         do {
-            try c.execute("BEGIN")
+            results = try c.executePipelined(statements)
         } catch {
-            guard error.isConnectionLoss else { throw storeError(.storeWriteFailed, error, what) }
+            guard error.isConnectionLoss else {
+                if c.isInTransaction { _ = try? c.execute("ROLLBACK") }
+                throw storeError(.storeWriteFailed, error, what)
+            }
             c = try reconnectWriter()
             do {
-                try c.execute("BEGIN")
+                results = try c.executePipelined(statements)
             } catch {
+                if c.isInTransaction { _ = try? c.execute("ROLLBACK") }
                 throw storeError(.storeWriteFailed, error, what)
             }
         }
-        return c
+        guard let keys else { return (c, nil) }
+        guard results.count == 2, let last = results[1].firstInteger else {
+            _ = try? c.execute("ROLLBACK")
+            throw CoherenceError(
+                .corruptRow, "No primary-key counter for entity '\(keys.root.name)'.", entity: keys.root.name,
+                store: locationDescription)
+        }
+        return (c, last - Int64(keys.count) + 1)
     }
 
     /// Runs `body` in a write transaction of its own, committed when it returns and rolled back

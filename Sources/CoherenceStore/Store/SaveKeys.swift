@@ -22,6 +22,15 @@ package struct SaveKeys {
         self.location = location
     }
 
+    /// The one reservation `inserts` need when every insert is new and of one root entity (the
+    /// usual case): the root and the number of keys; nil otherwise (none, or several).
+    package static func singleReservation(for inserts: [RowInsert]) -> (root: EntityDescription, count: Int)? {
+        guard let root = inserts.first?.objectID.entity.rootEntity,
+            inserts.indices.allSatisfy({ inserts[$0].objectID.isTemporaryID && inserts[$0].objectID.entity.rootEntity === root })
+        else { return nil }
+        return (root, inserts.count)
+    }
+
     /// Gives every insert its primary key, reserving keys with `allocate(root, count)` (which
     /// returns the first of `count` keys of a root entity).
     package mutating func allocate<E: Error>(
@@ -31,10 +40,8 @@ package struct SaveKeys {
         // (By index: iterating the rows would copy each one.)
         insertKeys = inserts.indices.map { inserts[$0].objectID.primaryKey }
         // The usual case, every insert new and of one root entity: one reservation.
-        if let root = inserts.first?.objectID.entity.rootEntity,
-            inserts.indices.allSatisfy({ inserts[$0].objectID.isTemporaryID && inserts[$0].objectID.entity.rootEntity === root })
-        {
-            let first = try allocate(root, inserts.count)
+        if let (root, count) = Self.singleReservation(for: inserts) {
+            let first = try allocate(root, count)
             for n in insertKeys.indices { insertKeys[n] = first + Int64(n) }
             return
         }
