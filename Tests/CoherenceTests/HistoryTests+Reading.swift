@@ -285,12 +285,11 @@ struct HistoryReadingTests {
         #expect(try saveNotes(c, authors: ["after"]).map(\.transactionNumber) == [1])
     }
 
-    /// A SQLite store opened without history stops writing once another coordinator (another
-    /// process, say) turns history on for its file: its saves and batch requests fail with
+    /// A store opened without history stops writing once another coordinator (another process,
+    /// say) turns history on for it: its saves and batch requests fail with
     /// `.historyTrackingRequired` and write nothing, so no change is missing from the history
-    /// the others read; the other coordinator's saves are recorded. (A PostgreSQL store checks
-    /// only when it opens: see ScalingOut.md.)
-    @Test(arguments: [StoreType.sqlite])
+    /// the others read; the other coordinator's saves are recorded.
+    @Test(arguments: storedTypes)
     func aStoreWithoutHistoryStopsWritingOnceAnotherTurnsItOn(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let plain = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())

@@ -14,16 +14,32 @@ extension PostgreSQLStore {
 
     /// Runs `BEGIN` on the writer connection, and with `keys` reserves that many primary keys of
     /// that root entity in the same round trip (one pipeline: the reservation is the
-    /// transaction's first statement, as ``allocateKeys(for:count:)`` would run it next). Returns
+    /// transaction's last statement, as ``allocateKeys(for:count:)`` would run it next). Returns
     /// the connection and the first reserved key. A connection lost since its last use is
     /// replaced first, as ``beginWriterTransaction(_:)`` says; any other failure leaves no
     /// transaction open.
+    ///
+    /// A store opened without history also checks, in the same pipeline, that no other
+    /// coordinator turned history on since: it takes the schema's advisory lock shared (opening a
+    /// store takes it exclusively, so history cannot be turned on while this transaction runs),
+    /// then, in a statement of its own that sees what committed before the lock was granted,
+    /// looks the history table up. Found: the write is refused (it would be missing from the
+    /// history others now read; history is sticky, as when opening), as the SQLite store does.
     /// - Throws: `.storeWriteFailed` (as `what`), `.corruptRow` (no key counter for the entity),
-    ///   `.connectionLost`, `.storeNotAttached`.
+    ///   `.historyTrackingRequired` (history turned on elsewhere), `.connectionLost`,
+    ///   `.storeNotAttached`.
     func beginWriterTransaction(
         _ what: String, reserving keys: (root: EntityDescription, count: Int)?
     ) throws(CoherenceError) -> (connection: PostgreSQLConnection, firstKey: Int64?) {
         var statements: [(sql: String, parameters: [StoredValue])] = [("BEGIN", [])]
+        let checksHistory = !tracksHistory
+        if checksHistory {
+            statements.append(("SELECT pg_advisory_xact_lock_shared(hashtext($1))", [.text("coherence:" + configuration.schema)]))
+            // `to_regclass` looks the table up in the catalog through the search path (the
+            // store's schema): far cheaper than `information_schema`.
+            statements.append(
+                ("SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END", [.text(HistorySQL.transactionTable.lowercased())]))
+        }
         if let keys {
             statements.append(
                 (numbered(generator.allocatePrimaryKeys), [.integer(Int64(keys.count)), .integer(Int64(keys.root.entityNumber))]))
@@ -45,8 +61,16 @@ extension PostgreSQLStore {
                 throw storeError(.storeWriteFailed, error, what)
             }
         }
+        if checksHistory, results.count >= 3, (results[2].firstInteger ?? 0) != 0 {
+            _ = try? c.execute("ROLLBACK")
+            throw CoherenceError(
+                .historyTrackingRequired,
+                "Another coordinator turned persistent history on for this store since it was opened without it; "
+                    + "open it again with StoreOptions.persistentHistoryTracking on (nothing was written).",
+                store: locationDescription)
+        }
         guard let keys else { return (c, nil) }
-        guard results.count == 2, let last = results[1].firstInteger else {
+        guard results.count == statements.count, let last = results[statements.count - 1].firstInteger else {
             _ = try? c.execute("ROLLBACK")
             throw CoherenceError(
                 .corruptRow, "No primary-key counter for entity '\(keys.root.name)'.", entity: keys.root.name,

@@ -115,9 +115,9 @@ public struct CoherenceError: Error, CustomStringConvertible, Sendable {
         /// A store that records persistent history was opened without
         /// ``StoreOptions/persistentHistoryTracking``: the store is not attached and is left as it
         /// was (history included); open it with the option on. Also the error of a save or batch
-        /// request on a SQLite store opened without the option after another coordinator
-        /// (another process) turned history on for its file: nothing is written; open the store
-        /// again with the option.
+        /// request on a store opened without the option after another coordinator (another
+        /// process) turned history on for it: nothing is written; open the store again with the
+        /// option.
         /// (Core Data opens such a store read-only instead.)
         public static let historyTrackingRequired = Code(kind: .historyTrackingRequired)
         /// A context cannot be pinned to a query generation because a store of its coordinator
