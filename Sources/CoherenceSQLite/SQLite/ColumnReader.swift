@@ -16,7 +16,7 @@ import Foundation
     @usableFromInline weak var statement: SQLiteStatement?
     #endif
 
-    @inlinable @usableFromInline init(_ statement: SQLiteStatement) {
+    @inlinable init(_ statement: SQLiteStatement) {
         self.handle = statement.handle
         self.textIsUTF8 = statement.textIsUTF8
         #if DEBUG
