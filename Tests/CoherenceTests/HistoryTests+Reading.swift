@@ -267,19 +267,24 @@ struct HistoryReadingTests {
         #expect(try allHistory(c).map(\.token) == tokens)
     }
 
+    /// A context on a new store of `type` in `dir` opened without history, after saving a note
+    /// with code `code`.
+    func contextWithoutHistory(_ type: StoreType, in dir: TemporaryDirectory, saving code: String) throws -> ManagedObjectContext {
+        let c = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
+        try c.addPersistentStore(type: type, at: historyStoreURL(type, in: dir))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try context.performAndWait {
+            HNote(context: context).code = code
+            try context.save()
+        }
+        return context
+    }
+
     /// A store without history that is opened with the option starts recording from then on.
     @Test(arguments: storedTypes)
     func historyStartsWhenTheOptionIsTurnedOn(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        do {
-            let c = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
-            try c.addPersistentStore(type: type, at: historyStoreURL(type, in: dir))
-            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
-            try context.performAndWait {
-                HNote(context: context).code = "before"
-                try context.save()
-            }
-        }
+        do { _ = try contextWithoutHistory(type, in: dir, saving: "before") }
         let c = try makeHistoryCoordinator(type, in: dir)
         #expect(try allHistory(c).isEmpty)
         #expect(try saveNotes(c, authors: ["after"]).map(\.transactionNumber) == [1])
@@ -292,13 +297,8 @@ struct HistoryReadingTests {
     @Test(arguments: storedTypes)
     func aStoreWithoutHistoryStopsWritingOnceAnotherTurnsItOn(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let plain = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
-        try plain.addPersistentStore(type: type, at: historyStoreURL(type, in: dir))
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: plain)
-        try context.performAndWait {
-            HNote(context: context).code = "before"
-            try context.save()
-        }
+        let context = try contextWithoutHistory(type, in: dir, saving: "before")
+        let plain = context.persistentStoreCoordinator
         let tracked = try makeHistoryCoordinator(type, in: dir)
         let refused = #expect(throws: CoherenceError.self) {
             try context.performAndWait {

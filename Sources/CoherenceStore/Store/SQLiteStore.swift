@@ -478,15 +478,34 @@ package final class SQLiteStore: StoreEngine {
 
     /// The layout of the rows of entity number `number` of `plan` (`primaryKey`: the row's, for
     /// the error when the number is not in the plan's hierarchy).
-    private func rowLayout(_ number: Int, plan: SelectPlan, primaryKey: Int64) throws(CoherenceError) -> (
-        entity: EntityDescription, columnBySlot: [Int32], initialValues: [StoredValue]
-    ) {
+    private func rowLayout(_ number: Int, plan: SelectPlan, primaryKey: Int64) throws(CoherenceError) -> RowLayout {
         guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
             throw CoherenceError(
                 .corruptRow, "Row \(primaryKey) has entity number \(number), which is not in this hierarchy.", store: path)
         }
-        let layout = RowLayout(number: number, entity: entity, mapping: mapping)
-        return (entity, layout.columnBySlot, layout.initialValues)
+        return RowLayout(number: number, entity: entity, mapping: mapping)
+    }
+
+    /// The values of the current row of `reader`'s statement: each slot written once, from its
+    /// column (`columns`, -1: none) or its initial value, into an array made at its final size.
+    /// No copy of the initial values to overwrite (which cost an array copy per row). Made from
+    /// a collection of known count, the array is allocated by specialized code, once, and filled
+    /// without a capacity check per value; an empty array's `reserveCapacity` also releases the
+    /// empty buffer and checks each append, and `init(unsafeUninitializedCapacity:)` and
+    /// `init(repeating:count:)` go through the standard library's unspecialized allocation,
+    /// which looks the storage class's metadata up on every call. The arrays are borrowed and
+    /// the reader holds no reference: nothing is counted per row.
+    @inline(__always)
+    private static func rowValues(_ reader: ColumnReader, columns: [Int32], initial: [StoredValue]) -> [StoredValue] {
+        columns.withUnsafeBufferPointer { columns in
+            initial.withUnsafeBufferPointer { initial in
+                [StoredValue](
+                    columns.indices.lazy.map { slot in
+                        let column = columns[slot]
+                        return column >= 0 ? reader.value(column) : initial[slot]
+                    })
+            }
+        }
     }
 
     /// Reads the current row of a statement positioned on a row.
@@ -506,35 +525,12 @@ package final class SQLiteStore: StoreEngine {
     ) throws(CoherenceError) -> Row {
         let pk = st.int64(0)
         let number = plan.singleEntityNumber ?? Int(st.int64(1))
-        if layout.number != number {
-            guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
-                throw CoherenceError(
-                    .corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.",
-                    store: path)
-            }
-            layout = RowLayout(number: number, entity: entity, mapping: mapping)
-        }
+        if layout.number != number { layout = try rowLayout(number, plan: plan, primaryKey: pk) }
         guard let entity = layout.entity else {
             throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: path)
         }
-        // Each slot is written once, from its column or its initial value, into an array made
-        // at its final size: no copy of the initial values to overwrite (which cost an array
-        // copy per row). Made from a collection of known count, the array is allocated by
-        // specialized code, once, and filled without a capacity check per value; an empty
-        // array's `reserveCapacity` also releases the empty buffer and checks each append,
-        // and `init(unsafeUninitializedCapacity:)` and `init(repeating:count:)` go through the
-        // standard library's unspecialized allocation, which looks the storage class's
-        // metadata up on every call.
-        let values = layout.columnBySlot.withUnsafeBufferPointer { columns in
-            layout.initialValues.withUnsafeBufferPointer { initial in
-                [StoredValue](
-                    columns.indices.lazy.map { slot in
-                        let column = columns[slot]
-                        assert(column < st.columnCount, "The plan's columns are the SELECT's.")
-                        return column >= 0 ? st.value(column) : initial[slot]
-                    })
-            }
-        }
+        assert(layout.columnBySlot.allSatisfy { $0 < st.columnCount }, "The plan's columns are the SELECT's.")
+        let values = Self.rowValues(st.columns, columns: layout.columnBySlot, initial: layout.initialValues)
         return make(entity, pk, st.int64(2), values)
     }
 
@@ -581,19 +577,15 @@ package final class SQLiteStore: StoreEngine {
             while more {
                 let number = plan.singleEntityNumber ?? Int(st.int64(1))
                 let layout = try rowLayout(number, plan: plan, primaryKey: st.int64(0))
-                let entity = layout.entity, columns = layout.columnBySlot, initial = layout.initialValues
+                guard let entity = layout.entity else {  // (never: a layout made from a plan has its entity)
+                    throw CoherenceError(
+                        .corruptRow, "Row \(st.int64(0)) has entity number \(number), which is not in this hierarchy.", store: path)
+                }
+                let columns = layout.columnBySlot, initial = layout.initialValues
                 assert(columns.allSatisfy { $0 < st.columnCount }, "The plan's columns are the SELECT's.")
                 let reader = st.columns  // (`st` stays in use after the loop)
                 repeat {
-                    let values = columns.withUnsafeBufferPointer { columns in
-                        initial.withUnsafeBufferPointer { initial in
-                            [StoredValue](
-                                columns.indices.lazy.map { slot in
-                                    let column = columns[slot]
-                                    return column >= 0 ? reader.value(column) : initial[slot]
-                                })
-                        }
-                    }
+                    let values = Self.rowValues(reader, columns: columns, initial: initial)
                     body(ids.next(entity: entity, primaryKey: st.int64(0)), st.int64(2), values)
                     count &+= 1
                     more = try st.step()
