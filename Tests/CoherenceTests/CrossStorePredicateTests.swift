@@ -1014,6 +1014,31 @@ struct CrossStorePredicateTests {
             (
                 "sort on computed property",
                 { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.shout)])) }
+            ),
+            // Computed properties that return a stored property's value unchanged for some values
+            // (not all), or that read two: neither is that property.
+            (
+                "computed property reading two",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.displayName == "Ada" })) }
+            ),
+            (
+                "computed property changing zero",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: #Predicate { $0.ageOrDefault == 18 })) }
+            ),
+            (
+                "key-path builder on computed property",
+                {
+                    let p: Predicate<Person> = \Person.displayName == "Ada"
+                    _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(predicate: p))
+                }
+            ),
+            (
+                "sort on computed property reading two",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.displayName)])) }
+            ),
+            (
+                "sort on computed property changing zero",
+                { _ = try coordinator.fetchObjectIDs(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.ageOrDefault)])) }
             )
         ]
         for (name, request) in requests {

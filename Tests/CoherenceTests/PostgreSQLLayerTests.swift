@@ -40,6 +40,42 @@ import Testing
         #expect(error.map { "\($0)" }?.contains("hunter2secret") == false)
     }
 
+    /// PostgreSQL cuts names to 63 bytes: a longer schema name is refused, so that two names
+    /// sharing their first 63 bytes cannot open one store.
+    @Test func schemaNamesLongerThanPostgreSQLsLimitAreRefused() throws {
+        let prefix = String(repeating: "x", count: 60)
+        #expect(
+            try PostgreSQLConfiguration(url: try #require(URL(string: "postgresql://u@h/db?schema=\(prefix)abc"))).schema.utf8.count == 63)
+        for name in [prefix + "_tenant_alice", prefix + "é_b"] {
+            var components = try #require(URLComponents(string: "postgresql://u@h/db"))
+            components.queryItems = [URLQueryItem(name: "schema", value: name)]
+            let url = try #require(components.url)
+            let error = #expect(throws: PostgreSQLError.self) { try PostgreSQLConfiguration(url: url) }
+            #expect(error?.message.contains("at most 63") == true)
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+            #expect(throws: CoherenceError.self) { try coordinator.addPersistentStore(type: .postgreSQL, at: url) }
+        }
+    }
+
+    /// Openers racing to make a new schema all open it (the schema is made once).
+    @Test(.postgreSQLServer) func concurrentFirstOpenersOfANewSchemaAllOpenIt() throws {
+        let dir = try TemporaryDirectory()
+        let model = try makeTestModel()
+        for round in 0..<4 {
+            let url = try dir.postgreSQLURL("race\(round)")
+            let failures = LockedValue<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                do {
+                    let c = PersistentStoreCoordinator(managedObjectModel: model)
+                    try c.addPersistentStore(type: .postgreSQL, at: url)
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        }
+    }
+
     /// A server that cannot be reached: the error names the server, never the password.
     @Test func unreachableServerErrorHasNoPassword() throws {
         let url = try #require(

@@ -68,6 +68,26 @@ import Testing
         #expect(await client.finish().status == 0)
     }
 
+    /// Schemas named with upper case letters or spaces (quoted identifiers) migrate as others
+    /// do: the catalog is searched by the schema's name, not by parsing it as an identifier.
+    @Test(.postgreSQLServer, arguments: ["Tenant_Upper", "with space"])
+    func aStoreInAQuotedSchemaNameMigrates(_ name: String) throws {
+        let schema = "\(name)_\(UUID().uuidString.prefix(6).lowercased())"
+        defer {
+            PostgreSQLTestServer.drop(schema: schema)
+            PostgreSQLTestServer.drop(schema: schema + "_migrating")
+        }
+        let url = try PostgreSQLTestServer.url(schema: schema)
+        try withMigrationStore(try StagedMigrationTests.v1(), at: url) { context in
+            try insertObject(context, "Student", ["data": Data([1, 2])])
+            try context.save()
+        }
+        let count = try withMigrationStore(try StagedMigrationTests.v2(), at: url) { context in
+            try context.fetch(FetchRequest<ManagedObject>(entityName: "Student")).count
+        }
+        #expect(count == 1)
+    }
+
     @Test(.postgreSQLServer, arguments: ["rename", "copy PGItem", "indexes", "drop"])
     func anInferredMigrationKilledAtAnyStepLeavesTheOldVersion(_ step: String) async throws {
         let dir = try TemporaryDirectory()

@@ -495,4 +495,8 @@ struct PredicateCompilerTests {
 extension Person {
     /// A computed property: readable in Swift, not translatable to SQL.
     var shout: String { name.uppercased() }
+    /// A computed property that reads two stored ones and returns one of them unchanged.
+    var displayName: String { email ?? name }
+    /// A computed property that returns its stored property unchanged, except for zero.
+    var ageOrDefault: Int { age == 0 ? 18 : age }
 }

@@ -37,6 +37,23 @@ struct StoreAssignmentTests {
         return town
     }
 
+    /// A fetch across two stores asks each for its first `limit + offset` rows: a limit near
+    /// `Int.max` with an offset means every row (the sum saturates instead of overflowing).
+    @Test func aHugeLimitWithAnOffsetAcrossTwoStoresSkipsTheOffset() throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, _, second) = try Self.twoStores(.sqlite, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            _ = try Self.town("Bergen", in: context, assignedTo: second)
+            _ = try Self.town("Oslo", in: context)
+            try context.save()
+            let request = FetchRequest<Town>(sortBy: [SortDescriptor(\.name)], fetchLimit: .max, fetchOffset: 1)
+            #expect(try context.fetch(request).map(\.name) == ["Oslo"])
+            #expect(try context.count(for: request) == 1)
+            #expect(try context.fetch(FetchRequest<Town>(fetchLimit: .max, fetchOffset: .max)).isEmpty)
+        }
+    }
+
     @Test(arguments: PostgreSQLTestServer.storeTypes)
     func anAssignedObjectIsSavedInItsStoreAndOthersInTheFirst(_ secondType: StoreType) throws {
         let dir = try TemporaryDirectory()

@@ -722,7 +722,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
     }
 
-    private func nullify(_ object: ManagedObject, _ r: RelationshipDescription) {
+    /// Removes `object` from the inverse of its relationship `r` in each of its destinations.
+    func nullify(_ object: ManagedObject, _ r: RelationshipDescription) {
         guard let inverse = r.inverseRelationship else { return }
         for d in object._relatedObjects(at: r.slot) {
             if inverse.isToMany {

@@ -65,7 +65,10 @@ extension ManagedObjectContext {
     func resolveVersion(_ conflict: SaveConflict, policy: MergePolicy.Kind) {
         guard let object = lookup(conflict.objectID) else { return }
         guard let persisted = conflict.persistedValues else {
-            // The row is gone: nothing can be written to it.
+            // The row is gone: nothing can be written to it, and the objects related to it
+            // no longer are (as when another context's deletion is merged), so that none of
+            // them writes a reference to the missing row.
+            for r in object.entity.relationships where !r.isTransient { nullify(object, r) }
             forget(object)
             return
         }
@@ -127,6 +130,19 @@ extension ManagedObjectContext {
             error.conflicts = [conflict]
             throw error
         }
+        // The stored row's own object changed its constrained values (or is deleted) in this
+        // save: the clash is with a value this save is moving away (a chain of renames), not
+        // with a row to take over. Taking it over would drop that object's changes and write
+        // this object's values into its row; the save is refused instead, changing nothing.
+        if let other = registered[existingID], other !== object, other.isDeleted || Self.changes(conflict.constraint, of: other) {
+            var error = CoherenceError(
+                .conflict,
+                "\(conflict.objectID) takes values for [\(conflict.constraint.joined(separator: ", "))] that \(existingID) gives up "
+                    + "in the same save; save the objects in an order where no two rows hold the same values at once.",
+                entity: conflict.objectID.entity.name, objectID: conflict.objectID)
+            error.conflicts = [conflict]
+            throw error
+        }
         // The object takes over the stored row's identity; an object already registered for
         // that row is replaced.
         if let other = registered[existingID], other !== object { forget(other) }
@@ -148,6 +164,14 @@ extension ManagedObjectContext {
             updatedCandidates.remove(object)
         }
         pendingChanges.refreshed[key] = object
+    }
+
+    /// Whether `object` has unsaved changes to any of the attributes named `names`.
+    private static func changes(_ names: [String], of object: ManagedObject) -> Bool {
+        names.contains { name in
+            guard let a = object.entity.attributesByName[name] else { return false }
+            return object._state.committedValue(at: a.slot).map { $0 != object._state.values[a.slot] } ?? false
+        }
     }
 
     /// Removes an object from the context (its row is gone or replaced).

@@ -384,17 +384,22 @@ enum KeyPathResolver {
 
     /// Whether reading `keyPath` on an object returns exactly the value stored in `attribute`
     /// (and not, say, a computed property derived from it). Checked for the built-in value
-    /// types by storing a marker value and reading it back.
+    /// types by storing two marker values, one of them the type's zero or empty value, and
+    /// reading each back (`age == 0 ? 18 : age` passes the first and fails the second).
     static func readsAttribute(_ keyPath: AnyKeyPath, _ attribute: AttributeDescription, entity: EntityDescription) -> Bool {
         let valueType = type(of: keyPath).valueType
-        guard builtinTypes.contains(ObjectIdentifier(valueType)), let marker = marker(for: attribute.type),
+        guard builtinTypes.contains(ObjectIdentifier(valueType)), let markers = markers(for: attribute.type),
             attribute.slot >= 0, entity.properties.count > attribute.slot
         else { return true }
         let object = entity.managedObjectClass.init(entity: entity)
         guard object._state.values.count > attribute.slot else { return true }
-        object._setStoredValue(marker, at: attribute.slot)
-        guard let read = object[keyPath: keyPath], let value = read as? any PersistentValue else { return false }
-        return value.storedValue == marker
+        for marker in markers {
+            object._setStoredValue(marker, at: attribute.slot)
+            guard let read = object[keyPath: keyPath], let value = read as? any PersistentValue, value.storedValue == marker else {
+                return false
+            }
+        }
+        return true
     }
 
     private static let builtinTypes: Set<ObjectIdentifier> = {
@@ -407,16 +412,16 @@ enum KeyPathResolver {
         return Set(types.map { ObjectIdentifier($0) })
     }()
 
-    private static func marker(for type: AttributeType) -> StoredValue? {
+    private static func markers(for type: AttributeType) -> [StoredValue]? {
         switch type.kind {
-        case .integer16, .integer32, .integer64: return .integer(12_345)
-        case .boolean: return .integer(1)
-        case .double, .float, .date: return .real(1234.5)
-        case .string: return .text("\u{1}coherence-probe")
-        case .uri: return .text("coherence-probe:marker")
-        case .decimal: return .text("12345.5")
-        case .binaryData: return .blob(Data([0xC0, 0x4E, 0x01]))
-        case .uuid: return .blob(Data(repeating: 0xAB, count: 16))
+        case .integer16, .integer32, .integer64: return [.integer(12_345), .integer(0)]
+        case .boolean: return [.integer(1), .integer(0)]
+        case .double, .float, .date: return [.real(1234.5), .real(0)]
+        case .string: return [.text("\u{1}coherence-probe"), .text("")]
+        case .uri: return [.text("coherence-probe:marker"), .text("coherence-probe:other")]
+        case .decimal: return [.text("12345.5"), .text("0")]
+        case .binaryData: return [.blob(Data([0xC0, 0x4E, 0x01])), .blob(Data())]
+        case .uuid: return [.blob(Data(repeating: 0xAB, count: 16)), .blob(Data(repeating: 0, count: 16))]
         case .transformable: return nil
         }
     }
@@ -437,7 +442,7 @@ enum KeyPathResolver {
         let recorder = KeyPathProbe.Recorder()
         object._becomeProbe(recorder)
         _ = root[keyPath: keyPath]
-        guard let slot = recorder.touchedSlot, slot >= 0, slot < object.entity.properties.count else { return nil }
+        guard let slot = recorder.onlySlot, slot >= 0, slot < object.entity.properties.count else { return nil }
         return object.entity.properties[slot]
     }
 }

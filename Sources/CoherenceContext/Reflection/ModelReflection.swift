@@ -128,8 +128,16 @@ package enum KeyPathProbe {
     @usableFromInline
     package final class Recorder {
         var touchedSlot: Int?
+        /// How many property reads the key path made (a stored property's: one).
+        var reads = 0
         /// Records the slot of the property a probe's wrapper was read for.
-        @usableFromInline func record(_ slot: Int) { touchedSlot = slot }
+        @usableFromInline func record(_ slot: Int) {
+            touchedSlot = slot
+            reads += 1
+        }
+        /// The slot the key path reads, when it read exactly one property: a computed property
+        /// that reads several (`email ?? name`) is none of them.
+        var onlySlot: Int? { reads == 1 ? touchedSlot : nil }
     }
 
     static func resolve(_ keyPath: AnyKeyPath, in entity: EntityDescription) -> PropertyDescription? {
@@ -138,7 +146,7 @@ package enum KeyPathProbe {
         probe._becomeProbe(recorder)
         // Reading through a key path whose root the probe is not returns nil and records nothing.
         _ = probe[keyPath: keyPath]
-        guard let slot = recorder.touchedSlot, slot >= 0, slot < probe.entity.properties.count else { return nil }
+        guard let slot = recorder.onlySlot, slot >= 0, slot < probe.entity.properties.count else { return nil }
         return probe.entity.properties[slot]
     }
 }

@@ -22,6 +22,9 @@ struct PostgreSQLConfiguration: Sendable, Equatable {
     let settings: [(name: String, value: String)]
     /// The query items that are the store's, not libpq's.
     static let settingNames: Set<String> = ["statement_timeout", "lock_timeout"]
+    /// The longest schema name, in UTF-8 bytes (PostgreSQL's `NAMEDATALEN` - 1; longer names
+    /// are cut, not refused, by the server).
+    static let maximumSchemaBytes = 63
     /// The largest `pool_size`.
     static let maximumPoolSize = 100
     /// The URL without its password (for errors, descriptions and logs).
@@ -65,7 +68,16 @@ struct PostgreSQLConfiguration: Sendable, Equatable {
                 throw PostgreSQLError(message: "The URL's query item '\(item.name)' has no value.", location: shown)
             }
             switch item.name {
-            case "schema": schema = value
+            case "schema":
+                // PostgreSQL cuts longer names to 63 bytes: two longer names sharing their first
+                // 63 bytes would name one schema, so one store would open another's rows.
+                guard value.utf8.count <= Self.maximumSchemaBytes, !value.utf8.contains(0) else {
+                    throw PostgreSQLError(
+                        message:
+                            "The URL's schema name is \(value.utf8.count) bytes; PostgreSQL names are at most \(Self.maximumSchemaBytes).",
+                        location: shown)
+                }
+                schema = value
             case "pool_size":
                 guard let n = Int(value), (1...Self.maximumPoolSize).contains(n) else {
                     throw PostgreSQLError(

@@ -118,6 +118,15 @@ struct PostgreSQLSaveWriter {
         updatedVersions = [Int64](repeating: 0, count: changes.updates.count)
         for (n, u) in changes.updates.enumerated() { try update(u, at: n) }
         for (n, i) in changes.inserts.enumerated() { try insert(i, primaryKey: keys.insertKeys[n]) }
+        if !changes.joinInserts.isEmpty && !changes.updates.isEmpty {
+            // The updates' version checks first: a destination whose row is gone is a conflict,
+            // not a foreign-key failure of its join rows (one more round trip, for such saves only).
+            try flush()
+            if !conflicts.isEmpty {
+                result.updatedVersions = updatedVersions
+                return result
+            }
+        }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
         try flush()

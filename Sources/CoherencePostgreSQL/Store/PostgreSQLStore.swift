@@ -85,7 +85,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         let functions = generator.createFunctions()
         let functionsHash = StableHash.hex(functions.joined(separator: "\n"))
         do {
-            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(generator.dialect.quote(configuration.schema))")
+            try Self.makeSchema(configuration.schema, on: connection, generator: generator)
             try connection.execute("BEGIN")
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("coherence:" + configuration.schema)])
             let sql = { (text: String) in generator.dialect.numberingPlaceholders(text) }
@@ -209,6 +209,27 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// A store error (`code`) for a libpq failure, with the SQL and the PostgreSQL error in
     /// `underlyingErrors`; a `CoherenceError` is returned as it is. Once the store is open, a
     /// lost connection is `.connectionLost` and a statement or lock timeout `.timeout`.
+    /// Makes the store's schema unless it exists. A role that may not create schemas in the
+    /// database can open one made for it (PostgreSQL checks that privilege before it looks
+    /// whether the schema exists). Openers that race to make it (`IF NOT EXISTS` does not
+    /// serialize them) find it made by the winner.
+    static func makeSchema(_ schema: String, on connection: PostgreSQLConnection, generator: SQLGenerator) throws {
+        let exists = "SELECT count(*) FROM pg_namespace WHERE nspname = $1"
+        if (try connection.execute(exists, [.text(schema)]).firstInteger ?? 0) > 0 { return }
+        var failure: (any Error)?
+        do {
+            try connection.execute("CREATE SCHEMA IF NOT EXISTS \(generator.dialect.quote(schema))")
+        } catch {
+            failure = error
+        }
+        guard let failure else { return }
+        // Made meanwhile by another opener (a duplicate key of pg_namespace, or duplicate_schema)?
+        let postgres = failure as? PostgreSQLError
+        let raced = postgres?.isUniqueViolation == true || postgres?.sqlState == "42P06"
+        if raced, (try connection.execute(exists, [.text(schema)]).firstInteger ?? 0) > 0 { return }
+        throw failure
+    }
+
     static func error(_ code: CoherenceError.Code, _ error: any Error, _ what: String, store: String?) -> CoherenceError {
         if let e = error as? CoherenceError { return e }
         let postgres = error as? PostgreSQLError

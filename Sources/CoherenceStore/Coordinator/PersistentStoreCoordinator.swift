@@ -288,7 +288,11 @@ public final class PersistentStoreCoordinator: Sendable {
             }
         }
         var perStore = fetch
-        if let limit = fetch.limit { perStore.limit = limit + fetch.offset }
+        // Each store's first `limit + offset` rows (saturating: a limit near `Int.max` means all).
+        if let limit = fetch.limit {
+            let (sum, overflow) = limit.addingReportingOverflow(fetch.offset)
+            perStore.limit = overflow ? Int.max : sum
+        }
         perStore.offset = 0
         var all: [(id: ObjectID, row: StoreRow)] = []
         for store in stores {

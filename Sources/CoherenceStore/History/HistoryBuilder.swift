@@ -36,6 +36,10 @@ package struct HistoryBuilder {
         for id in insertedIDs { records.append(HistoryChangeRecord(objectID: id, type: .insert)) }
         changes.updates.withUnsafeBufferPointer { rows in
             for n in rows.indices {
+                // An object whose only change is a relationship kept elsewhere (the other side's
+                // key) has its row checked and its version moved, but no property of its own
+                // changed: no change of its own (a many-to-many change names it below).
+                if rows[n].changedSlots.isEmpty { continue }
                 let id = rows[n].objectID
                 var record = HistoryChangeRecord(objectID: id, type: .update, updatedSlots: rows[n].changedSlots)
                 let l = layout(of: id.entity)

@@ -29,7 +29,7 @@ extension SQLGenerator {
         case .postgreSQL:
             return """
                 SELECT i.relname::TEXT FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid \
-                WHERE t.relnamespace = current_schema()::REGNAMESPACE AND t.relname = ?
+                WHERE t.relnamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema()) AND t.relname = ?
                 """
         }
     }
@@ -60,7 +60,7 @@ extension SQLGenerator {
         case .postgreSQL:
             return """
                 SELECT i.relname::TEXT, t.relname::TEXT FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid \
-                JOIN pg_class t ON t.oid = x.indrelid WHERE t.relnamespace = current_schema()::REGNAMESPACE AND NOT x.indisprimary
+                JOIN pg_class t ON t.oid = x.indrelid WHERE t.relnamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema()) AND NOT x.indisprimary
                 """
         }
     }

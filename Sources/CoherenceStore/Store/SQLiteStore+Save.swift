@@ -139,6 +139,9 @@ private struct SaveWriter {
                 try insert(base + n, primaryKey: keys.insertKeys[n], plan: plan)  // new rows are version 1
             }
         }
+        // With a conflict the save fails: the join rows are not written (a destination whose
+        // row is gone is then a conflict, not a foreign-key failure).
+        guard conflicts.isEmpty else { return result }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
         result.insertedIDs = keys.insertedIDs(insertRows)

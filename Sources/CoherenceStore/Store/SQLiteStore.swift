@@ -542,7 +542,8 @@ package final class SQLiteStore: StoreEngine {
             defer { st.reset() }
             st.bind(bindings)
             var rows: [StoreRow] = []
-            if let limit = fetch.limit { rows.reserveCapacity(limit) }
+            // (A limit is a bound, not a count: a huge one must not reserve memory for itself.)
+            if let limit = fetch.limit { rows.reserveCapacity(min(limit, 1 << 16)) }
             var layout = RowLayout()
             while try st.step() {
                 rows.append(try readRow(st, plan: plan, layout: &layout))

@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+@testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
+
+/// Objects whose only changes are relationships (a to-many side, or a to-one kept by the other
+/// side's foreign key) are still checked at save: their rows must exist at the version loaded,
+/// and their versions move, as Core Data's do. Otherwise a save could write a reference to a row
+/// another context deleted.
+@Suite("Relationship-only changes and optimistic locking")
+struct RelationshipConflictTests {
+    /// A store with the town Nice (population 3) and the person Ann (no town, no clubs), and
+    /// the club Chess.
+    private static func seeded(_ type: StoreType, in dir: TemporaryDirectory) throws -> PersistentStoreCoordinator {
+        let c = try makeCoordinator(type, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try context.performAndWait {
+            let nice = Town(context: context)
+            nice.name = "Nice"
+            nice.population = 3
+            Person(context: context).name = "Ann"
+            Club(context: context).title = "Chess"
+            try context.save()
+        }
+        return c
+    }
+
+    /// Ann's town and clubs as a new context reads them.
+    private static func ann(in c: PersistentStoreCoordinator) throws -> (town: String?, clubs: [String]) {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        return try context.performAndWait {
+            let ann = try #require(try context.fetch(FetchRequest<Person>()).first)
+            return (ann.town?.name, ann.clubs.map(\.title).sorted())
+        }
+    }
+
+    private static func saveError(_ context: ManagedObjectContext) -> CoherenceError? {
+        context.performAndWait { () -> CoherenceError? in
+            do {
+                try context.save()
+                return nil
+            } catch {
+                return error as? CoherenceError
+            }
+        }
+    }
+
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aToOneSetToAnObjectDeletedElsewhereIsAConflict(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let c = try Self.seeded(type, in: dir)
+        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try a.performAndWait {
+            let ann = try #require(try a.fetch(FetchRequest<Person>()).first)
+            let nice = try #require(try a.fetch(FetchRequest<Town>()).first)
+            ann.town = nice  // Nice changes too: its people
+        }
+        try b.performAndWait {
+            b.delete(try #require(try b.fetch(FetchRequest<Town>()).first))
+            try b.save()
+        }
+        let error = Self.saveError(a)
+        #expect(error?.code == .conflict, "\(String(describing: error))")
+        // Nothing was written: Ann has no town (not a key of a row that is gone).
+        #expect(try Self.ann(in: c).town == nil)
+    }
+
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aToManyInsertOfAnObjectDeletedElsewhereIsAConflict(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let c = try Self.seeded(type, in: dir)
+        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try a.performAndWait {
+            let ann = try #require(try a.fetch(FetchRequest<Person>()).first)
+            let chess = try #require(try a.fetch(FetchRequest<Club>()).first)
+            ann.clubs.insert(chess)
+        }
+        try b.performAndWait {
+            b.delete(try #require(try b.fetch(FetchRequest<Club>()).first))
+            try b.save()
+        }
+        let error = Self.saveError(a)
+        #expect(error?.code == .conflict, "\(String(describing: error))")
+        #expect(try Self.ann(in: c).clubs.isEmpty)
+    }
+
+    /// Under a policy that resolves conflicts, the deleted destination is dropped and the save
+    /// goes through with what remains.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func underObjectTrumpTheDeletedDestinationIsDropped(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let c = try Self.seeded(type, in: dir)
+        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        a.mergePolicy = .mergeByPropertyObjectTrump
+        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try a.performAndWait {
+            let ann = try #require(try a.fetch(FetchRequest<Person>()).first)
+            ann.town = try #require(try a.fetch(FetchRequest<Town>()).first)
+            ann.age = 31
+        }
+        try b.performAndWait {
+            b.delete(try #require(try b.fetch(FetchRequest<Town>()).first))
+            try b.save()
+        }
+        let error = Self.saveError(a)
+        #expect(error == nil, "\(String(describing: error))")
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try context.performAndWait {
+            let ann = try #require(try context.fetch(FetchRequest<Person>()).first)
+            #expect(ann.age == 31)
+            #expect(ann.town == nil)
+            #expect(try context.count(for: FetchRequest<Town>()) == 0)
+        }
+    }
+
+    /// A destination changed only through the other side is saved as an update: its version
+    /// moves (so another context's change to it from the old version is a conflict).
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aDestinationChangedThroughTheOtherSideMovesItsVersion(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let c = try Self.seeded(type, in: dir)
+        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        let before = try b.performAndWait { () throws -> Int64 in
+            let nice = try #require(try b.fetch(FetchRequest<Town>()).first)
+            return nice._state.version
+        }
+        try a.performAndWait {
+            let ann = try #require(try a.fetch(FetchRequest<Person>()).first)
+            ann.town = try #require(try a.fetch(FetchRequest<Town>()).first)
+            try a.save()
+            let nice = try #require(try a.fetch(FetchRequest<Town>()).first)
+            #expect(nice._state.version == before + 1)
+            #expect(!nice.hasChanges)
+        }
+        // B changed Nice from the version before: a conflict under the default policy.
+        try b.performAndWait { try #require(try b.fetch(FetchRequest<Town>()).first).population = 4 }
+        #expect(Self.saveError(b)?.code == .conflict)
+        #expect(try Self.ann(in: c).town == "Nice")
+    }
+}
