@@ -97,10 +97,19 @@ extension QueryBuilder {
                 return
                     "(\(l) LIKE replace(replace(replace(replace(replace(\(r), '\\', '\\\\'), '%', '\\%'), '_', '\\_'), '*', '%'), '?', '_'))"
             case .matches:
-                if case .constant(.text(let pattern)) = b, pattern.hasPrefix("(?i)") {
-                    return "(\(l) ~* \(bind(.text("^(?:" + pattern.dropFirst(4) + ")$"))))"
+                // Only patterns PostgreSQL reads as ICU does (see `PostgreSQLRegex`).
+                guard case .constant(.text(let pattern)) = b else {
+                    throw CoherenceError(
+                        .unsupportedPredicate,
+                        "matches: on PostgreSQL, a regular expression must be a constant (it is translated from ICU syntax).")
                 }
-                return "(\(l) ~ ('^(?:' || \(try sql(b)) || ')$'))"
+                guard let translated = PostgreSQLRegex.translate(pattern) else {
+                    throw CoherenceError(
+                        .unsupportedPredicate,
+                        "matches: the regular expression uses ICU syntax PostgreSQL reads differently (character classes such as \\d, \\w, \\b or \\p{…}, anchors, lazy quantifiers, look-arounds, or non-ASCII letters with case-insensitivity); it cannot be translated."
+                    )
+                }
+                return "(\(l) ~ \(bind(.text(translated))))"
             }
         case .inList(let x, let values):
             if values.isEmpty { return dialect.falseSQL }
