@@ -48,22 +48,30 @@ struct RelationshipConflictTests {
         }
     }
 
+    /// Context A makes `edit` (unsaved), context B deletes the first `T` and saves, then A
+    /// saves under `policy`: the store and A's save error.
+    private static func editWhileDeletedElsewhere<T: ManagedObject>(
+        _ type: StoreType, in dir: TemporaryDirectory, deleting: T.Type, policy: MergePolicy = .error,
+        _ edit: @escaping (ManagedObjectContext, Person) throws -> Void
+    ) throws -> (PersistentStoreCoordinator, CoherenceError?) {
+        let c = try Self.seeded(type, in: dir)
+        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        a.mergePolicy = policy
+        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try a.performAndWait { try edit(a, try #require(try a.fetch(FetchRequest<Person>()).first)) }
+        try b.performAndWait {
+            b.delete(try #require(try b.fetch(FetchRequest<T>()).first))
+            try b.save()
+        }
+        return (c, Self.saveError(a))
+    }
+
     @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aToOneSetToAnObjectDeletedElsewhereIsAConflict(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let c = try Self.seeded(type, in: dir)
-        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
-        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
-        try a.performAndWait {
-            let ann = try #require(try a.fetch(FetchRequest<Person>()).first)
-            let nice = try #require(try a.fetch(FetchRequest<Town>()).first)
-            ann.town = nice  // Nice changes too: its people
+        let (c, error) = try Self.editWhileDeletedElsewhere(type, in: dir, deleting: Town.self) { a, ann in
+            ann.town = try #require(try a.fetch(FetchRequest<Town>()).first)  // Nice changes too: its people
         }
-        try b.performAndWait {
-            b.delete(try #require(try b.fetch(FetchRequest<Town>()).first))
-            try b.save()
-        }
-        let error = Self.saveError(a)
         #expect(error?.code == .conflict, "\(String(describing: error))")
         // Nothing was written: Ann has no town (not a key of a row that is gone).
         #expect(try Self.ann(in: c).town == nil)
@@ -72,19 +80,9 @@ struct RelationshipConflictTests {
     @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aToManyInsertOfAnObjectDeletedElsewhereIsAConflict(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let c = try Self.seeded(type, in: dir)
-        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
-        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
-        try a.performAndWait {
-            let ann = try #require(try a.fetch(FetchRequest<Person>()).first)
-            let chess = try #require(try a.fetch(FetchRequest<Club>()).first)
-            ann.clubs.insert(chess)
+        let (c, error) = try Self.editWhileDeletedElsewhere(type, in: dir, deleting: Club.self) { a, ann in
+            ann.clubs.insert(try #require(try a.fetch(FetchRequest<Club>()).first))
         }
-        try b.performAndWait {
-            b.delete(try #require(try b.fetch(FetchRequest<Club>()).first))
-            try b.save()
-        }
-        let error = Self.saveError(a)
         #expect(error?.code == .conflict, "\(String(describing: error))")
         #expect(try Self.ann(in: c).clubs.isEmpty)
     }
@@ -94,20 +92,12 @@ struct RelationshipConflictTests {
     @Test(arguments: PostgreSQLTestServer.storeTypes)
     func underObjectTrumpTheDeletedDestinationIsDropped(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
-        let c = try Self.seeded(type, in: dir)
-        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
-        a.mergePolicy = .mergeByPropertyObjectTrump
-        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
-        try a.performAndWait {
-            let ann = try #require(try a.fetch(FetchRequest<Person>()).first)
+        let (c, error) = try Self.editWhileDeletedElsewhere(
+            type, in: dir, deleting: Town.self, policy: .mergeByPropertyObjectTrump
+        ) { a, ann in
             ann.town = try #require(try a.fetch(FetchRequest<Town>()).first)
             ann.age = 31
         }
-        try b.performAndWait {
-            b.delete(try #require(try b.fetch(FetchRequest<Town>()).first))
-            try b.save()
-        }
-        let error = Self.saveError(a)
         #expect(error == nil, "\(String(describing: error))")
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
         try context.performAndWait {
