@@ -108,6 +108,27 @@ struct RelationshipConflictTests {
         }
     }
 
+    /// The same for a many-to-many: the deleted club leaves Ann's clubs, and no join row is
+    /// written for it.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func underObjectTrumpADeletedManyToManyDestinationIsDropped(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let (c, error) = try Self.editWhileDeletedElsewhere(
+            type, in: dir, deleting: Club.self, policy: .mergeByPropertyObjectTrump
+        ) { a, ann in
+            ann.clubs.insert(try #require(try a.fetch(FetchRequest<Club>()).first))
+            ann.age = 32
+        }
+        #expect(error == nil, "\(String(describing: error))")
+        #expect(try Self.ann(in: c).clubs.isEmpty)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: c)
+        try context.performAndWait {
+            let ann = try #require(try context.fetch(FetchRequest<Person>()).first)
+            #expect(ann.age == 32)
+            #expect(try context.count(for: FetchRequest<Club>()) == 0)
+        }
+    }
+
     /// A destination changed only through the other side is saved as an update: its version
     /// moves (so another context's change to it from the old version is a conflict).
     @Test(arguments: PostgreSQLTestServer.storeTypes)
