@@ -298,21 +298,16 @@ extension ManagedObjectContext {
                 }
                 if !references.isEmpty { scratch[start...].sort() }  // slots in property order
             }
+            if o._state.relations != nil { appendJoinChanges(o, into: &changes) }
             var expectedVersion: Int64? = o._state.version
-            if o._state.relations != nil {
-                appendJoinChanges(o, into: &changes)
-                if scratch.count == start && o._hasRelationshipChanges {
-                    // Only its relationships changed (to-many, or a to-one kept by the other
-                    // side): no column to write, but the row is still checked and its version
-                    // moved, as Core Data does, so a row deleted or changed elsewhere is a
-                    // conflict instead of a reference written to a row that is gone. A fault
-                    // (never loaded) has no version to expect: its row need only exist.
-                    if !o._state.hasSnapshot { expectedVersion = nil }
-                } else if scratch.count == start {
-                    return
-                }
-            } else if scratch.count == start {
-                return
+            if scratch.count == start {
+                // Only its relationships changed (to-many, or a to-one kept by the other side):
+                // no column to write, but the row is still checked and its version moved, as
+                // Core Data does, so a row deleted or changed elsewhere is a conflict instead of
+                // a reference written to a row that is gone. A fault (never loaded) has no
+                // version to expect: its row need only exist.
+                guard o._state.relations != nil, o._hasRelationshipChanges else { return }
+                if !o._state.hasSnapshot { expectedVersion = nil }
             }
             if !scratch[start...].elementsEqual(lastSlots) { lastSlots = Array(scratch[start...]) }
             changes.appendUpdate(

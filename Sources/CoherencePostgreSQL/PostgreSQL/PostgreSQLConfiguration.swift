@@ -71,11 +71,14 @@ struct PostgreSQLConfiguration: Sendable, Equatable {
             case "schema":
                 // PostgreSQL cuts longer names to 63 bytes: two longer names sharing their first
                 // 63 bytes would name one schema, so one store would open another's rows.
-                guard value.utf8.count <= Self.maximumSchemaBytes, !value.utf8.contains(0) else {
+                guard value.utf8.count <= Self.maximumSchemaBytes else {
                     throw PostgreSQLError(
                         message:
                             "The URL's schema name is \(value.utf8.count) bytes; PostgreSQL names are at most \(Self.maximumSchemaBytes).",
                         location: shown)
+                }
+                guard !value.utf8.contains(0) else {
+                    throw PostgreSQLError(message: "The URL's schema name holds a NUL character.", location: shown)
                 }
                 schema = value
             case "pool_size":

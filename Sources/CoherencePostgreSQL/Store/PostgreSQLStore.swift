@@ -206,13 +206,13 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
             [.text(PostgreSQLListener.channel(of: identifier)), .text(PostgreSQLListener.payload(sender: sender, token: token))])
     }
 
-    /// A store error (`code`) for a libpq failure, with the SQL and the PostgreSQL error in
-    /// `underlyingErrors`; a `CoherenceError` is returned as it is. Once the store is open, a
-    /// lost connection is `.connectionLost` and a statement or lock timeout `.timeout`.
     /// Makes the store's schema unless it exists. A role that may not create schemas in the
     /// database can open one made for it (PostgreSQL checks that privilege before it looks
     /// whether the schema exists). Openers that race to make it (`IF NOT EXISTS` does not
     /// serialize them) find it made by the winner.
+    /// SQLSTATE `42P06`, duplicate_schema.
+    private static let duplicateSchema = "42P06"
+
     static func makeSchema(_ schema: String, on connection: PostgreSQLConnection, generator: SQLGenerator) throws {
         let exists = "SELECT count(*) FROM pg_namespace WHERE nspname = $1"
         if (try connection.execute(exists, [.text(schema)]).firstInteger ?? 0) > 0 { return }
@@ -225,11 +225,14 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         guard let failure else { return }
         // Made meanwhile by another opener (a duplicate key of pg_namespace, or duplicate_schema)?
         let postgres = failure as? PostgreSQLError
-        let raced = postgres?.isUniqueViolation == true || postgres?.sqlState == "42P06"
+        let raced = postgres?.isUniqueViolation == true || postgres?.sqlState == Self.duplicateSchema
         if raced, (try connection.execute(exists, [.text(schema)]).firstInteger ?? 0) > 0 { return }
         throw failure
     }
 
+    /// A store error (`code`) for a libpq failure, with the SQL and the PostgreSQL error in
+    /// `underlyingErrors`; a `CoherenceError` is returned as it is. Once the store is open, a
+    /// lost connection is `.connectionLost` and a statement or lock timeout `.timeout`.
     static func error(_ code: CoherenceError.Code, _ error: any Error, _ what: String, store: String?) -> CoherenceError {
         if let e = error as? CoherenceError { return e }
         let postgres = error as? PostgreSQLError

@@ -96,8 +96,14 @@ enum PostgreSQLRegex {
     /// both cases when case-insensitive (nil: a letter outside ASCII, whose folding differs).
     private static func literal(_ c: Unicode.Scalar, _ caseInsensitive: Bool) -> String? {
         if caseInsensitive, let cases = asciiCases(c) { return "[" + cases + "]" }
-        if caseInsensitive, c.properties.isAlphabetic || c.properties.changesWhenCaseFolded { return nil }
+        if caseInsensitive, !foldsAsASCII(c) { return nil }
         return quoted(c)
+    }
+
+    /// Whether a case-insensitive match of `c` is the same in both engines: an ASCII character,
+    /// or one that is no letter and has no other case.
+    private static func foldsAsASCII(_ c: Unicode.Scalar) -> Bool {
+        c.isASCII || !(c.properties.isAlphabetic || c.properties.changesWhenCaseFolded)
     }
 
     /// A character written so that PostgreSQL reads it literally, outside a bracket expression.
@@ -164,12 +170,10 @@ enum PostgreSQLRegex {
             }
             // Only plain characters: no escapes, classes, nested sets or set operations.
             guard c != "[" && c != "\\" && c != "&" else { return nil }
-            guard !caseInsensitive || c.isASCII || !(c.properties.isAlphabetic || c.properties.changesWhenCaseFolded) else { return nil }
+            guard !caseInsensitive || foldsAsASCII(c) else { return nil }
             if rest.first == "-", let high = rest.dropFirst().first, high != "]" {
                 guard high != "[" && high != "\\" && high != "&", c.value <= high.value else { return nil }
-                guard !caseInsensitive || high.isASCII || !(high.properties.isAlphabetic || high.properties.changesWhenCaseFolded) else {
-                    return nil
-                }
+                guard !caseInsensitive || foldsAsASCII(high) else { return nil }
                 // A range between an ASCII letter and a non-letter is refused when
                 // case-insensitive (its case closure would not be a range).
                 if caseInsensitive && (c.properties.isAlphabetic != high.properties.isAlphabetic) { return nil }

@@ -480,10 +480,14 @@ package final class SQLiteStore: StoreEngine {
     /// the error when the number is not in the plan's hierarchy).
     private func rowLayout(_ number: Int, plan: SelectPlan, primaryKey: Int64) throws(CoherenceError) -> RowLayout {
         guard let entity = plan.entities[number], let mapping = plan.mapping[number] else {
-            throw CoherenceError(
-                .corruptRow, "Row \(primaryKey) has entity number \(number), which is not in this hierarchy.", store: path)
+            throw notInHierarchy(number, primaryKey: primaryKey)
         }
         return RowLayout(number: number, entity: entity, mapping: mapping)
+    }
+
+    /// The error for a row whose entity number is not in the fetch's hierarchy.
+    private func notInHierarchy(_ number: Int, primaryKey: Int64) -> CoherenceError {
+        CoherenceError(.corruptRow, "Row \(primaryKey) has entity number \(number), which is not in this hierarchy.", store: path)
     }
 
     /// The values of the current row of `reader`'s statement: each slot written once, from its
@@ -526,9 +530,7 @@ package final class SQLiteStore: StoreEngine {
         let pk = st.int64(0)
         let number = plan.singleEntityNumber ?? Int(st.int64(1))
         if layout.number != number { layout = try rowLayout(number, plan: plan, primaryKey: pk) }
-        guard let entity = layout.entity else {
-            throw CoherenceError(.corruptRow, "Row \(pk) has entity number \(number), which is not in this hierarchy.", store: path)
-        }
+        guard let entity = layout.entity else { throw notInHierarchy(number, primaryKey: pk) }
         assert(layout.columnBySlot.allSatisfy { $0 < st.columnCount }, "The plan's columns are the SELECT's.")
         let values = Self.rowValues(st.columns, columns: layout.columnBySlot, initial: layout.initialValues)
         return make(entity, pk, st.int64(2), values)
@@ -578,10 +580,8 @@ package final class SQLiteStore: StoreEngine {
             while more {
                 let number = plan.singleEntityNumber ?? Int(st.int64(1))
                 let layout = try rowLayout(number, plan: plan, primaryKey: st.int64(0))
-                guard let entity = layout.entity else {  // (never: a layout made from a plan has its entity)
-                    throw CoherenceError(
-                        .corruptRow, "Row \(st.int64(0)) has entity number \(number), which is not in this hierarchy.", store: path)
-                }
+                // (Never nil: a layout made from a plan has its entity.)
+                guard let entity = layout.entity else { throw notInHierarchy(number, primaryKey: st.int64(0)) }
                 let columns = layout.columnBySlot, initial = layout.initialValues
                 assert(columns.allSatisfy { $0 < st.columnCount }, "The plan's columns are the SELECT's.")
                 let reader = st.columns  // (`st` stays in use after the loop)
