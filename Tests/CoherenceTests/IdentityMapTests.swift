@@ -157,6 +157,36 @@ final class KeptPassport: ManagedObject {
         #expect(map.remove(try #require(objects[removed.first ?? 0]._objectID)) == nil)
     }
 
+    /// Keys that all share their low six bits (every 64th key: the same bucket of each run)
+    /// and runs that land on one another: every object is found, before and after removals.
+    @Test func keysOfOneBucketOfEachRunStayFindable() throws {
+        #expect(IdentityMap.step &* IdentityMap.stepInverse == 1)
+        #expect(IdentityMap.steps(from: 5, to: (5 + 3 * IdentityMap.step) & 1023, mask: 1023) == 3)
+        let model = try makeTestModel()
+        let person = try #require(model.entitiesByName["Person"])
+        let store = UUID()
+        var objects: [ManagedObject] = []
+        for i in 0..<4_000 {
+            let o = person.managedObjectClass.init(entity: person)
+            // Every 64th key, then a dense run of keys after them.
+            let key = i < 3_000 ? Int64(i) * 64 : Int64(1_000_000 + i - 3_000)
+            o._objectID = ObjectID(entity: person, storeIdentifier: store, primaryKey: key)
+            objects.append(o)
+        }
+        var map = IdentityMap()
+        for o in objects { map.insert(o, for: try #require(o._objectID)) }
+        map._checkInvariants()
+        for i in stride(from: 0, to: objects.count, by: 2) {
+            #expect(map.remove(try #require(objects[i]._objectID)) === objects[i])
+        }
+        map._checkInvariants()
+        #expect(map.count == objects.count / 2)
+        for (i, o) in objects.enumerated() {
+            let found = map[try #require(o._objectID)]
+            #expect(i % 2 == 0 ? found == nil : found === o)
+        }
+    }
+
     @Test func replacingAnObjectKeepsOneEntry() throws {
         let objects = try Self.objects(count: 1)
         let o = try #require(objects.first), id = try #require(o._objectID)
