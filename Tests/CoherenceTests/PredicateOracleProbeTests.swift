@@ -61,8 +61,9 @@ enum OracleData {
 
     static let strings: [String] = [
         "", " ", "abc", "ABC", "Abc", "\u{E9}", "e\u{301}", "\u{C9}cole", "E\u{301}cole", "stra\u{DF}e", "STRASSE", "\u{131}",
-        "\u{130}stanbul", "istanbul", "🎉", "👨‍👩‍👧", "🇫🇷", String(repeating: "a", count: 5000) + "z", " lead", "trail ", "Z\u{FC}rich",
-        "zurich", "\u{212B}", "\u{C5}"
+        "\u{130}stanbul", "istanbul", "🎉", "👨‍👩‍👧", "🇫🇷", String(repeating: "a", count: 5000) + "z", " lead", "trail ",
+        "Z\u{FC}rich \u{FB01} \u{1E9E} \u{3C2} \u{1C5}",
+        "\u{FF61}", "\u{212B}", "\u{C5}"
     ]
     static let ints: [Int] = [0, 1, -1, .max, .min, 42, 7, -7, 100, 30, 30, -100, 5, 6, 12, 13, 99, 1000, -1000, 2, 3, 4, 8, 9]
     static let int16s: [Int16] = [0, .max, .min, 1, -1, 300, -300, 7]
@@ -159,6 +160,7 @@ enum OracleCases {
 
     static func strings() -> [OracleCase] {
         let same = ComparisonResult.orderedSame, ascending = ComparisonResult.orderedAscending
+        let descending = ComparisonResult.orderedDescending
         let names = ["abc", "🎉", "nope"], none: [String] = []
         let precomposed = "\u{E9}", angstrom = "\u{C5}"
         return [
@@ -180,6 +182,18 @@ enum OracleCases {
             OracleCase("s.localizedStandardContains(i)", #Predicate { $0.s.localizedStandardContains("i") }),
             OracleCase("s.localizedStandardContains(ecole)", #Predicate { $0.s.localizedStandardContains("ecole") }),
             OracleCase("s.localizedStandardContains(å)", #Predicate { $0.s.localizedStandardContains("\u{E5}") }),
+            OracleCase("s.localizedStandardContains(FI)", #Predicate { $0.s.localizedStandardContains("FI") }),
+            OracleCase("s.localizedStandardContains(ss)", #Predicate { $0.s.localizedStandardContains("ss") }),
+            OracleCase("s.localizedStandardContains(σ)", #Predicate { $0.s.localizedStandardContains("\u{3C3}") }),
+            OracleCase("s.localizedStandardContains(dž)", #Predicate { $0.s.localizedStandardContains("d\u{17E}") }),
+            OracleCase("s.localizedStandardContains(İ)", #Predicate { $0.s.localizedStandardContains("\u{130}") }),
+            OracleCase("s.localizedStandardContains(ı)", #Predicate { $0.s.localizedStandardContains("\u{131}") }),
+            OracleCase("s < 🎉 (BMP above surrogates)", #Predicate { $0.s < "🎉" }),
+            OracleCase("s > ｡", #Predicate { $0.s > "\u{FF61}" }),
+            OracleCase("s caseInsensitive > zz", #Predicate { $0.s.caseInsensitiveCompare("zz") == descending }),
+            OracleCase("ternary optional == nil", #Predicate { ($0.flag ? $0.t : nil) == nil }),
+            OracleCase("owner?.items.count == nil", #Predicate { $0.owner?.items.count == nil }),
+            OracleCase("owner?.items.contains flag == false", #Predicate { $0.owner?.items.contains { $0.flag } == false }),
             OracleCase("s caseInsensitive == abc", #Predicate { $0.s.caseInsensitiveCompare("abc") == same }),
             OracleCase("s caseInsensitive == straße", #Predicate { $0.s.caseInsensitiveCompare("stra\u{DF}e") == same }),
             OracleCase("s caseInsensitive < b", #Predicate { $0.s.caseInsensitiveCompare("b") == ascending }),
@@ -311,16 +325,23 @@ enum OracleCases {
 
 @Suite("Predicates against Predicate.evaluate")
 struct PredicateOracleProbeTests {
-    /// Runs every case in one store; returns the mismatches.
-    static func run(_ type: StoreType, _ cases: [OracleCase]) throws -> [String] {
+    /// Runs every case in one store; returns the mismatches. `pending`: with unsaved changes in
+    /// the context; `child`: in a child context of one holding them.
+    static func run(_ type: StoreType, _ cases: [OracleCase], pending: Bool = false, child: Bool = false) throws -> [String] {
         let dir = try TemporaryDirectory("PredicateOracleProbe")
         let coordinator = PersistentStoreCoordinator(
             managedObjectModel: try ManagedObjectModel(types: [OracleItem.self, OracleOwner.self, OracleTag.self]))
         try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
         try OracleData.populate(coordinator)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        var context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        if child {
+            let parent = context
+            try parent.performAndWait { try Self.makePendingChanges(parent) }
+            context = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        }
         var problems: [String] = []
         try context.performAndWait {
+            if pending { try Self.makePendingChanges(context) }
             let all = try context.fetch(FetchRequest<OracleItem>()).sorted { $0.n < $1.n }
             #expect(all.count == OracleData.count)
             for c in cases {
@@ -355,9 +376,46 @@ struct PredicateOracleProbeTests {
         return problems
     }
 
+    /// Unsaved changes of every kind: an insert, updates of attributes and relationships on
+    /// both sides, a deleted item and a deleted tag (nullified from its items).
+    static func makePendingChanges(_ context: ManagedObjectContext) throws {
+        let all = try context.fetch(FetchRequest<OracleItem>()).sorted { $0.n < $1.n }
+        let owners = try context.fetch(FetchRequest<OracleOwner>())
+        let tags = try context.fetch(FetchRequest<OracleTag>())
+        let added = OracleItem(context: context)
+        added.key = "new"
+        added.n = 100
+        added.s = "Abc"
+        added.t = "abc"
+        added.optInt = 4
+        added.d = -0.0
+        added.optFlag = false
+        added.dec = OracleData.dec("1.0")
+        added.size = .large
+        added.owner = owners.first
+        added.tags = Set(tags.prefix(2))
+        all[3].s = ""
+        all[3].t = nil
+        all[3].int = -5000
+        all[3].optInt = nil
+        all[3].d = .nan
+        all[3].optFlag = true
+        all[3].date = nil
+        all[3].dec = nil
+        all[3].owner = nil
+        all[3].tags = []
+        all[7].owner = owners.last
+        all[8].tags.insert(tags[0])
+        owners[1].items.insert(all[12])
+        context.delete(all[5])
+        context.delete(tags[3])
+    }
+
     @Test(arguments: PostgreSQLTestServer.storeTypes)
     func oracle(_ type: StoreType) throws {
-        let problems = try Self.run(type, OracleCases.all)
+        let problems =
+            try Self.run(type, OracleCases.all) + Self.run(type, OracleCases.all, pending: true)
+            + Self.run(type, OracleCases.all, child: true)
         let undocumented = problems.filter { !$0.contains("(documented:") }
         #expect(undocumented.isEmpty, "\(undocumented.joined(separator: "\n"))")
     }
@@ -459,20 +517,10 @@ extension PredicateOracleProbeTests {
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
             try context.performAndWait {
                 if pending {
-                    // An insert, an update and a delete not saved: fetches must see them.
+                    try Self.makePendingChanges(context)
+                    // A changed value that ties with saved ones (−0.0 among zeros).
                     let all = try context.fetch(FetchRequest<OracleItem>()).sorted { $0.n < $1.n }
-                    let added = OracleItem(context: context)
-                    added.key = "new"
-                    added.n = 100
-                    added.s = "m"
-                    added.int = 6
-                    added.d = 5
-                    added.i16 = 2
-                    added.flag = true
-                    all[3].int = -5000
-                    all[3].s = "new s"
                     all[9].d = -0.0
-                    context.delete(all[5])
                 }
                 let all = try context.fetch(FetchRequest<OracleItem>()).sorted { $0.n < $1.n }
                 for sort in OracleSorts.all {
@@ -606,6 +654,37 @@ extension PredicateOracleProbeTests {
             added.d = 0
             let withInsert = try context.fetch(FetchRequest(predicate: zeros, sortBy: [SortDescriptor(\.d, order: .reverse)])).map(\.key)
             #expect(withInsert == ["i00", "i01", "i09", "i18", "i19", "new"])
+        }
+    }
+}
+
+extension PredicateOracleProbeTests {
+    /// A child context read the to-many relationships of an object its parent inserted (a
+    /// temporary ID it had not inserted itself) as empty: `new.tags` was `[]` in the child while
+    /// the parent held two tags, and once the child changed the object, its fetches matched it
+    /// in memory on that empty set (`tags.count > 1` left it out, `tags.isEmpty` took it in).
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func childReadsToManyOfObjectsItsParentInserted(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory("PredicateOracleProbeChild")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
+        try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
+        try OracleData.populate(coordinator)
+        let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try parent.performAndWait {
+            let tags = try parent.fetch(FetchRequest<OracleTag>(sortBy: [SortDescriptor(\.label)]))
+            let added = OracleItem(context: parent)
+            added.key = "new"
+            added.tags = Set(tags.prefix(2))
+        }
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        try child.performAndWait {
+            let many = #Predicate<OracleItem> { $0.key == "new" && $0.tags.count > 1 }
+            let none = #Predicate<OracleItem> { $0.key == "new" && $0.tags.isEmpty }
+            let added = try #require(try child.fetch(FetchRequest(predicate: many)).first)
+            #expect(added.tags.count == 2)
+            added.s = "changed in the child"
+            #expect(try child.fetch(FetchRequest(predicate: many)).map(\.key) == ["new"])
+            #expect(try child.fetch(FetchRequest(predicate: none)).isEmpty)
         }
     }
 }
