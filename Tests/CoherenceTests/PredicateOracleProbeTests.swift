@@ -91,16 +91,18 @@ enum OracleData {
     static let ownerOf: [Int?] = [nil, 0, 1, 0, 2]
     static let tagsOf: [[Int]] = [[], [0], [0, 1, 2], [1], [2, 3]]
 
-    /// Saves the data set through a context.
-    static func populate(_ coordinator: PersistentStoreCoordinator) throws {
+    /// Saves the data set through a context; with several `stores`, the items alternate between
+    /// them and have no owners or tags (relationships do not cross stores).
+    static func populate(_ coordinator: PersistentStoreCoordinator, stores: [PersistentStore] = []) throws {
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
-            let owners = Self.owners.map { name in
+            let split = stores.count > 1
+            let owners = (split ? [] : Self.owners).map { name in
                 let o = OracleOwner(context: context)
                 o.name = name
                 return o
             }
-            let tags = Self.tags.map { label in
+            let tags = (split ? [] : Self.tags).map { label in
                 let t = OracleTag(context: context)
                 t.label = label
                 return t
@@ -125,8 +127,12 @@ enum OracleData {
                 item.uuid = uuids[i % uuids.count]
                 item.data = datas[i % datas.count]
                 item.size = OracleSize.allCases[i % 3]
-                item.owner = ownerOf[i % ownerOf.count].map { owners[$0] }
-                item.tags = Set(tagsOf[i % tagsOf.count].map { tags[$0] })
+                if split {
+                    try context.assign(item, to: stores[i % stores.count])
+                } else {
+                    item.owner = ownerOf[i % ownerOf.count].map { owners[$0] }
+                    item.tags = Set(tagsOf[i % tagsOf.count].map { tags[$0] })
+                }
             }
             try context.save()
         }
@@ -327,12 +333,18 @@ enum OracleCases {
 struct PredicateOracleProbeTests {
     /// Runs every case in one store; returns the mismatches. `pending`: with unsaved changes in
     /// the context; `child`: in a child context of one holding them.
-    static func run(_ type: StoreType, _ cases: [OracleCase], pending: Bool = false, child: Bool = false) throws -> [String] {
+    static func run(
+        _ type: StoreType, _ cases: [OracleCase], pending: Bool = false, child: Bool = false, twoStores: Bool = false
+    ) throws -> [String] {
         let dir = try TemporaryDirectory("PredicateOracleProbe")
-        let coordinator = PersistentStoreCoordinator(
-            managedObjectModel: try ManagedObjectModel(types: [OracleItem.self, OracleOwner.self, OracleTag.self]))
-        try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
-        try OracleData.populate(coordinator)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try model())
+        let first = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
+        if twoStores {
+            let second = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "second"))
+            try OracleData.populate(coordinator, stores: [first, second])
+        } else {
+            try OracleData.populate(coordinator)
+        }
         var context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         if child {
             let parent = context
@@ -415,7 +427,7 @@ struct PredicateOracleProbeTests {
     func oracle(_ type: StoreType) throws {
         let problems =
             try Self.run(type, OracleCases.all) + Self.run(type, OracleCases.all, pending: true)
-            + Self.run(type, OracleCases.all, child: true)
+            + Self.run(type, OracleCases.all, child: true) + Self.run(type, OracleCases.all, twoStores: true)
         let undocumented = problems.filter { !$0.contains("(documented:") }
         #expect(undocumented.isEmpty, "\(undocumented.joined(separator: "\n"))")
     }
@@ -481,7 +493,8 @@ enum OracleSorts {
         ]
     }
 
-    /// `items` as Swift sorts them with the request (stable: ties keep `n` order), offset and limited.
+    /// `items` as Swift sorts them with the request, offset and limited; ties as the stores break
+    /// them (by store and primary key, unsaved inserts last: see Predicates.md, "Sort descriptors").
     static func expected(_ items: [OracleItem], _ request: FetchRequest<OracleItem>) throws -> [String] {
         var matching = try items.filter { try request.predicate?.evaluate($0) ?? true }
         matching.sort { a, b in
@@ -492,7 +505,7 @@ enum OracleSorts {
                 case .orderedSame: continue
                 }
             }
-            return a.n < b.n
+            return ManagedObjectContext.tieOrder(a.objectID, b.objectID)
         }
         let offset = min(request.fetchOffset, matching.count)
         var result = Array(matching[offset...])
@@ -506,15 +519,31 @@ extension PredicateOracleProbeTests {
         try ManagedObjectModel(types: [OracleItem.self, OracleOwner.self, OracleTag.self])
     }
 
-    @Test(arguments: PostgreSQLTestServer.storeTypes)
-    func sortOracle(_ type: StoreType) throws {
+    @Test(arguments: PostgreSQLTestServer.storeTypes, [false, true])
+    func sortOracle(_ type: StoreType, twoStores: Bool) throws {
         let dir = try TemporaryDirectory("PredicateOracleProbeSort")
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
-        try OracleData.populate(coordinator)
+        let first = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
+        if twoStores {
+            let second = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "second"))
+            try OracleData.populate(coordinator, stores: [first, second])
+        } else {
+            try OracleData.populate(coordinator)
+        }
         var problems: [String] = []
-        for pending in [false, true] {
-            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        // 0: saved state; 1: unsaved changes; 2: a child of a context holding them.
+        for mode in twoStores ? [0] : [0, 1, 2] {
+            let pending = mode == 1
+            var context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            if mode == 2 {
+                let parent = context
+                try parent.performAndWait {
+                    try Self.makePendingChanges(parent)
+                    let all = try parent.fetch(FetchRequest<OracleItem>()).sorted { $0.n < $1.n }
+                    all[9].d = -0.0
+                }
+                context = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+            }
             try context.performAndWait {
                 if pending {
                     try Self.makePendingChanges(context)
@@ -530,16 +559,16 @@ extension PredicateOracleProbeTests {
                         let count = try context.count(for: sort.request)
                         if got != want {
                             problems.append(
-                                "\(type) pending=\(pending) [\(sort.name)]\(sort.documented.map { " (documented: \($0))" } ?? ""): want \(want) got \(got)"
+                                "\(type) mode=\(mode) [\(sort.name)]\(sort.documented.map { " (documented: \($0))" } ?? ""): want \(want) got \(got)"
                             )
                         }
                         if count != got.count {
-                            problems.append("\(type) pending=\(pending) [\(sort.name)]: count \(count) fetch \(got.count)")
+                            problems.append("\(type) mode=\(mode) [\(sort.name)]: count \(count) fetch \(got.count)")
                         }
                     } catch let error as CoherenceError where error.code == .unsupportedPredicate {
                         continue
                     } catch {
-                        problems.append("\(type) pending=\(pending) [\(sort.name)]: unexpected error \(error)")
+                        problems.append("\(type) mode=\(mode) [\(sort.name)]: unexpected error \(error)")
                     }
                 }
             }
