@@ -229,7 +229,10 @@ extension CrossCases {
             .readings("double + double? >= 1", #Predicate { $0.value + $0.optionalValue! >= 1 }) { r in
                 r.optionalValue.map { r.value + $0 >= 1 } ?? false
             },
-            .readings("float * 2 < 1", #Predicate { $0.single * 2 < 1 }) { $0.single * 2 < 1 },
+            .readings("double / 0 > 0", #Predicate { $0.value / 0 > 0 }) { $0.value / 0 > 0 },
+            .readings("double / double? is infinite or NaN", #Predicate { $0.value / $0.optionalValue! != 1 }) { r in
+                r.optionalValue.map { r.value / $0 != 1 } ?? true  // nil: != is null-safe
+            },
             .readings("IN [0]", #Predicate { zeros.contains($0.value) }) { zeros.contains($0.value) },
             .readings("IN [nan]", #Predicate { nans.contains($0.value) }) { nans.contains($0.value) },
             .readings("IN [-0]", #Predicate { negativeZeros.contains($0.value) }) { negativeZeros.contains($0.value) },

@@ -155,15 +155,24 @@ extension ManagedObjectContext {
         }
         if !fetch.sortKeys.isEmpty {
             let keys = fetch.sortKeys
-            results = results.enumerated().sorted { a, b in
-                if QueryEvaluator.areInIncreasingOrder(a.element, b.element, keys: keys) { return true }
-                if QueryEvaluator.areInIncreasingOrder(b.element, a.element, keys: keys) { return false }
-                return a.offset < b.offset
-            }.map(\.element)
+            results.sort { a, b in
+                if QueryEvaluator.areInIncreasingOrder(a, b, keys: keys) { return true }
+                if QueryEvaluator.areInIncreasingOrder(b, a, keys: keys) { return false }
+                return Self.tieOrder(a.objectID, b.objectID)
+            }
         }
         if fetch.offset > 0 { results = Array(results.dropFirst(fetch.offset)) }
         if let limit = fetch.limit, results.count > limit { results = Array(results.prefix(limit)) }
         return results
+    }
+
+    /// How ties of a sorted fetch are broken, as the stores break them: saved objects by store
+    /// and primary key (``PersistentStoreCoordinator/mergeAcrossStores(_:fetch:)``), then
+    /// inserted ones in the order they were made. (Not by their place in the store's answer,
+    /// which for an object changed since follows its saved values.)
+    static func tieOrder(_ a: ObjectID, _ b: ObjectID) -> Bool {
+        if a.isTemporaryID != b.isTemporaryID { return b.isTemporaryID }
+        return (a.storeIdentifier?.uuidString ?? "", a.primaryKey) < (b.storeIdentifier?.uuidString ?? "", b.primaryKey)
     }
 
     /// A snapshot of an object's current state (for a child context).

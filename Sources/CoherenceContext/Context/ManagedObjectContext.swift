@@ -620,7 +620,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 sources.append(o)
             }
         }
-        let ids = sources.compactMap { $0._objectID }.filter { !$0.isTemporaryID }
+        // Temporary IDs are read from a parent, which holds the objects it inserted.
+        let ids = sources.compactMap { $0._objectID }.filter { !$0.isTemporaryID || parent != nil }
         guard !ids.isEmpty else { return [] }
         let start = DispatchTime.now().uptimeNanoseconds
         let related: [ObjectID: [ObjectID]]

@@ -171,6 +171,7 @@ extension PredicateExpressions.Comparison: QueryCompilable {
         case .greaterThan: op = .greater
         case .greaterThanOrEqual: op = .greaterOrEqual
         }
+        try PredicateCompiler.requireStoredOrder(LHS.Output.self, part: Self.self, context)
         return .value(.compare(op, try context.value(lhs), try context.value(rhs)))
     }
 }
@@ -288,12 +289,39 @@ extension PredicateCompiler {
             throw context.unsupported(part, "arithmetic on Decimal values cannot be translated exactly (decimals are stored as text)")
         }
     }
+
+    /// Throws for arithmetic on `Float` values: SQL (and the evaluator) compute in `Double`,
+    /// which rounds and overflows differently from Swift's `Float` arithmetic
+    /// (`Float(0.1) + 0.2 == 0.3` is true in Swift, not in `Double`; `Float.greatestFiniteMagnitude * 2`
+    /// is an infinity in Swift only).
+    static func rejectFloat(_ type: Any.Type, part: Any.Type, _ context: Context) throws(CoherenceError) {
+        if type == Float.self {
+            throw context.unsupported(
+                part,
+                "arithmetic on Float values cannot be translated exactly (SQL computes in Double precision, which rounds and overflows differently); compare the attribute with a bound computed in Swift instead"
+            )
+        }
+    }
+
+    /// Throws unless Swift orders values of `type` as their stored form is ordered (see
+    /// ``KeyPathResolver/ordersAsStored(_:)``): `<`, `<=`, `>`, `>=` and ranges of a type of
+    /// the app's own (an enumeration stored by its raw value, say) follow its own `<`, which
+    /// SQL cannot know.
+    static func requireStoredOrder(_ type: Any.Type, part: Any.Type, _ context: Context) throws(CoherenceError) {
+        if !KeyPathResolver.ordersAsStored(type) {
+            throw context.unsupported(
+                part,
+                "ordering values of type \(typeName(type)) cannot be translated to SQL (its own < need not be the order of its stored values); compare with == or a list of values instead"
+            )
+        }
+    }
 }
 
 extension PredicateExpressions.Arithmetic: QueryCompilable {
     /// `+`, `-`, `*`.
     package func compile(_ context: inout PredicateCompiler.Context) throws(CoherenceError) -> PredicateCompiler.Operand {
         try PredicateCompiler.rejectDecimal(Output.self, part: Self.self, context)
+        try PredicateCompiler.rejectFloat(Output.self, part: Self.self, context)
         let op: ArithmeticOperator
         switch self.op {
         case .add: op = .add
@@ -319,9 +347,10 @@ extension PredicateExpressions.IntRemainder: QueryCompilable {
 }
 
 extension PredicateExpressions.FloatDivision: QueryCompilable {
-    /// Floating-point `/`.
+    /// Floating-point `/` (not on `Float`: see ``PredicateCompiler/rejectFloat(_:part:_:)``).
     package func compile(_ context: inout PredicateCompiler.Context) throws(CoherenceError) -> PredicateCompiler.Operand {
-        .value(.arithmetic(.realDivide, try context.value(lhs), try context.value(rhs)))
+        try PredicateCompiler.rejectFloat(Output.self, part: Self.self, context)
+        return .value(.arithmetic(.realDivide, try context.value(lhs), try context.value(rhs)))
     }
 }
 
@@ -469,6 +498,7 @@ extension PredicateExpressions.Range: QueryCompilable {
 extension PredicateExpressions.RangeExpressionContains: QueryCompilable {
     /// `(a...b).contains(x)` → `.between`; captured partial ranges → comparisons.
     package func compile(_ context: inout PredicateCompiler.Context) throws(CoherenceError) -> PredicateCompiler.Operand {
+        try PredicateCompiler.requireStoredOrder(Element.Output.self, part: Self.self, context)
         let r = try context.operand(range)
         let x = try context.value(element)
         switch r {

@@ -10,7 +10,7 @@ import Foundation
 /// | `==`, `!=`, `<`, `<=`, `>`, `>=` | `.compare` (`x == nil` → `.isNull`) |
 /// | `&&`, `\|\|`, `!`, `c ? a : b` | `.and`, `.or`, `.not`, `.conditional` |
 /// | `$0.town?.name`, `$0.town!.name`, `x ?? y` | paths through to-one relationships, `.coalesce` |
-/// | `+ - *`, `/` (integers / floating point), `%`, unary `-` | `.arithmetic`, `.negate` |
+/// | `+ - *`, `/` (integers / floating point), `%`, unary `-` (no `Float` or `Decimal` arithmetic) | `.arithmetic`, `.negate` |
 /// | `s.contains(t)`, `s.starts(with: t)` | `.string(.contains / .beginsWith)` (case-sensitive) |
 /// | `s.localizedStandardContains(t)` | `.string(.contains, .fold(s), .fold(t))` |
 /// | `s.caseInsensitiveCompare(t) == same` (captured `ComparisonResult`) | folded `.compare` |
@@ -70,6 +70,12 @@ package enum PredicateCompiler {
                     entity: entity.name)
             }
             let path = try sortPath(keyPath, entity: entity)
+            guard KeyPathResolver.ordersAsStored(type(of: keyPath).valueType) else {
+                throw CoherenceError(
+                    .unsupportedPredicate,
+                    "Unsupported sort descriptor on \(path): values of type \(typeName(type(of: keyPath).valueType)) are ordered by their own <, which need not be the order of their stored values and cannot be translated to SQL.",
+                    entity: entity.name, property: path.attribute?.name)
+            }
             let folded: Bool
             if let comparator = descriptor.stringComparator {
                 let forward = String.StandardComparator(comparator, order: .forward)
@@ -401,6 +407,24 @@ enum KeyPathResolver {
         }
         return true
     }
+
+    /// Whether Swift orders values of `type` (optional or not) as the store orders their stored
+    /// form: the built-in attribute types that are `Comparable` (and `Bool`, false before true).
+    /// A type of the app's own — an enumeration stored by its raw value, a transformable value —
+    /// may define `<` otherwise (declaration order rather than raw-value order, say).
+    static func ordersAsStored(_ type: Any.Type) -> Bool {
+        orderedTypes.contains(ObjectIdentifier(type))
+    }
+
+    private static let orderedTypes: Set<ObjectIdentifier> = {
+        let types: [Any.Type] = [
+            Int.self, Int16.self, Int32.self, Int64.self, Double.self, Float.self, Bool.self, String.self, Date.self, UUID.self,
+            Decimal.self,
+            Int?.self, Int16?.self, Int32?.self, Int64?.self, Double?.self, Float?.self, Bool?.self, String?.self, Date?.self,
+            UUID?.self, Decimal?.self
+        ]
+        return Set(types.map { ObjectIdentifier($0) })
+    }()
 
     private static let builtinTypes: Set<ObjectIdentifier> = {
         let types: [Any.Type] = [

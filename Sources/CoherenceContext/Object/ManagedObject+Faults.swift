@@ -65,7 +65,7 @@ extension ManagedObject {
                 entity: entity.name, property: name, objectID: _objectID)
         }
         try fulfillFault()
-        guard let context = _context, !isInserted, !(_objectID?.isTemporaryID ?? true) else { return }
+        guard let context = _context, _relationsComeFromSource else { return }
         if r.isToMany {
             let m = _toManyState(r, load: false)
             guard m.objects == nil else { return }

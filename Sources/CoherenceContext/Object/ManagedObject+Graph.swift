@@ -260,6 +260,15 @@ extension ManagedObject {
         _state.setRelation(state, at: slot)
     }
 
+    /// Whether this object's relationships are read from its context's source (and not empty
+    /// until set): a saved object, or in a child context an object an ancestor inserted, which
+    /// has a temporary ID there but whose relationships the parent holds. An object inserted in
+    /// its own context has none to read.
+    package final var _relationsComeFromSource: Bool {
+        guard let context = _context, !isInserted, let id = _objectID else { return false }
+        return !id.isTemporaryID || context.parent != nil
+    }
+
     /// The to-many state, loading it when `load` is true.
     package final func _toManyState(_ r: RelationshipDescription, load: Bool) -> ToManyState {
         if case .toMany(let m)? = _state.relation(at: r.slot) {
@@ -267,7 +276,7 @@ extension ManagedObject {
             return m
         }
         let m: ToManyState
-        if isInserted || _context == nil || _objectID?.isTemporaryID ?? true {
+        if !_relationsComeFromSource {
             m = ToManyState(objects: [], committed: [])
         } else {
             m = ToManyState(objects: nil, committed: nil)

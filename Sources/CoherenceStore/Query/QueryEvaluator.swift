@@ -243,10 +243,12 @@ package enum QueryEvaluator {
     }
 
     /// Whether a value comes from a `Double`, `Float` or `Date` attribute: directly, through
-    /// `??` / `?:`, or by arithmetic on one. Such a value may be NaN or −0.0 in blob form.
+    /// `??` / `?:`, or by arithmetic on one; or is a floating-point division (`realDivide`).
+    /// Such a value may be NaN or −0.0 in blob form.
     static func isFloatingPoint(_ e: QueryExpression) -> Bool {
         switch e {
         case .path(let p): return p.attribute?.type.isFloatingPoint ?? false
+        case .arithmetic(.realDivide, _, _): return true
         case .coalesce(let a, let b), .conditional(_, let a, let b), .arithmetic(_, let a, let b):
             return isFloatingPoint(a) || isFloatingPoint(b)
         case .negate(let x): return isFloatingPoint(x)
@@ -388,7 +390,8 @@ package enum QueryEvaluator {
     /// Arithmetic as SQLite does it, on numbers (see ``number(_:floatingPoint:)``). A real
     /// result that is NaN is nil, as in SQLite, unless `floatingPoint`: then NaN and −0.0 are
     /// kept, in the blob form of `StoredValue(double:)`, so the result compares as Swift's.
-    /// Division (and `%`) by zero is nil either way.
+    /// Division (and `%`) by zero is nil, except a floating-point division (`realDivide`) when
+    /// `floatingPoint`: that gives an infinity or NaN, as Swift's `/` on `Double` does.
     static func arithmetic(_ op: ArithmeticOperator, _ a: StoredValue, _ b: StoredValue, floatingPoint: Bool = false) -> StoredValue {
         func real(_ v: StoredValue) -> Double? {
             switch v {
@@ -424,7 +427,8 @@ package enum QueryEvaluator {
         case .add: return result(x + y)
         case .subtract: return result(x - y)
         case .multiply: return result(x * y)
-        case .divide, .realDivide: return y == 0 ? .null : result(x / y)
+        case .divide: return y == 0 ? .null : result(x / y)
+        case .realDivide: return y == 0 && !floatingPoint ? .null : result(x / y)
         case .remainder:
             // SQLite's % works on the operands converted to integers.
             guard let xi = Int64(exactly: x.rounded(.towardZero)), let yi = Int64(exactly: y.rounded(.towardZero)), yi != 0 else {

@@ -24,6 +24,17 @@ extension QueryBuilder {
         }
     }
 
+    /// Whether an expression is a numeric constant other than zero (NaN and the infinities
+    /// included), so that dividing by it never divides by zero.
+    static func isNonZeroConstant(_ e: QueryExpression) -> Bool {
+        guard case .constant(let c) = e else { return false }
+        switch c {
+        case .integer(let i): return i != 0
+        case .real, .blob: return c.doubleValue.map { $0 != 0 } ?? false
+        default: return false
+        }
+    }
+
     /// SQL for an expression where a test is expected (a WHERE clause, an operand of AND, OR
     /// and NOT, a condition). SQLite has no booleans; in PostgreSQL a value is a test when it
     /// is not 0, as in SQLite.
@@ -76,9 +87,18 @@ extension QueryBuilder {
             case .add: return "(\(l) + \(r))"
             case .subtract: return "(\(l) - \(r))"
             case .multiply: return "(\(l) * \(r))"
-            // Division by zero is NULL, as in SQLite (PostgreSQL raises an error).
+            // Integer division by zero is NULL, as in SQLite (PostgreSQL raises an error).
             case .divide: return "(\(l) / NULLIF(\(r), 0))"
-            case .realDivide: return "(CAST(\(l) AS DOUBLE PRECISION) / NULLIF(\(r), 0))"
+            case .realDivide:
+                // Swift divides by zero to an infinity or NaN, PostgreSQL raises an error: only a
+                // divisor that cannot be zero (a constant other than zero) is translated.
+                guard Self.isNonZeroConstant(b) else {
+                    throw CoherenceError(
+                        .unsupportedPredicate,
+                        "Floating-point division: on PostgreSQL the divisor must be a constant other than zero (Swift divides by zero to an infinity or NaN, PostgreSQL raises an error)."
+                    )
+                }
+                return "(CAST(\(l) AS DOUBLE PRECISION) / \(r))"
             case .remainder: return "(\(l) % NULLIF(\(r), 0))"
             }
         case .negate(let x):
