@@ -73,6 +73,29 @@ struct StoreTests {
         }
     }
 
+    /// `Decimal.nan` is saved and read back as itself (it was stored as "NaN" and read back as
+    /// nil), and sorts after every number, as PostgreSQL's `NUMERIC` sorts it.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aNaNDecimalRoundTrips(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(type, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for (i, d) in [Decimal.nan, Decimal(2), Decimal(-1)].enumerated() {
+                let s = Sample(context: context)
+                s.i = i
+                s.decimal = d
+            }
+            try context.save()
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let sorted = try reader.fetch(FetchRequest<Sample>(sortBy: [SortDescriptor(\.decimal)]))
+            #expect(sorted.map(\.i) == [2, 1, 0])
+            #expect(sorted.last?.decimal?.isNaN == true)
+        }
+    }
+
     @Test(arguments: PostgreSQLTestServer.storeTypes)
     func objectIDURIRoundTrip(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()

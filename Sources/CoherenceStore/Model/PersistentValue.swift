@@ -222,10 +222,17 @@ extension Decimal: PersistentValue {
 package enum DecimalText {
     static let posix = Locale(identifier: "en_US_POSIX")
     static func format(_ d: Decimal) -> String { d.description }
-    package static func parse(_ s: String) -> Decimal? { Decimal(string: s, locale: posix) }
-    /// Numeric comparison of two decimal texts (unparseable text sorts after numbers, bytewise).
+    /// The decimal a stored text holds; `"NaN"` (how `Decimal.nan` is stored, as PostgreSQL's
+    /// `NUMERIC` writes it too) is `Decimal.nan`, which `Decimal(string:)` does not read.
+    package static func parse(_ s: String) -> Decimal? {
+        if s == "NaN" { return .nan }
+        return Decimal(string: s, locale: posix)
+    }
+    /// Numeric comparison of two decimal texts (NaN after every number, as PostgreSQL's
+    /// `NUMERIC` sorts it; unparseable text after that, bytewise).
     package static func compare(_ a: String, _ b: String) -> Int {
         switch (parse(a), parse(b)) {
+        case let (x?, y?) where x.isNaN || y.isNaN: return x.isNaN ? (y.isNaN ? 0 : 1) : -1
         case let (x?, y?): return x < y ? -1 : (x == y ? 0 : 1)
         case (nil, _?): return 1
         case (_?, nil): return -1
