@@ -29,6 +29,9 @@ extension ManagedObjectContext {
         }
         isSaving = true
         defer { isSaving = false }
+        // Objects an ancestor's save made permanent go by their permanent IDs, even when that
+        // save happened inside this block (the queued update has not run yet).
+        if parent != nil { applyPendingPermanentIDs() }
         // Delete rules and replacements that could not read their relationships complete, and
         // changed objects whose data is needed and not in memory load (or the save throws);
         // what that changes is announced with the rest just below.
