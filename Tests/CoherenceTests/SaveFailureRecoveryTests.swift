@@ -131,3 +131,74 @@ struct SaveFailureRecoveryTests {
         #expect(try tables(second)["RecoveryNote"] == [])
     }
 }
+
+/// Constraints the model does not know of, added to a store by another program: a save they
+/// refuse throws and writes nothing (it used to return as if saved), and saves once they are gone.
+@Suite("Save failure recovery: constraints from outside the model")
+struct ForeignConstraintSaveTests {
+    /// Inserts a town "new" (and a person in it) through a new coordinator into a store that
+    /// `tamper` changed; then undoes the change and saves again. Returns both errors and what
+    /// is stored then.
+    private func insertIntoTamperedStore(
+        _ tamper: String, untamper: String
+    ) throws -> (error: CoherenceError?, retry: CoherenceError?, towns: [String], people: [String]) {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        do {
+            let seeding = try makeCoordinator(.sqlite, in: dir)
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: seeding)
+            try context.performAndWait {
+                for i in 0..<3 {
+                    let town = Town(context: context)
+                    town.name = "old\(i)"
+                    town.population = i + 1
+                }
+                try context.save()
+            }
+        }
+        let raw = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
+        try raw.execute(tamper)
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let before = try tables(url)
+        let error = context.performAndWait { () -> CoherenceError? in
+            let town = Town(context: context)
+            town.name = "new"
+            town.population = 1
+            let ada = Person(context: context)
+            ada.name = "Ada"
+            ada.town = town
+            do throws(CoherenceError) { try context.save() } catch { return error }
+            return nil
+        }
+        #expect(try tables(url) == before)
+        #expect(context.performAndWait { context.insertedObjects.count } == 2)
+        try raw.execute(untamper)
+        let retry = context.performAndWait { () -> CoherenceError? in
+            do throws(CoherenceError) { try context.save() } catch { return error }
+            return nil
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try reopen(coordinator))
+        let (towns, people) = try reader.performAndWait {
+            (try reader.fetch(FetchRequest<Town>()).map(\.name).sorted(), try reader.fetch(FetchRequest<Person>()).map(\.name))
+        }
+        return (error, retry, towns, people)
+    }
+
+    @Test func aUniqueIndexAddedByAnotherProgram() throws {
+        let r = try insertIntoTamperedStore(
+            "CREATE UNIQUE INDEX outside ON Town (population)", untamper: "DROP INDEX outside")
+        #expect(r.error != nil)
+        #expect(r.retry == nil)
+        #expect(r.towns == ["new", "old0", "old1", "old2"] && r.people == ["Ada"])
+    }
+
+    @Test func aPrimaryKeyCounterLoweredByAnotherProgram() throws {
+        let r = try insertIntoTamperedStore(
+            "UPDATE Z_PRIMARYKEY SET Z_MAX = 0",
+            untamper: "UPDATE Z_PRIMARYKEY SET Z_MAX = (SELECT max(Z_PK) FROM Town) WHERE Z_NAME = 'Town'")
+        #expect(r.error != nil)
+        #expect(r.retry == nil)
+        #expect(r.towns == ["new", "old0", "old1", "old2"] && r.people == ["Ada"])
+    }
+}
