@@ -85,6 +85,8 @@ extension ManagedObjectContext {
         prefetching: [String], commonClass: inout ObjectIdentifier?
     ) throws(CoherenceError) -> [ManagedObject] {
         commonClass = nil
+        // Rows an ancestor saved since this block began are found under their permanent IDs.
+        if parent != nil { applyPendingPermanentIDs() }
         let pending = includesPendingChanges ? pendingObjects(for: fetch) : []
         var storeFetch = fetch
         if !pending.isEmpty {

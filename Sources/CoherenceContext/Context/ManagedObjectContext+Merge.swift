@@ -194,6 +194,9 @@ extension ManagedObjectContext {
     /// in child contexts.
     package func applyPermanentIDs(_ map: [ObjectID: ObjectID]) {
         guard !map.isEmpty else { return }
+        pendingPermanentIDs.withLock { pending in
+            if !pending.isEmpty { for temp in map.keys { pending[temp] = nil } }
+        }
         var changed = false
         for (temp, permanent) in map {
             if let o = registered[temp] {
@@ -207,6 +210,23 @@ extension ManagedObjectContext {
         for child in childContexts {
             child.perform { child.applyPermanentIDs(map) }
         }
+    }
+
+    /// Notes permanent IDs for this context and its descendants at once, on any thread (see
+    /// ``pendingPermanentIDs``); each applies them with its queued ``applyPermanentIDs(_:)``, or
+    /// at its next save if that comes first.
+    func notePermanentIDs(_ map: [ObjectID: ObjectID]) {
+        pendingPermanentIDs.withLock { $0.merge(map) { _, new in new } }
+        for child in childContexts { child.notePermanentIDs(map) }
+    }
+
+    /// Applies the permanent IDs noted and not yet applied (on this context's executor).
+    func applyPendingPermanentIDs() {
+        let map = pendingPermanentIDs.withLock { pending in
+            defer { pending = [:] }
+            return pending
+        }
+        applyPermanentIDs(map)
     }
 
     /// The live child contexts.
@@ -227,6 +247,7 @@ extension ManagedObjectContext {
             persistentStoreCoordinator.publishSave(event, from: self)
         }
         for child in childContexts {
+            if !event.permanentIDs.isEmpty { child.notePermanentIDs(event.permanentIDs) }
             if child.automaticallyMergesChangesFromParent {
                 child.perform { child.merge(event) }
             } else if !event.permanentIDs.isEmpty {

@@ -29,6 +29,9 @@ extension ManagedObjectContext {
         }
         isSaving = true
         defer { isSaving = false }
+        // Objects an ancestor's save made permanent go by their permanent IDs, even when that
+        // save happened inside this block (the queued update has not run yet).
+        if parent != nil { applyPendingPermanentIDs() }
         // Delete rules and replacements that could not read their relationships complete, and
         // changed objects whose data is needed and not in memory load (or the save throws);
         // what that changes is announced with the rest just below.
@@ -570,7 +573,17 @@ extension ManagedObjectContext {
         }
         let childName = name
         let assigned = assignedStores
-        _ = parent.performAndWait { parent.applyPushed(pushed, from: childName, assignedStores: assigned) }
+        let refusal = parent.performAndWait { () -> CoherenceError? in
+            if let missing = parent.unknownTemporaryID(in: pushed) {
+                return CoherenceError(
+                    .objectNotFound,
+                    "\(missing) was saved into the parent context '\(parent.name ?? "unnamed")', which no longer has it (rolled back or reset there); reset this context to go on.",
+                    entity: missing.entity.name, objectID: missing)
+            }
+            _ = parent.applyPushed(pushed, from: childName, assignedStores: assigned)
+            return nil
+        }
+        if let refusal { throw refusal }
         for o in insertedList + updatedCandidates.values where !o.isDeleted {
             // A pushed object keeps its temporary ID until the parent saves: as it is no longer
             // inserted here, it goes into the identity map.
@@ -586,6 +599,21 @@ extension ManagedObjectContext {
         statistics.updates += saved.updated.count
         statistics.deletes += saved.deleted.count
         return saved
+    }
+
+    /// The first temporary ID that a child's pushed changes name (an updated or deleted object,
+    /// or a relationship's destination) and that is neither pushed as an insert nor held by
+    /// this context: an object the child saved here before this context rolled back or reset.
+    /// Applying it would make an object no save can write.
+    func unknownTemporaryID(in pushed: [PushedObject]) -> ObjectID? {
+        let inserted = Set(pushed.lazy.filter { $0.kind == .insert }.map(\.id))
+        func unknown(_ id: ObjectID) -> Bool { id.isTemporaryID && !inserted.contains(id) && lookup(id) == nil }
+        for p in pushed {
+            if p.kind != .insert && unknown(p.id) { return p.id }
+            for (_, target) in p.toOne { if let target, unknown(target) { return target } }
+            for (_, targets) in p.toMany { if let t = targets.first(where: unknown) { return t } }
+        }
+        return nil
     }
 
     /// Applies a child's pushed changes (on this context's executor), with the stores the

@@ -143,6 +143,11 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// Statistics for actions (counts and times of fetches and saves).
     @exclusivity(unchecked) package var statistics = ContextStatistics()
     let children = LockedValue<[WeakContext]>([])
+    /// Permanent IDs that saves of an ancestor gave to objects this context may still hold
+    /// under temporary IDs: noted at once, from the ancestor's executor, and applied at the
+    /// start of this context's next save if the queued ``applyPermanentIDs(_:)`` has not run by
+    /// then (the child saves, the parent saves, the child saves again, in one block).
+    let pendingPermanentIDs = LockedValue<[ObjectID: ObjectID]>([:])
     let broadcaster = EventBroadcaster()
 
     /// Hooks a container's strategy installs: what to do after a save, and where errors raised
@@ -462,6 +467,11 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// The registered object, or a new fault for `id`.
     package func _object(for id: ObjectID) -> ManagedObject {
         if let o = lookup(id) { return o }
+        // An object inserted here that an ancestor's save just made permanent.
+        if parent != nil, !id.isTemporaryID, pendingPermanentIDs.withLock({ !$0.isEmpty }) {
+            applyPendingPermanentIDs()
+            if let o = lookup(id) { return o }
+        }
         let entity = id.entity
         if !entity.subentities.isEmpty {
             // A relationship to a parent entity: the snapshot knows the concrete entity. When it

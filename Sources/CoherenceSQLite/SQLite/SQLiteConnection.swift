@@ -234,6 +234,20 @@ package final class SQLiteConnection {
     /// Whether a transaction is open.
     package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    /// Throws what `COMMIT` would throw when the open transaction breaks a deferred foreign
+    /// key (one another program added with `DEFERRABLE INITIALLY DEFERRED`, say), so that a
+    /// write spanning several files can be refused before any of them commits.
+    /// - Throws: ``SQLiteError`` `SQLITE_CONSTRAINT_FOREIGNKEY`.
+    package func checkDeferredForeignKeys() throws(SQLiteError) {
+        var current: Int32 = 0
+        var highest: Int32 = 0
+        guard sqlite3_db_status(handle, SQLITE_DBSTATUS_DEFERRED_FKS, &current, &highest, 0) == SQLITE_OK, current > 0 else { return }
+        throw SQLiteError(
+            extendedResultCode: SQLiteError.constraintForeignKey,
+            message: "FOREIGN KEY constraint failed (deferred, checked before COMMIT)",
+            sql: "COMMIT", path: pathDescription)
+    }
+
     // MARK: Transactions
 
     /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`), committing when it returns and

@@ -67,6 +67,8 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
     public static let constraintUnique: Int32 = SQLITE_CONSTRAINT | (8 << 8)
     /// `SQLITE_CONSTRAINT_PRIMARYKEY`.
     public static let constraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)
+    /// `SQLITE_CONSTRAINT_FOREIGNKEY`.
+    package static let constraintForeignKey: Int32 = SQLITE_CONSTRAINT | (3 << 8)
 
     /// Whether this is a UNIQUE or PRIMARY KEY constraint violation.
     public var isUniqueConstraintViolation: Bool {

@@ -474,7 +474,9 @@ public final class PersistentStoreCoordinator: Sendable {
                         }
                     }
                 } catch {
-                    if error.code == .conflict {
+                    // (A `.conflict` that lists none — a constraint failed that no row of the
+                    // model explains — fails the save like any error: its store wrote nothing.)
+                    if error.code == .conflict && !error.conflicts.isEmpty {
                         conflicts += error.conflicts
                         continue
                     }

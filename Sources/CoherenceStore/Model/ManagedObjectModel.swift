@@ -295,7 +295,10 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         let inverse = r.inverseRelationship
         let selfKey = (e.name, r.name)
         let otherKey = (inverse?.entity?.name ?? r.destinationEntityName, inverse?.name ?? "")
-        let isCanonical = selfKey < otherKey
+        // A to-many relationship that is its own inverse (`friends` ↔ `friends`) has no other
+        // side to keep it: every object keeps its own pairs, with itself first in the join table
+        // (the table and its columns are the same as before, so existing stores need nothing).
+        let isCanonical = (r.isToMany && inverse === r) || selfKey < otherKey
         if !r.isToMany {
             if let inverse, !inverse.isToMany {
                 return isCanonical ? .foreignKey : .inverseForeignKey

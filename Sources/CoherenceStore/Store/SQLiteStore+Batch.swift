@@ -17,6 +17,7 @@ extension SQLiteStore {
             try refuseWritesOnceHistoryIsOn(c)
             let result = try executor.run(request, author: author, contextName: contextName)
             try keepCoreDataColumns(c)
+            try c.checkDeferredForeignKeys()
             return result
         } catch {
             rollbackSave()

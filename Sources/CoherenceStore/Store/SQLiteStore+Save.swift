@@ -28,6 +28,9 @@ extension SQLiteStore {
                 throw error
             }
             if let record = history?.record(for: changes, result: result) { try recordHistory(record) }
+            // A commit that would fail fails here, while every store of the save can still
+            // roll back (the stores before this one have not committed yet).
+            try c.checkDeferredForeignKeys()
             return result
         } catch let error as CoherenceError {
             rollbackSave()
