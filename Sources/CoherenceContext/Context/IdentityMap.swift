@@ -1,10 +1,10 @@
 /// A context's identity map: its registered objects by ``ObjectID``, so that one row is one
 /// object in a context.
 ///
-/// An open-addressing hash table probed in steps of ``step`` buckets, whose 16-byte entries hold an ID's 64-bit
-/// hash and the object (strongly: the map keeps its objects alive). The ID itself is not stored:
-/// every object is registered under its current `_objectID`, which a lookup compares when the
-/// hashes match. Compared with `[ObjectID: ManagedObject]` (48-byte buckets), the table is a
+/// An open-addressing hash table probed in steps of ``step`` buckets, whose 16-byte entries
+/// hold an ID's 64-bit hash and the object (strongly: the map keeps its objects alive). The
+/// ID itself is not stored: every object is registered under its current `_objectID`, which a
+/// lookup compares when the hashes match. Compared with `[ObjectID: ManagedObject]` (48-byte buckets), the table is a
 /// third of the size per bucket, so a fetch of 100,000 rows can register each object as it
 /// reads its row: growing the table moves entries by their stored hashes, without rehashing
 /// an ID or touching an object. Consecutive keys go to consecutive buckets (see ``hash(_:)``).
@@ -86,8 +86,10 @@ package struct IdentityMap {
     /// The hash of an ID: its key, its root entity and its store, mixed. Equal IDs (same key,
     /// store and entity hierarchy) have equal hashes.
     ///
-    /// Keys are mixed in runs of 64: a key's low six bits pick its bucket within a run, the
-    /// rest of the key, the entity and the store pick the run. Consecutive keys (a fetch of a
+    /// Keys are mixed in runs of 64: the rest of the key, the entity and the store pick the
+    /// run; a key's low six bits, turned by six bits of the run's hash, pick its bucket within
+    /// the run. (Unturned, keys 64 apart would all have the first bucket of a run as their
+    /// home: a sixty-fourth of the buckets for all of them.) Consecutive keys (a fetch of a
     /// table in key order, the rows a save inserts) then go to consecutive buckets: 64 16-byte
     /// entries on one kilobyte of one memory page, which the processor reads ahead of the
     /// registrations. Mixed one by one, they scattered over the table: once the table outgrew
@@ -99,16 +101,16 @@ package struct IdentityMap {
         if rootIdentity == 0 { rootIdentity = UInt(bitPattern: ObjectIdentifier(id.entity.rootEntity)) }  // not loaded
         let root = UInt64(rootIdentity)
         let key = id.primaryKey
-        let run = ObjectID.mix(key >> 6, seed: Int(truncatingIfNeeded: root ^ id.storeWord))
-        return UInt64(UInt(bitPattern: run)) << 6 | (UInt64(bitPattern: key) & 63)
+        let run = UInt64(UInt(bitPattern: ObjectID.mix(key >> 6, seed: Int(truncatingIfNeeded: root ^ id.storeWord))))
+        return run << 6 | ((UInt64(bitPattern: key) &+ run >> 58) & 63)
     }
 
     /// How far a probe moves from a taken bucket: one run and one bucket. A run whose home is
-    /// taken by another run then lies in the next run's buckets, still consecutive, instead of
-    /// making every one of its keys walk past the other run (a step of one bucket would). The
-    /// step is odd, so that a probe visits every bucket of the table (a power of two) before it
-    /// comes back; and keys whose homes differ by a multiple of 64 (every 64th key) do not
-    /// share probe sequences any more than random keys do.
+    /// taken by another run then lies in the next run's buckets (while those are free), still
+    /// consecutive, instead of making every one of its keys walk past the other run (a step of
+    /// one bucket would). The step is odd, so that a probe visits every bucket of the table (a
+    /// power of two) before it comes back. Numbering bucket `b` as `b × step⁻¹` makes every
+    /// probe sequence consecutive: the table is then linearly probed in that order.
     static let step = 65
     /// The inverse of ``step`` modulo 2⁶⁴ (`step &* stepInverse == 1`), and so modulo every
     /// table size: the number of steps from bucket `a` to bucket `b` is
@@ -321,6 +323,19 @@ package struct IdentityMap {
     }
 
     #if DEBUG
+    /// The mean and the longest number of buckets a lookup of a registered object reads.
+    package func _probeLengths() -> (mean: Double, longest: Int) {
+        guard let s = storage, count > 0 else { return (0, 0) }
+        var total = 0, longest = 0
+        for i in 0...mask where s.entries[i].object != nil {
+            let home = Int(truncatingIfNeeded: s.entries[i].hash) & mask
+            let length = IdentityMap.steps(from: home, to: i, mask: mask) + 1
+            total += length
+            longest = max(longest, length)
+        }
+        return (Double(total) / Double(count), longest)
+    }
+
     /// Checks the table: the count, every object under its own ID and found from its hash.
     package func _checkInvariants() {
         guard let s = storage else {

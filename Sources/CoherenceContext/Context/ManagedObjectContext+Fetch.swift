@@ -174,7 +174,7 @@ extension ManagedObjectContext {
     /// which for an object changed since follows its saved values.)
     static func tieOrder(_ a: ObjectID, _ b: ObjectID) -> Bool {
         if a.isTemporaryID != b.isTemporaryID { return b.isTemporaryID }
-        return (a.storeIdentifier?.uuidString ?? "", a.primaryKey) < (b.storeIdentifier?.uuidString ?? "", b.primaryKey)
+        return a.precedesInTieOrder(b)
     }
 
     /// A snapshot of an object's current state (for a child context).
@@ -242,6 +242,13 @@ final class ParentSource: ContextSource, @unchecked Sendable {
         return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: [ObjectID]] in
             var result: [ObjectID: [ObjectID]] = [:]
             for id in ids {
+                // A temporary ID the parent no longer holds (it saved the object and the new ID
+                // has not reached this context yet) names no object there: nothing to read, and
+                // no fault to make under it.
+                if id.isTemporaryID && parent.lookup(id) == nil {
+                    result[id] = []
+                    continue
+                }
                 let o = parent._object(for: id)
                 if !o.isInserted && !o.isDeleted && !o._state.flags.contains(.inaccessible) {
                     try o.fulfillFault(forRelationshipNamed: relationship.name)

@@ -175,6 +175,15 @@ public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
         ObjectID.mix(primaryKey, seed: seed)
     }
 
+    /// Whether this ID comes before `other` when equal sort keys leave two rows tied: by store
+    /// (the order of the identifiers' `uuidString`s: the two words hold the UUID's bytes
+    /// big-endian), then by primary key. No store comes first. Compares integers only: a sort
+    /// calls it for every tied pair.
+    @inline(__always)
+    package func precedesInTieOrder(_ other: ObjectID) -> Bool {
+        (storeHigh, storeLow, primaryKey) < (other.storeHigh, other.storeLow, other.primaryKey)
+    }
+
     /// SplitMix64's finalizer over a key and a seed: every input bit affects every output bit.
     @inlinable @inline(__always)
     package static func mix(_ key: Int64, seed: Int) -> Int {

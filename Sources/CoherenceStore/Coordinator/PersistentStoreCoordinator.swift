@@ -334,7 +334,7 @@ public final class PersistentStoreCoordinator: Sendable {
             let ra = DetachedRow(id: a.id, row: a.row), rb = DetachedRow(id: b.id, row: b.row)
             if QueryEvaluator.areInIncreasingOrder(ra, rb, keys: keys) { return true }
             if QueryEvaluator.areInIncreasingOrder(rb, ra, keys: keys) { return false }
-            return (a.id.storeIdentifier?.uuidString ?? "", a.row.primaryKey) < (b.id.storeIdentifier?.uuidString ?? "", b.row.primaryKey)
+            return a.id.precedesInTieOrder(b.id)
         }
         var result = Array(rows.dropFirst(fetch.offset))
         if let limit = fetch.limit, result.count > limit { result = Array(result.prefix(limit)) }
