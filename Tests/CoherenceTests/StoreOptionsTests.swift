@@ -32,29 +32,4 @@ struct StoreOptionsTests {
         #expect(StoreOptions(synchronous: .full).description.contains("synchronous: full"))
         #expect(StoreOptions().synchronous == .normal)
     }
-
-    /// A reader keeps the pages it read (up to 32 MiB, well past SQLite's default 2 MiB): a
-    /// second fetch of a table of about 5 MB, with the store unchanged, reads no page from the
-    /// file; a save in between makes it read the table again.
-    @Test func aRepeatedFetchReadsItsPagesFromTheReadersCache() throws {
-        let dir = try TemporaryDirectory()
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
-        let store = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("s.sqlite"))
-        let engine = try #require(store.engine as? SQLiteStore)
-        let padding = String(repeating: "x", count: 250)
-        let entity = try #require(coordinator.managedObjectModel.entitiesByName["Person"])
-        try insertObjects(coordinator, (0..<20_000).map { rowInsert(entity, ["name": .text("\($0) \(padding)")]) })
-        func fetchAll() throws -> Int {
-            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-            return try context.performAndWait { try context.fetch(FetchRequest<Person>()).count }
-        }
-        _ = try engine.readerPageCacheMisses()
-        #expect(try fetchAll() == 20_000)
-        #expect(try engine.readerPageCacheMisses() > 1_000)  // about 5 MB in pages of 4 KiB
-        #expect(try fetchAll() == 20_000)
-        #expect(try engine.readerPageCacheMisses() == 0)
-        try insertObjects(coordinator, [rowInsert(entity, ["name": .text("one more")])])
-        #expect(try fetchAll() == 20_001)
-        #expect(try engine.readerPageCacheMisses() > 0)
-    }
 }

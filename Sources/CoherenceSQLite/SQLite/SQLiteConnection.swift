@@ -217,14 +217,6 @@ package final class SQLiteConnection {
         statementCache.removeAll()
     }
 
-    /// The pages this connection read from the file because its page cache did not hold them
-    /// (`SQLITE_DBSTATUS_CACHE_MISS`) since the count was last reset; `reset` starts it again.
-    package func pageCacheMisses(reset: Bool) -> Int {
-        var current: Int32 = 0, highest: Int32 = 0
-        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_MISS, &current, &highest, reset ? 1 : 0)
-        return Int(current)
-    }
-
     /// The rowid of the last insert.
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 

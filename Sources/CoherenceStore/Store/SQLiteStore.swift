@@ -361,15 +361,6 @@ package final class SQLiteStore: StoreEngine {
         return try readingStore { () throws -> T in try body(connection) }
     }
 
-    /// The most memory, in KiB, a reader connection's page cache keeps (SQLite's default is
-    /// 2,048): 32 MiB. A fetch reads its pages from the cache when the store has not changed
-    /// since the connection last read them, instead of reading each page from the file again
-    /// (a system call and a copy per page: about 4 % of a fetch of 100,000 rows whose table
-    /// outgrows the default cache). Pages are kept only as they are read, so a reader of a
-    /// small store keeps no more than the store's size; the pool keeps at most four idle
-    /// readers (see ``returnReader(_:)``).
-    static let readerPageCacheKiB = 32 * 1024
-
     /// A reader connection: an idle one of the pool, or a new one.
     func takeReader() throws(CoherenceError) -> ConnectionBox {
         let taken = readers.withLock { pool -> (ConnectionBox?, Bool) in
@@ -385,7 +376,6 @@ package final class SQLiteStore: StoreEngine {
                 location: .file(path), switchesToWAL: journalMode == "wal", synchronous: synchronous.connectionSetting,
                 functions: SQLFunctions.register)
             try c.execute("PRAGMA query_only=1")
-            try c.execute("PRAGMA cache_size=-\(Self.readerPageCacheKiB)")
             return ConnectionBox(c)
         } catch {
             throw Self.openError(error, path: path, code: .storeReadFailed)
@@ -447,12 +437,6 @@ package final class SQLiteStore: StoreEngine {
         }
         let reader = try withReader { try $0.prepare(sql).rows { $0.int64(0) }.first ?? -1 }
         return (writer, reader)
-    }
-
-    /// Test hook: the pages an idle reader connection (the one the next read takes) read from
-    /// the file since the last call (see ``SQLiteConnection/pageCacheMisses(reset:)``).
-    package func readerPageCacheMisses() throws(CoherenceError) -> Int {
-        try withReader { $0.pageCacheMisses(reset: true) }
     }
 
     /// Test hook: the SQL trace of reader connections (installed on each as it is used).
