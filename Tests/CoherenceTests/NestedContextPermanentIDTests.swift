@@ -11,11 +11,18 @@ import Testing
 
 @Suite("Nested contexts: permanent IDs within one block")
 struct NestedContextPermanentIDTests {
-    @Test func aChildSavesAgainAfterItsParentSavedInTheSameBlock() throws {
-        let dir = try TemporaryDirectory()
+    /// A SQLite store's coordinator, a context on it and a child of that context.
+    static func parentAndChild(in dir: TemporaryDirectory) throws -> (
+        PersistentStoreCoordinator, ManagedObjectContext, ManagedObjectContext
+    ) {
         let coordinator = try makeCoordinator(.sqlite, in: dir)
         let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "parent")
-        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        return (coordinator, parent, ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child"))
+    }
+
+    @Test func aChildSavesAgainAfterItsParentSavedInTheSameBlock() throws {
+        let dir = try TemporaryDirectory()
+        let (coordinator, parent, child) = try Self.parentAndChild(in: dir)
         try child.performAndWait {
             let oslo = Town(context: child)
             oslo.name = "Oslo"
@@ -37,9 +44,7 @@ struct NestedContextPermanentIDTests {
 
     @Test func aChildFetchAfterItsParentSavedInTheSameBlockKeepsOneObjectPerRow() throws {
         let dir = try TemporaryDirectory()
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let parent = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "parent")
-        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent, name: "child")
+        let (_, parent, child) = try Self.parentAndChild(in: dir)
         try child.performAndWait {
             let oslo = Town(context: child)
             oslo.name = "Oslo"

@@ -331,12 +331,8 @@ enum OracleCases {
 
 @Suite("Predicates against Predicate.evaluate")
 struct PredicateOracleProbeTests {
-    /// Runs every case in one store; returns the mismatches. `pending`: with unsaved changes in
-    /// the context; `child`: in a child context of one holding them.
-    static func run(
-        _ type: StoreType, _ cases: [OracleCase], pending: Bool = false, child: Bool = false, twoStores: Bool = false
-    ) throws -> [String] {
-        let dir = try TemporaryDirectory("PredicateOracleProbe")
+    /// A coordinator with the oracle's data, in one store of `type` or split over two.
+    static func populatedCoordinator(_ type: StoreType, in dir: TemporaryDirectory, twoStores: Bool) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try model())
         let first = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
         if twoStores {
@@ -345,6 +341,16 @@ struct PredicateOracleProbeTests {
         } else {
             try OracleData.populate(coordinator)
         }
+        return coordinator
+    }
+
+    /// Runs every case in one store; returns the mismatches. `pending`: with unsaved changes in
+    /// the context; `child`: in a child context of one holding them.
+    static func run(
+        _ type: StoreType, _ cases: [OracleCase], pending: Bool = false, child: Bool = false, twoStores: Bool = false
+    ) throws -> [String] {
+        let dir = try TemporaryDirectory("PredicateOracleProbe")
+        let coordinator = try populatedCoordinator(type, in: dir, twoStores: twoStores)
         var context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         if child {
             let parent = context
@@ -522,14 +528,7 @@ extension PredicateOracleProbeTests {
     @Test(arguments: PostgreSQLTestServer.storeTypes, [false, true])
     func sortOracle(_ type: StoreType, twoStores: Bool) throws {
         let dir = try TemporaryDirectory("PredicateOracleProbeSort")
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: try Self.model())
-        let first = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "oracle"))
-        if twoStores {
-            let second = try coordinator.addPersistentStore(type: type, at: try dir.storeURL(type, "second"))
-            try OracleData.populate(coordinator, stores: [first, second])
-        } else {
-            try OracleData.populate(coordinator)
-        }
+        let coordinator = try Self.populatedCoordinator(type, in: dir, twoStores: twoStores)
         var problems: [String] = []
         // 0: saved state; 1: unsaved changes; 2: a child of a context holding them.
         for mode in twoStores ? [0] : [0, 1, 2] {
