@@ -416,15 +416,9 @@ enum KeyPathResolver {
         orderedTypes.contains(ObjectIdentifier(type))
     }
 
-    private static let orderedTypes: Set<ObjectIdentifier> = {
-        let types: [Any.Type] = [
-            Int.self, Int16.self, Int32.self, Int64.self, Double.self, Float.self, Bool.self, String.self, Date.self, UUID.self,
-            Decimal.self,
-            Int?.self, Int16?.self, Int32?.self, Int64?.self, Double?.self, Float?.self, Bool?.self, String?.self, Date?.self,
-            UUID?.self, Decimal?.self
-        ]
-        return Set(types.map { ObjectIdentifier($0) })
-    }()
+    /// The built-in attribute types but `Data` and `URL`, which are not `Comparable`.
+    private static let orderedTypes: Set<ObjectIdentifier> = builtinTypes.subtracting(
+        [Data.self, URL.self, Data?.self, URL?.self].map { ObjectIdentifier($0) })
 
     private static let builtinTypes: Set<ObjectIdentifier> = {
         let types: [Any.Type] = [
