@@ -367,11 +367,16 @@ extension ManagedObject {
         if let new { _adopt(new) }
         let old = _toOne(r)
         if old === new { return }
-        _primitiveSetToOne(r, new)
-        guard let inverse = r.inverseRelationship else { return }
+        guard let inverse = r.inverseRelationship else {
+            _primitiveSetToOne(r, new)
+            return
+        }
+        // The old destination lets go first: for a relationship that is its own inverse, the
+        // old destination can be this object (`a.partner = a`), whose new value must stay.
         if let old {
             if inverse.isToMany { old._primitiveRemove(self, from: inverse) } else { old._primitiveSetToOne(inverse, nil) }
         }
+        _primitiveSetToOne(r, new)
         if let new {
             if inverse.isToMany {
                 new._primitiveAdd(self, to: inverse)

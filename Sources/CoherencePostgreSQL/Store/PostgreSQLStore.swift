@@ -105,6 +105,13 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
                     metadata[Self.functionsKey] = functionsHash
                     try connection.execute(sql(generator.writeMetadata), [.text(Self.functionsKey), .text(functionsHash)])
                 }
+                // A table without a column the model's layout has gets it (see StoreLayoutRepair).
+                try StoreLayoutRepair.addMissingColumns(
+                    on: PostgreSQLMigrationDatabase(connection: connection), entities: entities, generator: generator)
+                if let schema = StoreLayoutRepair.repairedSchema(metadata["schema"], entities: entities) {
+                    metadata["schema"] = schema
+                    try connection.execute(sql(generator.writeMetadata), [.text("schema"), .text(schema)])
+                }
             } else {
                 guard (try connection.execute(generator.userTableCount).firstInteger ?? 0) == 0 else {
                     throw CoherenceError(

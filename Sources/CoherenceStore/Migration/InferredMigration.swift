@@ -133,6 +133,13 @@ package struct InferredMigration {
             }
         case "inverse":
             guard let inverse = r.inverse, let destination = byName[r.destination] else { return nil }
+            // A to-one that is its own inverse recorded as kept by its inverse had no column:
+            // it has no pairs to copy.
+            if inverse == r.name && !r.isToMany
+                && old.allRelationships(of: r.destination).contains(where: { $0.declaredBy == entity && $0.relationship.name == inverse })
+            {
+                return nil
+            }
             let column = generator.dialect.quote(inverse)
             return PairsSource { table in
                 "SELECT \(column) AS \(src), Z_PK AS \(dst) FROM \(table(destination.root)) WHERE \(column) IS NOT NULL"

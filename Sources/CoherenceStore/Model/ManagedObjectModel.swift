@@ -298,7 +298,10 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         // A to-many relationship that is its own inverse (`friends` ↔ `friends`) has no other
         // side to keep it: every object keeps its own pairs, with itself first in the join table
         // (the table and its columns are the same as before, so existing stores need nothing).
-        let isCanonical = (r.isToMany && inverse === r) || selfKey < otherKey
+        // A to-one relationship that is its own inverse (`partner` ↔ `partner`) keeps a foreign
+        // key on every row, as Core Data does: both rows of a pair hold each other's key (a store
+        // whose table lacks the column is given it when it opens; see `StoreLayoutRepair`).
+        let isCanonical = inverse === r || selfKey < otherKey
         if !r.isToMany {
             if let inverse, !inverse.isToMany {
                 return isCanonical ? .foreignKey : .inverseForeignKey

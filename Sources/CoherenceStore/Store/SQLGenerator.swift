@@ -241,10 +241,7 @@ package struct SQLGenerator: Sendable {
                     statements.append("CREATE INDEX \(name) ON \(table(root)) (\(cols.joined(separator: ", ")))")
                 }
                 for r in e.relationships where r.entity === e {
-                    if r.hasForeignKey && !r.isTransient {
-                        let name = dialect.quote("Z_\(e.name)_\(r.name)")
-                        statements.append("CREATE INDEX \(name) ON \(table(root)) (\(column(r)))")
-                    }
+                    if r.hasForeignKey && !r.isTransient { statements.append(foreignKeyIndex(r, of: e)) }
                     if case .joinTable(let jname, let sourceIsFirst) = r.storage, !r.isTransient, joinTables.insert(jname).inserted,
                         let dest = r.destinationEntity
                     {
@@ -261,6 +258,11 @@ package struct SQLGenerator: Sendable {
             }
         }
         return statements + joinStatements
+    }
+
+    /// The index of the foreign-key column of `r`, a to-one relationship declared by `e`.
+    package func foreignKeyIndex(_ r: RelationshipDescription, of e: EntityDescription) -> String {
+        "CREATE INDEX \(dialect.quote("Z_\(e.name)_\(r.name)")) ON \(table(e)) (\(column(r)))"
     }
 
     /// An entity and all its descendants.

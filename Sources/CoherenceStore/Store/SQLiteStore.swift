@@ -187,10 +187,17 @@ package final class SQLiteStore: StoreEngine {
                 }
                 try switchJournal()
                 // Stores made before versions were recorded get them now (same model).
-                let version = metadata["schema"] == nil ? StoredSchema.versionMetadata(entities: entities, model: model) : [:]
-                if (historyTracking && !hasHistory) || !version.isEmpty {
+                var version = metadata["schema"] == nil ? StoredSchema.versionMetadata(entities: entities, model: model) : [:]
+                // A table without a column the model's layout has gets it (see StoreLayoutRepair).
+                let database = SQLiteMigrationDatabase(connection)
+                let lacksColumns = try !StoreLayoutRepair.missingColumns(on: database, entities: entities, generator: generator).isEmpty
+                if version.isEmpty, let schema = StoreLayoutRepair.repairedSchema(metadata["schema"], entities: entities) {
+                    version["schema"] = schema
+                }
+                if (historyTracking && !hasHistory) || !version.isEmpty || lacksColumns {
                     try connection.writeTransaction {
                         if historyTracking && !hasHistory { try Self.createHistoryTables(connection) }
+                        if lacksColumns { try StoreLayoutRepair.addMissingColumns(on: database, entities: entities, generator: generator) }
                         try Self.writeMetadata(version, connection)
                     }
                     metadata.merge(version) { _, new in new }
