@@ -42,6 +42,20 @@ final class OracleItem: ManagedObject {
     @Attribute var size: OracleSize = .small
     @Relationship(inverse: "items") var owner: OracleOwner?
     @Relationship(inverse: "items") var tags: Set<OracleTag>
+    /// Text with LIKE's and wildcard patterns' special characters, and letters whose case or
+    /// diacritic folding is not one to one.
+    @Attribute var u: String?
+    /// Decimals with `Decimal.nan` among them.
+    @Attribute var dn: Decimal?
+    /// Set by the batch-update oracle only (no predicate reads it).
+    @Attribute var mark: Int = 0
+    /// One-to-one; the badge's row keeps the foreign key (`.inverseForeignKey` on this side).
+    @Relationship(inverse: "item") var badge: OracleBadge?
+}
+
+final class OracleBadge: ManagedObject {
+    @Attribute var code: String = ""
+    @Relationship(inverse: "badge") var item: OracleItem?
 }
 
 final class OracleOwner: ManagedObject {
@@ -88,6 +102,11 @@ enum OracleData {
     static let datas: [Data?] = [nil, Data(), Data([0]), Data([1, 2, 3])]
     static let owners = ["Ann", "bob", "\u{C9}mile"]
     static let tags = ["red", "green", "blue", "Red"]
+    static let patterns: [String?] = [
+        "%", "a%b", "_", "a_c", "abc", "\\", "a\\b", "[a]", "a", "*", "?", "a*c", "a?c", "\u{C9}", "\u{E9}", "stra\u{DF}e", "STRASSE",
+        "\u{130}", "i\u{307}", "🎉x", "e\u{301}", "", nil, "%_\\[*?"
+    ]
+    static let nanDecimals: [Decimal?] = [nil, .nan, dec("0"), dec("1"), dec("-1"), dec("2.5"), .nan, dec("100"), dec("-0.5"), dec("1.0")]
     static let ownerOf: [Int?] = [nil, 0, 1, 0, 2]
     static let tagsOf: [[Int]] = [[], [0], [0, 1, 2], [1], [2, 3]]
 
@@ -127,11 +146,18 @@ enum OracleData {
                 item.uuid = uuids[i % uuids.count]
                 item.data = datas[i % datas.count]
                 item.size = OracleSize.allCases[i % 3]
+                item.u = patterns[i]
+                item.dn = nanDecimals[i % nanDecimals.count]
                 if split {
                     try context.assign(item, to: stores[i % stores.count])
                 } else {
                     item.owner = ownerOf[i % ownerOf.count].map { owners[$0] }
                     item.tags = Set(tagsOf[i % tagsOf.count].map { tags[$0] })
+                    if i % 3 == 1 {
+                        let badge = OracleBadge(context: context)
+                        badge.code = "b\(i)"
+                        badge.item = item
+                    }
                 }
             }
             try context.save()
@@ -150,12 +176,26 @@ struct OracleCase: Sendable, CustomTestStringConvertible {
     /// Whether PostgreSQL may fail the fetch with "out of range" (SQLSTATE 22003): arithmetic
     /// whose result underflows to zero or overflows (see ScalingOut.md, "What differs").
     let postgreSQLOutOfRange: Bool
+    /// Swift's own answer where `Predicate.evaluate` cannot give it: a test the macro rejects
+    /// (`hasSuffix`, `lowercased()`), a key-path builder, or Foundation's `String` method that
+    /// Coherence's builder stands for on Linux. Nil: `Predicate.evaluate`.
+    let expected: (@Sendable (OracleItem) -> Bool)?
 
-    init(_ name: String, _ predicate: Predicate<OracleItem>, documented: String? = nil, postgreSQLOutOfRange: Bool = false) {
+    init(
+        _ name: String, _ predicate: Predicate<OracleItem>, documented: String? = nil, postgreSQLOutOfRange: Bool = false,
+        expected: (@Sendable (OracleItem) -> Bool)? = nil
+    ) {
         self.name = name
         self.predicate = predicate
         self.documented = documented
         self.postgreSQLOutOfRange = postgreSQLOutOfRange
+        self.expected = expected
+    }
+
+    /// Whether `item` matches: Swift's answer.
+    func matches(_ item: OracleItem) throws -> Bool {
+        if let expected { return expected(item) }
+        return try predicate.evaluate(item)
     }
 
     var testDescription: String { name }
@@ -326,7 +366,7 @@ enum OracleCases {
         ]
     }
 
-    static var all: [OracleCase] { strings() + numbers() + others() }
+    static var all: [OracleCase] { strings() + numbers() + others() + nans() + patterns() + builders() + badges() }
 }
 
 @Suite("Predicates against Predicate.evaluate")
@@ -365,7 +405,7 @@ struct PredicateOracleProbeTests {
             for c in cases {
                 let expected: [String]
                 do {
-                    expected = try all.filter { try c.predicate.evaluate($0) }.map(\.key)
+                    expected = try all.filter { try c.matches($0) }.map(\.key)
                 } catch {
                     problems.append("\(type) [\(c.name)]: the oracle throws \(error)")
                     continue
@@ -427,6 +467,24 @@ struct PredicateOracleProbeTests {
         owners[1].items.insert(all[12])
         context.delete(all[5])
         context.delete(tags[3])
+        // One-to-one kept by the badge's row: a badge for the inserted item, a saved badge
+        // moved from one item to another and renamed, a new badge for a saved item.
+        let newBadge = OracleBadge(context: context)
+        newBadge.code = "b-new"
+        added.badge = newBadge
+        if let moved = all[4].badge {
+            all[4].badge = nil
+            all[3].badge = moved
+            moved.code = "b-moved"
+        }
+        if let renamed = all[7].badge { renamed.code = "b-renamed" }
+        let late = OracleBadge(context: context)
+        late.code = "b-late"
+        late.item = all[6]
+        added.u = "a_c"
+        added.dn = .nan
+        all[2].u = "a%b"
+        all[2].dn = .nan
     }
 
     @Test(arguments: PostgreSQLTestServer.storeTypes)
@@ -522,7 +580,7 @@ enum OracleSorts {
 
 extension PredicateOracleProbeTests {
     static func model() throws -> ManagedObjectModel {
-        try ManagedObjectModel(types: [OracleItem.self, OracleOwner.self, OracleTag.self])
+        try ManagedObjectModel(types: [OracleItem.self, OracleOwner.self, OracleTag.self, OracleBadge.self])
     }
 
     @Test(arguments: PostgreSQLTestServer.storeTypes, [false, true])
@@ -551,7 +609,7 @@ extension PredicateOracleProbeTests {
                     all[9].d = -0.0
                 }
                 let all = try context.fetch(FetchRequest<OracleItem>()).sorted { $0.n < $1.n }
-                for sort in OracleSorts.all {
+                for sort in OracleSorts.all + OracleSorts.nanDecimals {
                     do {
                         let want = try OracleSorts.expected(all, sort.request)
                         let got = try context.fetch(sort.request).map(\.key)

@@ -389,9 +389,12 @@ extension PredicateExpressions.SequenceStartsWith: QueryCompilable {
 }
 
 extension PredicateExpressions.StringLocalizedStandardContains: QueryCompilable {
-    /// `string.localizedStandardContains(other)`: folded contains.
+    /// `string.localizedStandardContains(other)`: folded contains, false for an empty `other`
+    /// (as Foundation's, which finds no empty string; `contains("")` is true).
     package func compile(_ context: inout PredicateCompiler.Context) throws(CoherenceError) -> PredicateCompiler.Operand {
-        .value(.string(.contains, .fold(try context.value(root)), .fold(try context.value(other))))
+        let haystack = QueryExpression.fold(try context.value(root)), other = try context.value(other)
+        if case .constant(.text(let t)) = other, !TextFolding.fold(t).isEmpty { return .value(.string(.contains, haystack, .fold(other))) }
+        return .value(.and([.string(.contains, haystack, .fold(other)), .compare(.notEqual, .fold(other), .constant(.text("")))]))
     }
 }
 

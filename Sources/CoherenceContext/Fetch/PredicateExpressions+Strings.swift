@@ -35,11 +35,12 @@ extension PredicateExpressions {
             self.other = other
         }
 
-        /// Evaluates the expression: folded, byte-wise substring search.
+        /// Evaluates the expression: folded, byte-wise substring search; an empty string is
+        /// never found, as by Foundation's `localizedStandardContains`.
         public func evaluate(_ bindings: PredicateBindings) throws -> Bool {
             let haystack = TextFolding.fold(String(try root.evaluate(bindings)))
             let needle = TextFolding.fold(String(try other.evaluate(bindings)))
-            return TextSearch.contains(haystack, needle)
+            return !needle.isEmpty && TextSearch.contains(haystack, needle)
         }
     }
 

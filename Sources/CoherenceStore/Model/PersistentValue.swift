@@ -228,11 +228,26 @@ package enum DecimalText {
         if s == "NaN" { return .nan }
         return Decimal(string: s, locale: posix)
     }
-    /// Numeric comparison of two decimal texts (NaN after every number, as PostgreSQL's
-    /// `NUMERIC` sorts it; unparseable text after that, bytewise).
+    /// Numeric comparison of two decimal texts as Swift's `Decimal` compares them: NaN equal to
+    /// itself and before every number (`Decimal.nan < 0`); unparseable text after every
+    /// decimal, bytewise.
     package static func compare(_ a: String, _ b: String) -> Int {
+        compare(a, b, nanFirst: true)
+    }
+
+    /// The order of the `COHERENCE_DECIMAL` collation that decimal columns of SQLite stores are
+    /// declared with, which their indexes are built in: NaN after every number. Comparisons
+    /// and sorts use ``compare(_:_:)`` (the `COHERENCE_DECIMAL_ORDER` collation) instead; the
+    /// two only differ for NaN, which is equal to itself in both.
+    package static func columnOrder(_ a: String, _ b: String) -> Int {
+        compare(a, b, nanFirst: false)
+    }
+
+    private static func compare(_ a: String, _ b: String, nanFirst: Bool) -> Int {
         switch (parse(a), parse(b)) {
-        case let (x?, y?) where x.isNaN || y.isNaN: return x.isNaN ? (y.isNaN ? 0 : 1) : -1
+        case let (x?, y?) where x.isNaN || y.isNaN:
+            if x.isNaN && y.isNaN { return 0 }
+            return x.isNaN == nanFirst ? -1 : 1
         case let (x?, y?): return x < y ? -1 : (x == y ? 0 : 1)
         case (nil, _?): return 1
         case (_?, nil): return -1

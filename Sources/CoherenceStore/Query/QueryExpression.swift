@@ -11,7 +11,8 @@ import Foundation
 /// - `==` and `!=` are null-safe (`nil == nil` is true), as in Swift.
 /// - Text compares by Unicode code points (UTF-8 bytes); `.fold` makes a comparison case- and
 ///   diacritic-insensitive.
-/// - Decimal values compare numerically.
+/// - Decimal values compare numerically, `Decimal.nan` equal to itself and before every number
+///   (as Swift orders `Decimal`).
 /// - Floating-point values compare as in Swift (NaN unordered and unequal to everything, −0.0
 ///   equal to 0.0), though NaN and −0.0 are stored as blobs; they sort with −0.0 as 0 and NaN
 ///   after every number.

@@ -4,8 +4,13 @@ import Foundation
 /// SQL functions and collations Coherence registers on every connection, so that SQL and
 /// in-memory evaluation agree.
 package enum SQLFunctions {
-    /// Collation for Decimal columns: compares decimal text numerically.
+    /// Collation decimal columns are declared with (and their indexes built in): compares
+    /// decimal text numerically, NaN after every number (``DecimalText/columnOrder(_:_:)``).
+    /// Equality and IN use it, so they can read an index.
     static let decimalCollation = "COHERENCE_DECIMAL"
+    /// Collation of decimal ordering comparisons and sorts: numerically, NaN before every
+    /// number, as Swift's `Decimal` orders it (``DecimalText/compare(_:_:)``).
+    static let decimalOrderCollation = "COHERENCE_DECIMAL_ORDER"
     /// `coherence_fold(text)`: case- and diacritic-folded text (for case-insensitive matching);
     /// `coherence_fold(text, options)` folds what the ``TextFoldOptions`` raw value names.
     static let foldFunction = "coherence_fold"
@@ -26,6 +31,14 @@ package enum SQLFunctions {
         let db = connection.handle
         var rc = sqlite3_create_collation_v2(
             db, decimalCollation, SQLITE_UTF8, nil,
+            { _, n1, p1, n2, p2 in
+                let a = String(decoding: UnsafeRawBufferPointer(start: p1, count: Int(n1)), as: UTF8.self)
+                let b = String(decoding: UnsafeRawBufferPointer(start: p2, count: Int(n2)), as: UTF8.self)
+                return Int32(DecimalText.columnOrder(a, b))
+            }, nil)
+        guard rc == SQLITE_OK else { throw connection.error(code: rc, sql: nil) }
+        rc = sqlite3_create_collation_v2(
+            db, decimalOrderCollation, SQLITE_UTF8, nil,
             { _, n1, p1, n2, p2 in
                 let a = String(decoding: UnsafeRawBufferPointer(start: p1, count: Int(n1)), as: UTF8.self)
                 let b = String(decoding: UnsafeRawBufferPointer(start: p2, count: Int(n2)), as: UTF8.self)

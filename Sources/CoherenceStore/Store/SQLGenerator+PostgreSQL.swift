@@ -57,6 +57,13 @@ extension QueryBuilder {
         return try value(e)
     }
 
+    /// A decimal value (`test` and `value` are two translations of it, each binding its own
+    /// parameters) in Swift's order of `Decimal`: NaN, which `NUMERIC` orders after every
+    /// number, as −Infinity (which no `Decimal` is).
+    static func decimalOrderPG(_ test: String, _ value: String) -> String {
+        "(CASE WHEN CAST(\(test) AS NUMERIC) = 'NaN'::NUMERIC THEN '-Infinity'::NUMERIC ELSE CAST(\(value) AS NUMERIC) END)"
+    }
+
     /// The PostgreSQL SQL of `e`, or nil when it is the same as SQLite's.
     func postgreSQL(_ e: QueryExpression) throws(CoherenceError) -> String? {
         switch e {
@@ -65,6 +72,11 @@ extension QueryBuilder {
                 .unsupportedPredicate, "PostgreSQL text cannot hold a NUL character (U+0000); a predicate cannot compare with one.")
         case .compare(let op, let a, let b):
             if QueryEvaluator.domain(a, b) == .floatingPoint { return try floatingPointComparisonPG(op, a, b) }
+            if QueryEvaluator.domain(a, b) == .decimal && op != .equal && op != .notEqual {
+                // Swift orders `Decimal.nan` before every number, `NUMERIC` after.
+                let l = Self.decimalOrderPG(try value(a), try value(a)), r = Self.decimalOrderPG(try value(b), try value(b))
+                return comparison(op, l, r)
+            }
             let l = try value(a), r = try value(b)
             // Text orders by code point whatever the database's collation (columns are
             // `COLLATE "C"` already; constants and their folds are not).
@@ -151,6 +163,13 @@ extension QueryBuilder {
         case .between(let x, let lower, let upper, let inclusive):
             if QueryEvaluator.domain(x, lower, upper) == .floatingPoint {
                 return try sql(.and([.compare(.greaterOrEqual, x, lower), .compare(inclusive ? .lessOrEqual : .less, x, upper)]))
+            }
+            if QueryEvaluator.domain(x, lower, upper) == .decimal {
+                // Every operand as a number (two constants too), NaN as Swift orders it.
+                let l = Self.decimalOrderPG(try value(x), try value(x)), lo = Self.decimalOrderPG(try value(lower), try value(lower))
+                if inclusive { return "(\(l) BETWEEN \(lo) AND \(Self.decimalOrderPG(try value(upper), try value(upper))))" }
+                let l2 = Self.decimalOrderPG(try value(x), try value(x)), hi = Self.decimalOrderPG(try value(upper), try value(upper))
+                return "(\(l) >= \(lo) AND \(l2) < \(hi))"
             }
             let text = QueryEvaluator.domain(x, lower, upper) == .plain && (Self.isText(x) || Self.isText(lower) || Self.isText(upper))
             let collate = text ? " COLLATE \"C\"" : ""

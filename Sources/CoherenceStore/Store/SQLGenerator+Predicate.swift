@@ -132,7 +132,11 @@ final class QueryBuilder {
             return try pathSQL(p)
         case .compare(let op, let a, let b):
             if QueryEvaluator.domain(a, b) == .floatingPoint { return try floatingPointComparison(op, a, b) }
-            let collate = isDecimal(a) || isDecimal(b) ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
+            // Equality reads the column's own collation (and so its index); ordering puts NaN
+            // first, as Swift's `Decimal` does.
+            let ordering = op != .equal && op != .notEqual
+            let collation = ordering ? SQLFunctions.decimalOrderCollation : SQLFunctions.decimalCollation
+            let collate = isDecimal(a) || isDecimal(b) ? " COLLATE \(collation)" : ""
             let l = try sql(a), r = try sql(b)
             return comparison(op, l, r, collate: collate)
         case .and(let xs):
@@ -215,7 +219,7 @@ final class QueryBuilder {
                 return try sql(.and([.compare(.greaterOrEqual, x, lower), .compare(inclusive ? .lessOrEqual : .less, x, upper)]))
             }
             let decimal = isDecimal(x) || isDecimal(lower) || isDecimal(upper)
-            let collate = decimal ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
+            let collate = decimal ? " COLLATE \(SQLFunctions.decimalOrderCollation)" : ""
             let l = try sql(x)
             if inclusive {
                 return "(\(l) BETWEEN \(try sql(lower))\(collate) AND \(try sql(upper))\(collate))"

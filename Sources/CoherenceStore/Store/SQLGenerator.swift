@@ -323,8 +323,15 @@ package struct SQLGenerator: Sendable {
         for key in fetch.sortKeys {
             var expr = try builder.sql(.path(key.path))
             if key.folded { expr = "\(SQLFunctions.foldFunction)(\(expr))" }
-            // PostgreSQL sorts NUMERIC by value, and −0.0 as 0 and NaN after every number.
-            if key.path.attribute?.type == .decimal && dialect == .sqlite { expr += " COLLATE \(SQLFunctions.decimalCollation)" }
+            // Decimals sort numerically with NaN first, as Swift's `Decimal` orders them
+            // (PostgreSQL's `NUMERIC` sorts NaN after every number: it is sorted as −Infinity).
+            if key.path.attribute?.type == .decimal {
+                if dialect == .sqlite {
+                    expr += " COLLATE \(SQLFunctions.decimalOrderCollation)"
+                } else {
+                    expr = QueryBuilder.decimalOrderPG(expr, expr)
+                }
+            }
             if key.path.attribute?.type.keepsNegativeZero == true && dialect == .sqlite {
                 // −0.0 is a blob, which SQL sorts after every number: sort it as 0. (NaN, a blob
                 // too, sorts after every number, NaNs by their bits, as the evaluator sorts them.)
