@@ -218,11 +218,12 @@ extension OracleSorts {
 // MARK: Batch requests
 
 extension PredicateOracleProbeTests {
-    /// Whether an error is the one a case allows: `.unsupportedPredicate`, or PostgreSQL's
-    /// "out of range" where the case says so.
+    /// Whether an error is the one a case allows: `.unsupportedPredicate` where the oracle
+    /// expects the refusal (``OracleCases/expectedRefusals``), or PostgreSQL's "out of range"
+    /// where the case says so.
     static func isAllowed(_ error: any Error, _ c: OracleCase, _ type: StoreType) -> Bool {
         guard let error = error as? CoherenceError else { return false }
-        if error.code == .unsupportedPredicate { return true }
+        if error.code == .unsupportedPredicate { return OracleCases.isRefusalExpected(c.name, on: type) }
         return type == .postgreSQL && c.postgreSQLOutOfRange && "\(error)".contains("out of range")
     }
 
