@@ -30,8 +30,12 @@ package final class QueryGeneration: Sendable {
     }
 
     /// The snapshot of a store, or nil for a store attached after the generation was pinned
-    /// (read as it is now).
-    package func snapshot(of store: UUID) -> (any StoreSnapshot)? { snapshots[store] }
+    /// (read as it is now) — a store removed since and attached again included: its snapshot
+    /// closed with it.
+    package func snapshot(of store: UUID) -> (any StoreSnapshot)? {
+        guard let s = snapshots[store], !s.isDetached else { return nil }
+        return s
+    }
 
     /// Whether the generation was released (its snapshots closed).
     package var isReleased: Bool { state.withLock { $0.isReleased } }

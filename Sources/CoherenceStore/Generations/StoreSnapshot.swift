@@ -4,4 +4,11 @@
 /// harmless), after which reads through it fail with `.invalidQueryGenerationToken`.
 package protocol StoreSnapshot: AnyObject, Sendable {
     func close()
+    /// Whether it was closed because its store was (the store was removed from the
+    /// coordinator): a generation then reads that store, if attached again, as it is now.
+    var isDetached: Bool { get }
+}
+
+extension StoreSnapshot {
+    package var isDetached: Bool { false }
 }

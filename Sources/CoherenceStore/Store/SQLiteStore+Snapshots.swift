@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A SQLite store's part of a query generation: a reader connection holding a read transaction
 /// open (`BEGIN` and a first read), so that every read on it sees the file as it was then. The
@@ -9,6 +10,16 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
     private let connection: LockedValue<ConnectionBox?>
     private weak var store: SQLiteStore?
     private let path: String
+    /// Set when the store closed it (it was removed from the coordinator).
+    private let detached = Atomic<Bool>(false)
+
+    var isDetached: Bool { detached.load(ordering: .relaxed) }
+
+    /// Closes it because its store closes.
+    func detach() {
+        detached.store(true, ordering: .relaxed)
+        close()
+    }
 
     init(_ box: ConnectionBox, store: SQLiteStore) {
         self.connection = LockedValue(box)
@@ -96,6 +107,6 @@ extension SQLiteStore {
             defer { list = [] }
             return list.compactMap(\.snapshot)
         }
-        for s in open { s.close() }
+        for s in open { s.detach() }
     }
 }
