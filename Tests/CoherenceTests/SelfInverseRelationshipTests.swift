@@ -24,6 +24,12 @@ final class Dancer: ManagedObject {
     @Relationship(inverse: "partner") var partner: Dancer?
 }
 
+/// A dancer whose `partner` relationship is its own inverse and cascades.
+final class CascadingDancer: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "partner", deleteRule: .cascade) var partner: CascadingDancer?
+}
+
 @Suite("Self-inverse relationships")
 struct SelfInverseRelationshipTests {
     /// Every mate's friends, by name, read by a new context.
@@ -212,6 +218,37 @@ struct SelfInverseToOneTests {
         // A batch delete nullifies too.
         _ = try coordinator.execute(BatchDeleteRequest(objectIDs: [c]))
         #expect(try Self.stored(type, dir, coordinator) == ["a": "-", "d": "-"])
+    }
+
+    /// Deleting an unsaved object whose cascade comes back to it (its partner is itself, or a
+    /// partner that cascades back) recursed until the stack overflowed.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aCascadeBetweenUnsavedPartnersDeletesBothOnce(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(type, in: dir, model: try ManagedObjectModel(types: [CascadingDancer.self]))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let alone = CascadingDancer(context: context)
+            alone.partner = alone
+            context.delete(alone)
+            #expect(alone.isDeleted)
+            let a = CascadingDancer(context: context), b = CascadingDancer(context: context), c = CascadingDancer(context: context)
+            (a.name, b.name, c.name) = ("a", "b", "c")
+            a.partner = b
+            context.delete(a)
+            #expect(a.isDeleted && b.isDeleted && !c.isDeleted)
+            #expect(context.insertedObjects == [c])
+            try context.save()
+            // Saved partners cascade too.
+            let d = CascadingDancer(context: context), e = CascadingDancer(context: context)
+            (d.name, e.name) = ("d", "e")
+            d.partner = e
+            try context.save()
+            context.delete(e)
+            try context.save()
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        #expect(try reader.performAndWait { try reader.fetch(FetchRequest<CascadingDancer>()).map(\.name) } == ["c"])
     }
 
     @Test(arguments: PostgreSQLTestServer.storeTypes)

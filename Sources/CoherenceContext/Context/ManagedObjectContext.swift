@@ -694,16 +694,20 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     public func delete(_ object: ManagedObject) {
         assertOnExecutor()
         guard object._context === self, !object.isDeleted else { return }
+        let key = ObjectIdentifier(object)
+        let isInserted = object._state.flags.contains(.inserted)
+        // An unsaved object is marked deleted after its delete rules run, but listed before: a
+        // cascade that comes back to it (a partner that is its own inverse, two objects that
+        // cascade to each other) stops there.
+        if isInserted { guard pendingChanges.deleted.updateValue(object, forKey: key) == nil else { return } }
         object._willAccess()
         object.prepareForDeletion()
-        let key = ObjectIdentifier(object)
-        if object._state.flags.contains(.inserted) {
+        if isInserted {
             // Deleting an unsaved object just forgets it (after applying delete rules).
             applyDeleteRules(object)
             insertedList.removeAll { $0 === object }
             if !object.objectID.isTemporaryID { registered[object.objectID] = nil }
             object._state.markDeleted()
-            pendingChanges.deleted[key] = object
             return
         }
         object._state.markDeleted()

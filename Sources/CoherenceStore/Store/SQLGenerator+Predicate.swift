@@ -115,6 +115,29 @@ final class QueryBuilder {
         QueryEvaluator.isDecimal(e)
     }
 
+    /// The collation of a comparison whose operands are not decimals: none, or `BINARY` when
+    /// one of them holds a decimal test (a ternary's condition), whose `COLLATE` SQLite would
+    /// otherwise compare the text in.
+    private func plainCollation(_ operands: QueryExpression...) -> String {
+        operands.contains(where: Self.testsDecimals) ? " COLLATE BINARY" : ""
+    }
+
+    /// Whether the SQL of `e` names a decimal collation (outside subqueries).
+    private static func testsDecimals(_ e: QueryExpression) -> Bool {
+        switch e {
+        case .constant, .object, .path, .anyMatch, .allMatch, .count: return false
+        case .compare(_, let a, let b):
+            return (QueryEvaluator.domain(a, b) == .decimal) || testsDecimals(a) || testsDecimals(b)
+        case .inList(let x, let values): return QueryEvaluator.isDecimal(x) || testsDecimals(x) || values.contains(where: testsDecimals)
+        case .between(let x, let lower, let upper, _):
+            return QueryEvaluator.domain(x, lower, upper) == .decimal || [x, lower, upper].contains(where: testsDecimals)
+        case .and(let xs), .or(let xs): return xs.contains(where: testsDecimals)
+        case .not(let x), .isNull(let x), .negate(let x), .fold(let x, _): return testsDecimals(x)
+        case .arithmetic(_, let a, let b), .string(_, let a, let b), .coalesce(let a, let b): return testsDecimals(a) || testsDecimals(b)
+        case .conditional(let c, let a, let b): return testsDecimals(c) || testsDecimals(a) || testsDecimals(b)
+        }
+    }
+
     // MARK: Expressions
 
     var dialect: SQLDialect { generator.dialect }
@@ -136,9 +159,11 @@ final class QueryBuilder {
             // first, as Swift's `Decimal` does.
             let ordering = op != .equal && op != .notEqual
             let collation = ordering ? SQLFunctions.decimalOrderCollation : SQLFunctions.decimalCollation
-            let collate = isDecimal(a) || isDecimal(b) ? " COLLATE \(collation)" : ""
+            let collate = isDecimal(a) || isDecimal(b) ? " COLLATE \(collation)" : plainCollation(a, b)
+            // Both operands name the collation: SQLite takes the left operand's first COLLATE,
+            // one nested in it too (a ternary's `x == d` condition names the column's).
             let l = try sql(a), r = try sql(b)
-            return comparison(op, l, r, collate: collate)
+            return comparison(op, l + collate, r, collate: collate)
         case .and(let xs):
             if xs.isEmpty { return dialect.trueSQL }
             var parts: [String] = []
@@ -196,7 +221,7 @@ final class QueryBuilder {
         case .inList(let x, let values):
             if values.isEmpty { return "0" }
             if QueryEvaluator.domain(x) == .floatingPoint { return try floatingPointMembership(x, values) }
-            let collate = isDecimal(x) ? " COLLATE \(SQLFunctions.decimalCollation)" : ""
+            let collate = isDecimal(x) ? " COLLATE \(SQLFunctions.decimalCollation)" : plainCollation(x)
             // Parameters are bound in the order they appear in the text, so the operand is only
             // translated where it is written (a list of nils alone only writes the IS NULL test).
             let nonNull = values.filter { v in
@@ -219,13 +244,14 @@ final class QueryBuilder {
                 return try sql(.and([.compare(.greaterOrEqual, x, lower), .compare(inclusive ? .lessOrEqual : .less, x, upper)]))
             }
             let decimal = isDecimal(x) || isDecimal(lower) || isDecimal(upper)
-            let collate = decimal ? " COLLATE \(SQLFunctions.decimalOrderCollation)" : ""
+            let collate = decimal ? " COLLATE \(SQLFunctions.decimalOrderCollation)" : plainCollation(x, lower, upper)
+            // The value names the collation too (see `.compare`).
             let l = try sql(x)
             if inclusive {
-                return "(\(l) BETWEEN \(try sql(lower))\(collate) AND \(try sql(upper))\(collate))"
+                return "(\(l)\(collate) BETWEEN \(try sql(lower))\(collate) AND \(try sql(upper))\(collate))"
             }
             let lo = try sql(lower), l2 = try sql(x), hi = try sql(upper)
-            return "(\(l) >= \(lo)\(collate) AND \(l2) < \(hi)\(collate))"
+            return "(\(l)\(collate) >= \(lo)\(collate) AND \(l2)\(collate) < \(hi)\(collate))"
         case .coalesce(let a, let b):
             return "coalesce(\(try sql(a)), \(try sql(b)))"
         case .conditional(let c, let a, let b):
