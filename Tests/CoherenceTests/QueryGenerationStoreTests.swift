@@ -26,12 +26,12 @@ import Testing
     /// "A store attached after a generation was pinned is read as it is now" — also when it is
     /// a store the generation had a snapshot of, removed and attached again (same file, same
     /// identifier): its old snapshot was closed with it, and is not read.
-    @Test(arguments: [StoreType.sqlite, .inMemory])
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
     func aStoreRemovedAndAttachedAgainIsReadAsItIsNow(_ type: StoreType) throws {
         let dir = try TemporaryDirectory()
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         let first = try coordinator.addPersistentStore(type: .sqlite, at: dir.file("first.sqlite"))
-        let url: URL? = type == .sqlite ? dir.file("second.sqlite") : nil
+        let url: URL? = type == .inMemory ? nil : try dir.storeURL(type, "second")
         var second = try coordinator.addPersistentStore(type: type, at: url)
         try Self.insert("Ada", into: first, of: coordinator)
         try Self.insert("Bob", into: second, of: coordinator)
@@ -44,10 +44,11 @@ import Testing
         // Removed: the pinned context reads the stores still attached, at its snapshot.
         try coordinator.remove(second)
         #expect(try Self.names(view) == ["Ada"])
-        // Attached again (a SQLite file keeps its identifier; an in-memory store is a new one).
+        // Attached again (a SQLite file or a PostgreSQL schema keeps its identifier; an
+        // in-memory store is a new one).
         second = try coordinator.addPersistentStore(type: type, at: url)
         try Self.insert("Dee", into: second, of: coordinator)
-        let expected = type == .sqlite ? ["Ada", "Bob", "Dee"] : ["Ada", "Dee"]
+        let expected = type == .inMemory ? ["Ada", "Dee"] : ["Ada", "Bob", "Dee"]
         #expect(try Self.names(view) == expected)
         try view.performAndWait { () throws in
             view.reset()

@@ -16,6 +16,8 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
         /// Connections reading now.
         var lent = 0
         var isClosed = false
+        /// Closed because its store closed (removed from the coordinator).
+        var isDetached = false
     }
     private let state: LockedValue<State>
     /// The snapshot's identifier (`pg_export_snapshot()`), valid while the exporting
@@ -106,6 +108,16 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
         if let store, !c.isInTransaction { store.returnReader(c) } else { c.close() }
     }
 
+    /// Whether its store closed it (the store was removed from the coordinator): a generation
+    /// then reads that store, if attached again, as it is now.
+    var isDetached: Bool { state.withLock { $0.isDetached } }
+
+    /// Closes it because its store closes.
+    func detach() {
+        state.withLock { $0.isDetached = true }
+        close()
+    }
+
     func close() {
         let idle = state.withLock { s -> [PostgreSQLConnection] in
             s.isClosed = true
@@ -113,6 +125,32 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
             return s.idle
         }
         for c in idle { finish(c) }
+    }
+}
+
+/// A snapshot of a store, not kept alive by the store (its generation keeps it).
+struct WeakPostgreSQLSnapshot {
+    weak var snapshot: PostgreSQLSnapshot?
+}
+
+extension PostgreSQLStore {
+    /// Notes `snapshot` as open, to detach it when the store closes.
+    func noteOpen(_ snapshot: PostgreSQLSnapshot) -> PostgreSQLSnapshot {
+        openSnapshots.withLock { list in
+            list.removeAll { $0.snapshot == nil }
+            list.append(WeakPostgreSQLSnapshot(snapshot: snapshot))
+        }
+        return snapshot
+    }
+
+    /// Detaches the open snapshots (the store closes): their transactions end, and a generation
+    /// that held one reads the store, if it is attached again, as it is now.
+    func detachSnapshots() {
+        let open = openSnapshots.withLock { list -> [PostgreSQLSnapshot] in
+            defer { list = [] }
+            return list.compactMap(\.snapshot)
+        }
+        for s in open { s.detach() }
     }
 }
 
@@ -130,7 +168,7 @@ extension PostgreSQLStore: SnapshotImporting {
             guard case .text(let identifier)? = try c.execute("SELECT pg_export_snapshot()").rows.first?.first else {
                 throw PostgreSQLError(message: "The server exported no snapshot.", location: locationDescription)
             }
-            return PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
+            return noteOpen(PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self))
         } catch {
             c.close()
             throw storeError(.storeReadFailed, error, "Opening a snapshot failed")
@@ -146,7 +184,7 @@ extension PostgreSQLStore: SnapshotImporting {
         do {
             try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try c.execute("SET TRANSACTION SNAPSHOT \(generator.literal(.text(identifier)))")
-            return PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
+            return noteOpen(PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self))
         } catch {
             c.close()
             var e = CoherenceError(

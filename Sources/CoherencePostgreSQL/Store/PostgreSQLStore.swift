@@ -30,6 +30,8 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     let sender = UUID().uuidString.lowercased()
     /// The listener of the other coordinators' commits, once started.
     private let listener = LockedValue<(listener: PostgreSQLListener?, isClosed: Bool)>((nil, false))
+    /// The snapshots of query generations opened on this store, detached when it closes.
+    let openSnapshots = LockedValue<[WeakPostgreSQLSnapshot]>([])
     /// Generated SQL with numbered placeholders, by the generator's text; at most
     /// ``numberedLimit`` texts (fetches with many different predicates must not grow it without end).
     private let numbered = LockedValue<[String: String]>([:])
@@ -172,6 +174,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
             return pool.idle
         }
         for c in idle { c.close() }
+        detachSnapshots()
         listener.withLock { state -> PostgreSQLListener? in
             state.isClosed = true
             defer { state.listener = nil }
