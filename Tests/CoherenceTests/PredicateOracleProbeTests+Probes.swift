@@ -12,12 +12,17 @@ import Testing
 
 extension OracleCases {
     static func nans() -> [OracleCase] {
-        let nan = Decimal.nan, zero = Decimal(0), one = Decimal(1), two = Decimal(2)
+        let nan = Decimal.nan, zero = Decimal(0), one = Decimal(1), two = Decimal(2), nine = Decimal(9), ten = Decimal(10)
         let nanAndOne: [Decimal?] = [.nan, Decimal(1)], nanOnly: [Decimal] = [.nan]
         let dnan = Double.nan, infinity = Double.infinity, negativeInfinity = -Double.infinity, big = 1e300
         let nanAndZero = [Double.nan, 0.0], infinities = [Double.infinity, -Double.infinity], negativeZero = [-0.0]
         let fnan = Float.nan, fInfinity = Float.infinity, fZero: Float = 0, floatNaNAndZero = [Float.nan, 0]
         return [
+            // Orderings of Decimal values none of which is an attribute's: refused (as text they
+            // would order "10" before "9").
+            OracleCase("captured 10 < 9 (decimals)", #Predicate { _ in ten < nine }),
+            OracleCase("(flag ? 10 : 1) < 9 (decimals)", #Predicate { ($0.flag ? ten : one) < nine }),
+            OracleCase("(nan...9).contains(flag ? 10 : 1)", #Predicate { (nan...nine).contains($0.flag ? ten : one) }),
             OracleCase("dn == nan", #Predicate { $0.dn == nan }),
             OracleCase("dn != nan", #Predicate { $0.dn != nan }),
             OracleCase("[nan, 1].contains(dn)", #Predicate { nanAndOne.contains($0.dn) }),

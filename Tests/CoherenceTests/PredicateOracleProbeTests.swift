@@ -380,6 +380,10 @@ enum OracleCases {
         "f + 0.2 == 0.3 (Float arithmetic)": nil,
         "f * 3 > 0.3 (Float arithmetic)": nil,
         "f * 2 == inf (Float arithmetic)": nil,
+        // Decimal values that are no attribute's would compare as text.
+        "captured 10 < 9 (decimals)": nil,
+        "(flag ? 10 : 1) < 9 (decimals)": nil,
+        "(nan...9).contains(flag ? 10 : 1)": nil,
         // An empty pattern, which `NSRegularExpression` rejects as invalid.
         "matches(u, )": nil,
         // PostgreSQL raises an error on a division by zero, so a divisor that is not a constant

@@ -172,7 +172,9 @@ extension PredicateExpressions.Comparison: QueryCompilable {
         case .greaterThanOrEqual: op = .greaterOrEqual
         }
         try PredicateCompiler.requireStoredOrder(LHS.Output.self, part: Self.self, context)
-        return .value(.compare(op, try context.value(lhs), try context.value(rhs)))
+        let a = try context.value(lhs), b = try context.value(rhs)
+        try PredicateCompiler.requireDecimalOperand(LHS.Output.self, [a, b], part: Self.self, context)
+        return .value(.compare(op, a, b))
     }
 }
 
@@ -284,6 +286,21 @@ extension PredicateExpressions.NilCoalesce: QueryCompilable {
 // MARK: Arithmetic
 
 extension PredicateCompiler {
+    /// Throws for an ordering of `Decimal` values none of which is a decimal attribute's (a
+    /// comparison of captured values, or of a `?:` that picks between them): such values reach
+    /// SQL as their text, which does not order as numbers (`"10" < "9"`) nor puts NaN first.
+    static func requireDecimalOperand(
+        _ type: Any.Type, _ operands: [QueryExpression], part: Any.Type, _ context: Context
+    ) throws(CoherenceError) {
+        guard type == Decimal.self || type == Decimal?.self else { return }
+        if !operands.contains(where: { QueryEvaluator.comparesAsDecimals($0) }) {
+            throw context.unsupported(
+                part,
+                "ordering Decimal values none of which is a decimal attribute cannot be translated (they would compare as text); compare them in Swift before the fetch"
+            )
+        }
+    }
+
     static func rejectDecimal(_ type: Any.Type, part: Any.Type, _ context: Context) throws(CoherenceError) {
         if type == Decimal.self {
             throw context.unsupported(part, "arithmetic on Decimal values cannot be translated exactly (decimals are stored as text)")
@@ -506,11 +523,13 @@ extension PredicateExpressions.RangeExpressionContains: QueryCompilable {
         let x = try context.value(element)
         switch r {
         case .range(let lower, let upper, let inclusive):
+            try PredicateCompiler.requireDecimalOperand(Element.Output.self, [x, lower, upper], part: Self.self, context)
             return .value(.between(x, lower: lower, upper: upper, upperInclusive: inclusive))
         case .constant(let c):
             guard let captured = c as? any CapturedRange else { break }
             let lower = try captured.lowerAny.map { v throws(CoherenceError) in try context.constantExpression(v, part: self) }
             let upper = try captured.upperAny.map { v throws(CoherenceError) in try context.constantExpression(v, part: self) }
+            try PredicateCompiler.requireDecimalOperand(Element.Output.self, [x], part: Self.self, context)
             switch (lower, upper) {
             case let (lo?, hi?): return .value(.between(x, lower: lo, upper: hi, upperInclusive: captured.upperInclusive))
             case let (lo?, nil): return .value(.compare(.greaterOrEqual, x, lo))
