@@ -37,6 +37,32 @@ extension PostgreSQLStore {
         }
     }
 
+    /// Runs the checks of the constraints and constraint triggers that are deferred to COMMIT
+    /// (`DEFERRABLE INITIALLY DEFERRED`: none of Coherence's own, but another program may add
+    /// them to the store's tables) now, inside the open transaction: `SET CONSTRAINTS ALL
+    /// IMMEDIATE` checks what is pending and raises the violation while the transaction can
+    /// still roll back. The coordinator calls it before the first store of a save commits, for
+    /// the stores that commit after another one (see `PersistentStoreCoordinator.commit`).
+    /// - Throws: `.storeWriteFailed` with the `PostgreSQLError` (its SQLSTATE, `23503` for a
+    ///   foreign key, say) in `underlyingErrors`, as a failed COMMIT would; the transaction is
+    ///   rolled back.
+    package func prepareCommit() throws(CoherenceError) {
+        let c = try writerConnection()
+        // (A connection replaced since the save began has no transaction to check or commit.)
+        guard c.isInTransaction else {
+            rollbackSave()
+            throw CoherenceError(
+                .connectionLost, "The connection to the server was lost before the save committed (nothing was written).",
+                store: locationDescription)
+        }
+        do {
+            try c.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        } catch {
+            rollbackSave()
+            throw storeError(.storeWriteFailed, error, "Committing the save failed (checked before any store of the save committed)")
+        }
+    }
+
     package func commitSave() throws(CoherenceError) {
         let c = try writerConnection()
         do {

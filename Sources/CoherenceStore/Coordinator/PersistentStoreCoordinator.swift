@@ -499,7 +499,27 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Commits the stores whose part of a save or batch request was written, in order; when one
     /// fails, the ones after it roll back and the error is thrown (the ones before it committed).
     /// The other writers of each store that committed hear of it (remote changes).
+    ///
+    /// Before the first COMMIT, every store after the first checks what its own COMMIT would
+    /// check (``StoreEngine/prepareCommit()``: a PostgreSQL store's deferred constraints and
+    /// triggers), and a failure rolls every store back. The first store needs no check, nor
+    /// does a save of one store: when the first COMMIT fails, no store has committed and the
+    /// others roll back. So a save of one store, the usual one, costs no extra statement; a
+    /// save spanning stores one round trip per PostgreSQL store after the first. (The check
+    /// cannot go with the COMMIT's predecessor, the commit notification: that is sent after the
+    /// stores before it committed. Sending it with each save's last statements would cost
+    /// every save a statement and hide that pipeline's conflicts behind the constraint's error;
+    /// making the constraints immediate from `BEGIN` would refuse what the other program
+    /// deferred them for, a row broken in the middle of the transaction and mended by its end.)
     func commit(_ begun: [PersistentStore]) throws(CoherenceError) {
+        for s in begun.dropFirst() {
+            do throws(CoherenceError) {
+                try s.engine.prepareCommit()
+            } catch {
+                for s in begun { s.engine.rollbackSave() }
+                throw error
+            }
+        }
         let hook = beforeCommitHook.withLock { $0 }
         for (i, s) in begun.enumerated() {
             hook?(s.identifier)

@@ -44,6 +44,13 @@ package protocol StoreEngine: AnyObject, Sendable {
     func allocateKeys(for entity: EntityDescription, count: Int) throws(CoherenceError) -> Int64
 
     func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult
+    /// Checks, in the transaction ``beginSave(_:)`` or ``beginBatch(_:author:contextName:)``
+    /// left open, what ``commitSave()`` would check only then (constraints and triggers another
+    /// program made `DEFERRABLE INITIALLY DEFERRED`), so that a save spanning several stores is
+    /// refused before any of them commits. On an error the transaction is already rolled back.
+    /// The coordinator calls it only for the stores of such a save that commit after another
+    /// one. The default does nothing (a store whose `beginSave` leaves nothing to check).
+    func prepareCommit() throws(CoherenceError)
     func commitSave() throws(CoherenceError)
     func rollbackSave()
     /// Runs a batch request (rows inserted, updated or deleted without objects) inside an open
@@ -92,6 +99,11 @@ package protocol StoreEngine: AnyObject, Sendable {
 }
 
 extension StoreEngine {
+    /// Nothing to check: the SQLite store checks its deferred foreign keys at the end of
+    /// `beginSave` (a read of the connection's state, no statement), and the in-memory store
+    /// has nothing deferred.
+    package func prepareCommit() throws(CoherenceError) {}
+
     /// Rows of `entity` and its sub-entities by primary key, as the store is now.
     package func rows(of entity: EntityDescription, keys: [Int64]) throws(CoherenceError) -> [StoreRow] {
         try rows(of: entity, keys: keys, in: nil)
