@@ -29,6 +29,31 @@ import Testing
         try context.performAndWait { try context.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.name)])).map(\.name) }
     }
 
+    /// A snapshot that is being opened as its store closes (removed from the coordinator) does
+    /// not escape the store's detaching: the open fails with `.storeNotAttached` and its
+    /// transaction ends, instead of a generation keeping it and reading the store, attached
+    /// again, at the old snapshot.
+    @Test(.postgreSQLServer, .timeLimit(.minutes(2)), arguments: [false, true])
+    func aSnapshotOpenedAsItsStoreClosesIsDetached(importing: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let (url, _) = try PostgreSQLConnectionTests().storeURL(dir, [:])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        let store = try coordinator.addPersistentStore(type: .postgreSQL, at: url)
+        let engine = try #require(store.engine as? PostgreSQLStore)
+        let exported = importing ? try #require(try engine.openSnapshot() as? PostgreSQLSnapshot) : nil
+        engine.openSnapshotHook.withLock { $0 = { [weak engine] in engine?.close() } }
+        let error = #expect(throws: CoherenceError.self) {
+            if let exported {
+                _ = try engine.openSnapshot(importing: exported.identifier)
+            } else {
+                _ = try engine.openSnapshot()
+            }
+        }
+        #expect(error?.code == .storeNotAttached)
+        #expect(engine.openSnapshots.withLock { $0.compactMap(\.snapshot).isEmpty })
+        #expect(exported?.isDetached ?? true)
+    }
+
     @Test(.postgreSQLServer, .timeLimit(.minutes(2)))
     func twoContextsPinnedToOneGenerationReadAtOnceAndSeeTheSameRows() throws {
         let dir = try TemporaryDirectory()

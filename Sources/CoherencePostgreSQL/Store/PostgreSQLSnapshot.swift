@@ -135,10 +135,20 @@ struct WeakPostgreSQLSnapshot {
 
 extension PostgreSQLStore {
     /// Notes `snapshot` as open, to detach it when the store closes.
-    func noteOpen(_ snapshot: PostgreSQLSnapshot) -> PostgreSQLSnapshot {
-        openSnapshots.withLock { list in
+    /// - Throws: `.storeNotAttached` when the store closed while the snapshot was being opened
+    ///   (the snapshot is detached: its transaction ends).
+    func noteOpen(_ snapshot: PostgreSQLSnapshot) throws(CoherenceError) -> PostgreSQLSnapshot {
+        openSnapshotHook.withLock { $0 }?()
+        // Under the list's lock: `close()` marks the pool closed before it takes the list, so
+        // either it detaches this snapshot or this sees the pool closed.
+        let closed = openSnapshots.withLock { list -> Bool in
             list.removeAll { $0.snapshot == nil }
             list.append(WeakPostgreSQLSnapshot(snapshot: snapshot))
+            return readersClosed
+        }
+        if closed {
+            snapshot.detach()
+            throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
         }
         return snapshot
     }
@@ -163,16 +173,18 @@ extension PostgreSQLStore: SnapshotImporting {
     /// (which fixes what it sees), so that other connections can read at the same snapshot.
     package func openSnapshot() throws(CoherenceError) -> any StoreSnapshot {
         let c = try takeReader()
+        let snapshot: PostgreSQLSnapshot
         do {
             try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             guard case .text(let identifier)? = try c.execute("SELECT pg_export_snapshot()").rows.first?.first else {
                 throw PostgreSQLError(message: "The server exported no snapshot.", location: locationDescription)
             }
-            return noteOpen(PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self))
+            snapshot = PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
         } catch {
             c.close()
             throw storeError(.storeReadFailed, error, "Opening a snapshot failed")
         }
+        return try noteOpen(snapshot)
     }
 
     /// Begins a `REPEATABLE READ` transaction on a reader connection at a snapshot another
@@ -181,10 +193,11 @@ extension PostgreSQLStore: SnapshotImporting {
     /// - Throws: `.invalidQueryGenerationToken` when the snapshot is no longer held.
     package func openSnapshot(importing identifier: String) throws(CoherenceError) -> any StoreSnapshot {
         let c = try takeReader()
+        let snapshot: PostgreSQLSnapshot
         do {
             try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try c.execute("SET TRANSACTION SNAPSHOT \(generator.literal(.text(identifier)))")
-            return noteOpen(PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self))
+            snapshot = PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
         } catch {
             c.close()
             var e = CoherenceError(
@@ -193,5 +206,6 @@ extension PostgreSQLStore: SnapshotImporting {
             e.underlyingErrors = [error]
             throw e
         }
+        return try noteOpen(snapshot)
     }
 }

@@ -32,6 +32,8 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     private let listener = LockedValue<(listener: PostgreSQLListener?, isClosed: Bool)>((nil, false))
     /// The snapshots of query generations opened on this store, detached when it closes.
     let openSnapshots = LockedValue<[WeakPostgreSQLSnapshot]>([])
+    /// Test hook: called as a snapshot just opened is noted (its transaction begun).
+    let openSnapshotHook = LockedValue<(@Sendable () -> Void)?>(nil)
     /// Generated SQL with numbered placeholders, by the generator's text; at most
     /// ``numberedLimit`` texts (fetches with many different predicates must not grow it without end).
     private let numbered = LockedValue<[String: String]>([:])
@@ -304,6 +306,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
 
     /// How many reader connections are idle in the pool.
     var idleReaderCount: Int { readers.withLock { $0.idle.count } }
+
+    /// Whether the store closed its reader pool (``close()``).
+    var readersClosed: Bool { readers.withLock { $0.isClosed } }
 
     /// Closes the idle reader connections (after one of them was found lost).
     func dropIdleReaders() {

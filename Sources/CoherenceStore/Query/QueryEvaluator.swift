@@ -275,13 +275,13 @@ package enum QueryEvaluator {
         }
     }
 
-    /// Whether a value comes straight from a decimal attribute.
     /// Whether one of `expressions` is a decimal attribute's value (directly or through `??` /
     /// `?:`): only then do they compare as decimals; constants alone compare as their text.
     package static func comparesAsDecimals(_ expressions: QueryExpression...) -> Bool {
         expressions.contains { isDecimal($0) }
     }
 
+    /// Whether a value comes straight from a decimal attribute (or through `??` / `?:`).
     static func isDecimal(_ e: QueryExpression) -> Bool {
         switch e {
         case .path(let p): return p.attribute?.type == .decimal
