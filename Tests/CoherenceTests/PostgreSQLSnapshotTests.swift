@@ -50,7 +50,7 @@ import Testing
             }
         }
         #expect(error?.code == .storeNotAttached)
-        #expect(engine.openSnapshots.withLock { $0.compactMap(\.snapshot).isEmpty })
+        #expect(engine.openSnapshots.isEmpty)
         #expect(exported?.isDetached ?? true)
     }
 

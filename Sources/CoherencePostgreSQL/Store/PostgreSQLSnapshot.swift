@@ -7,7 +7,7 @@ import Foundation
 /// contexts sharing the generation read at once, each on a connection of its own, and all see
 /// exactly the same data. Connections that imported it are kept (in their transactions) for the
 /// next reads; closing ends every transaction and gives the connections back to the pool.
-final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
+final class PostgreSQLSnapshot: ExportedStoreSnapshot, DetachableSnapshot, @unchecked Sendable {
     // @unchecked Sendable: a connection is used by one read at a time: taken out of `state`
     // under its lock, and put back when the read is done.
     private struct State {
@@ -128,39 +128,16 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, @unchecked Sendable {
     }
 }
 
-/// A snapshot of a store, not kept alive by the store (its generation keeps it).
-struct WeakPostgreSQLSnapshot {
-    weak var snapshot: PostgreSQLSnapshot?
-}
-
 extension PostgreSQLStore {
     /// Notes `snapshot` as open, to detach it when the store closes.
     /// - Throws: `.storeNotAttached` when the store closed while the snapshot was being opened
     ///   (the snapshot is detached: its transaction ends).
     func noteOpen(_ snapshot: PostgreSQLSnapshot) throws(CoherenceError) -> PostgreSQLSnapshot {
         openSnapshotHook.withLock { $0 }?()
-        // Under the list's lock: `close()` marks the pool closed before it takes the list, so
-        // either it detaches this snapshot or this sees the pool closed.
-        let closed = openSnapshots.withLock { list -> Bool in
-            list.removeAll { $0.snapshot == nil }
-            list.append(WeakPostgreSQLSnapshot(snapshot: snapshot))
-            return readersClosed
-        }
-        if closed {
-            snapshot.detach()
+        guard openSnapshots.note(snapshot, unlessClosed: { readersClosed }) else {
             throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription)
         }
         return snapshot
-    }
-
-    /// Detaches the open snapshots (the store closes): their transactions end, and a generation
-    /// that held one reads the store, if it is attached again, as it is now.
-    func detachSnapshots() {
-        let open = openSnapshots.withLock { list -> [PostgreSQLSnapshot] in
-            defer { list = [] }
-            return list.compactMap(\.snapshot)
-        }
-        for s in open { s.detach() }
     }
 }
 

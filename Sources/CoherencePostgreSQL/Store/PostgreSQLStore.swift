@@ -31,7 +31,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// The listener of the other coordinators' commits, once started.
     private let listener = LockedValue<(listener: PostgreSQLListener?, isClosed: Bool)>((nil, false))
     /// The snapshots of query generations opened on this store, detached when it closes.
-    let openSnapshots = LockedValue<[WeakPostgreSQLSnapshot]>([])
+    let openSnapshots = OpenSnapshots<PostgreSQLSnapshot>()
     /// Test hook: called as a snapshot just opened is noted (its transaction begun).
     let openSnapshotHook = LockedValue<(@Sendable () -> Void)?>(nil)
     /// Generated SQL with numbered placeholders, by the generator's text; at most
@@ -176,7 +176,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
             return pool.idle
         }
         for c in idle { c.close() }
-        detachSnapshots()
+        openSnapshots.detachAll()
         listener.withLock { state -> PostgreSQLListener? in
             state.isClosed = true
             defer { state.listener = nil }

@@ -5,7 +5,7 @@ import Synchronization
 /// open (`BEGIN` and a first read), so that every read on it sees the file as it was then. The
 /// contexts sharing the generation share the connection, one read at a time. Closing ends the
 /// transaction and gives the connection back to the pool.
-final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
+final class SQLiteSnapshot: DetachableSnapshot, @unchecked Sendable {
     // @unchecked Sendable: the connection is used only inside `connection.withLock`.
     private let connection: LockedValue<ConnectionBox?>
     private weak var store: SQLiteStore?
@@ -50,11 +50,6 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
     }
 }
 
-/// An open snapshot, held weakly by its store (its generation owns it).
-struct WeakSQLiteSnapshot {
-    weak var snapshot: SQLiteSnapshot?
-}
-
 extension SQLiteStore {
     package var supportsSnapshots: Bool { journalMode == "wal" }
 
@@ -82,13 +77,7 @@ extension SQLiteStore {
             throw error
         }
         let snapshot = SQLiteSnapshot(box, store: self)
-        let closed = openSnapshots.withLock { list -> Bool in
-            list.removeAll { $0.snapshot == nil }
-            list.append(WeakSQLiteSnapshot(snapshot: snapshot))
-            return readersClosed
-        }
-        if closed {
-            snapshot.close()
+        guard openSnapshots.note(snapshot, unlessClosed: { readersClosed }) else {
             throw CoherenceError(.storeNotAttached, "The store has been closed.", store: path)
         }
         return snapshot
@@ -99,14 +88,5 @@ extension SQLiteStore {
     func withReader<T>(_ snapshot: (any StoreSnapshot)?, _ body: (SQLiteConnection) throws -> T) throws(CoherenceError) -> T {
         guard let snapshot = snapshot as? SQLiteSnapshot else { return try withReader(body) }
         return try snapshot.read { (c) throws(CoherenceError) -> T in try readingStore { () throws -> T in try body(c) } }
-    }
-
-    /// Closes the open snapshots (the store closes).
-    func closeSnapshots() {
-        let open = openSnapshots.withLock { list -> [SQLiteSnapshot] in
-            defer { list = [] }
-            return list.compactMap(\.snapshot)
-        }
-        for s in open { s.detach() }
     }
 }

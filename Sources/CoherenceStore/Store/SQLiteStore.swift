@@ -71,7 +71,7 @@ package final class SQLiteStore: StoreEngine {
     /// not be switched, or the store was opened without WAL).
     let journalMode: String
     /// The snapshots of pinned query generations that are open, closed with the store.
-    let openSnapshots = LockedValue<[WeakSQLiteSnapshot]>([])
+    let openSnapshots = OpenSnapshots<SQLiteSnapshot>()
 
     struct ReaderPool {
         var idle: [ConnectionBox] = []
@@ -347,7 +347,7 @@ package final class SQLiteStore: StoreEngine {
             pool.isClosed = true
             pool.idle.removeAll()
         }
-        closeSnapshots()
+        openSnapshots.detachAll()
         writer.close()
     }
 
