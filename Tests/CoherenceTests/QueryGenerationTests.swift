@@ -120,7 +120,7 @@ import Testing
             let list = try view.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\Person.name)]))
             #expect(list.map(\.objectID) == f.people)
             #expect(view.queryGenerationToken != nil && view.queryGenerationToken != .current)
-            view.refreshAllObjects()
+            for person in list { view.refresh(person, mergeChanges: false) }
             #expect(list[0].isFault)
         }
         try f.deleteElsewhere(ada)
@@ -158,7 +158,7 @@ import Testing
     // MARK: Advancing
 
     enum Advance: String, CaseIterable, CustomTestStringConvertible {
-        case save, mergeDidSave, mergeRemote, reset, automaticMerge
+        case save, mergeDidSave, mergeRemote, reset, automaticMerge, refreshAll
         var testDescription: String { rawValue }
     }
 
@@ -195,6 +195,8 @@ import Testing
                     into: [view])
             case .reset:
                 view.reset()
+            case .refreshAll:
+                view.refreshAllObjects()
             case .automaticMerge:
                 break  // merged by the notification, on the context's queue, before this block
             }
@@ -205,6 +207,49 @@ import Testing
         }
         // The old snapshot was released with its last holder.
         #expect(f.coordinator.queryGenerations.liveCount == 1)
+    }
+
+    /// Refreshing all objects moves a context pinned with `.current` (as a save does) and
+    /// re-reads its objects at the new generation; a context pinned to another context's token
+    /// keeps its snapshot (as Core Data's "refresh-all for a context pinned to current").
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func refreshingAllObjectsMovesOnlyAContextPinnedToCurrent(_ type: StoreType) throws {
+        let f = try Fixture(type)
+        let view = f.context("view"), follower = f.context("follower")
+        let token = try view.performAndWait { () throws -> QueryGenerationToken? in
+            try view.setQueryGeneration(from: .current)
+            let town = try #require(view.existingObject(with: f.town) as? Town)
+            #expect(town.name == "Lyon")
+            return view.queryGenerationToken
+        }
+        try follower.performAndWait {
+            try follower.setQueryGeneration(from: token)
+            let town = try #require(follower.existingObject(with: f.town) as? Town)
+            #expect(town.name == "Lyon")
+        }
+        try f.deleteElsewhere(f.people[0])
+        try follower.performAndWait {
+            follower.refreshAllObjects()
+            #expect(follower.queryGenerationToken == token)
+            let town = try #require(follower.existingObject(with: f.town) as? Town)
+            #expect(town.name == "Lyon")
+            #expect(try follower.count(for: FetchRequest<Person>()) == 3)
+        }
+        try view.performAndWait {
+            let town = try #require(view.registeredObject(for: f.town) as? Town)
+            let ada = try #require(view.existingObject(with: f.people[0]) as? Person)
+            #expect(town.name == "Lyon")
+            #expect(ada.name == "Ada")
+            town.population = 1  // an unsaved change survives the refresh
+            view.refreshAllObjects()  // the changed town is read again at once: a new generation
+            #expect(view.queryGenerationToken != token)
+            #expect(town.name == "Paris")
+            #expect(town.population == 1)
+            #expect(ada.isFault)
+            #expect(throws: CoherenceError.self) { try view.existingObject(with: f.people[0]) }
+            #expect(try view.count(for: FetchRequest<Person>()) == 2)
+            #expect(view.queryGenerationToken != token && view.queryGenerationToken != .current)
+        }
     }
 
     // MARK: Sharing, unpinning, errors
@@ -359,7 +404,7 @@ import Testing
             try view.setQueryGeneration(from: .current)
             let notes = try view.fetch(FetchRequest<RemoteNote>(sortBy: [SortDescriptor(\RemoteNote.sequence)]))
             #expect(notes.count == 2)
-            view.refreshAllObjects()
+            for note in notes { view.refresh(note, mergeChanges: false) }
             return try #require(notes.first).objectID
         }
         let child = try WriterProcess(store: url, author: "child", ["--delete-sequence", "1"])

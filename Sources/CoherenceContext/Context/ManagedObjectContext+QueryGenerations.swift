@@ -25,8 +25,9 @@ extension ManagedObjectContext {
     /// The context moves to a new snapshot of the current state (pinned at its next read) when
     /// it saves, resets, or merges changes (``mergeChanges(fromContextDidSave:)``,
     /// ``mergeChanges(fromRemoteContextSave:into:)``, or an automatic merge, see
-    /// ``automaticallyMergesChangesFromParent``). Objects already in memory keep their values
-    /// until they are refreshed. A snapshot is released when no context holds it any more, or
+    /// ``automaticallyMergesChangesFromParent``), and, when it was pinned with `.current` (or
+    /// has moved on since), when it refreshes all its objects (``refreshAllObjects()``).
+    /// Objects already in memory keep their values until they are refreshed. A snapshot is released when no context holds it any more, or
     /// when no read used it for ``PersistentStoreCoordinator/queryGenerationIdleTimeout``.
     ///
     /// ```swift
@@ -71,6 +72,14 @@ extension ManagedObjectContext {
     package func advanceQueryGeneration() {
         guard parent == nil, let pin = settings.withLock({ $0.generationPin }) else { return }
         pin.advance()
+    }
+
+    /// Moves a context pinned to ``QueryGenerationToken/current`` to the current generation;
+    /// nothing for one pinned to another context's token, or unpinned. Called by
+    /// ``refreshAllObjects()``.
+    package func advanceQueryGenerationIfFollowingCurrent() {
+        guard parent == nil, let pin = settings.withLock({ $0.generationPin }) else { return }
+        pin.advanceIfFollowingCurrent()
     }
 }
 

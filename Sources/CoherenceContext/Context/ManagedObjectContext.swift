@@ -995,8 +995,20 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// Refreshes every registered object (turning unchanged ones into faults) and keeps
     /// unsaved changes.
+    ///
+    /// A context pinned to ``QueryGenerationToken/current`` (see
+    /// ``setQueryGeneration(from:)``) first moves to the current generation, so the objects
+    /// read the stores as they are now; one pinned to another context's token keeps reading
+    /// that snapshot.
+    ///
+    /// ```swift
+    /// for await _ in coordinator.remoteChanges {
+    ///     await viewContext.perform { viewContext.refreshAllObjects() }
+    /// }
+    /// ```
     public func refreshAllObjects() {
         assertOnExecutor()
+        advanceQueryGenerationIfFollowingCurrent()
         for o in registered.values where !o.isInserted {
             refresh(o, mergeChanges: o.hasChanges)
         }

@@ -4,11 +4,15 @@
 package final class QueryGenerationPin: Sendable {
     package let coordinator: PersistentStoreCoordinator
     private let held: LockedValue<QueryGeneration?>
+    /// Whether the pin follows the current generation: set with `.current`, or moved on since
+    /// (a save, reset or merge); false while it holds another context's token.
+    private let followsCurrent: LockedValue<Bool>
 
     /// A pin to the generation current at the first read.
     package init(currentOf coordinator: PersistentStoreCoordinator) {
         self.coordinator = coordinator
         self.held = LockedValue(nil)
+        self.followsCurrent = LockedValue(true)
     }
 
     /// A pin to the generation `token` names (held once more), or, for a token of another
@@ -24,6 +28,7 @@ package final class QueryGenerationPin: Sendable {
         } else {
             self.held = LockedValue(try coordinator.queryGenerations.retain(token))
         }
+        self.followsCurrent = LockedValue(false)
     }
 
     deinit {
@@ -51,8 +56,15 @@ package final class QueryGenerationPin: Sendable {
         }
     }
 
+    /// Lets the held generation go if the pin follows the current generation (see
+    /// ``advance()``); nothing for a pin that holds another context's token.
+    package func advanceIfFollowingCurrent() {
+        if followsCurrent.withLock({ $0 }) { advance() }
+    }
+
     /// Lets the held generation go: the next read pins the generation current then.
     package func advance() {
+        followsCurrent.withLock { $0 = true }
         let old = held.withLock { g -> QueryGeneration? in
             defer { g = nil }
             return g
