@@ -9,9 +9,9 @@ import Testing
 /// update inside a savepoint only when it changes a column of a uniqueness constraint.
 @Suite struct PostgreSQLPipelineTests {
     /// A context on a new PostgreSQL store, and the store.
-    func open(_ dir: TemporaryDirectory) throws -> (ManagedObjectContext, PostgreSQLStore) {
+    func open(_ dir: TemporaryDirectory, options: StoreOptions = StoreOptions()) throws -> (ManagedObjectContext, PostgreSQLStore) {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
-        try coordinator.addPersistentStore(type: .postgreSQL, at: try dir.postgreSQLURL())
+        try coordinator.addPersistentStore(type: .postgreSQL, at: try dir.postgreSQLURL(), options: options)
         let store = try #require(coordinator.persistentStores.first?.engine as? PostgreSQLStore)
         return (ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator), store)
     }
@@ -128,6 +128,32 @@ import Testing
                     })
             }
             #expect(name.last == 5)
+        }
+    }
+
+    /// With remote-change notifications on, the notification goes to the server in the round
+    /// trip of the `COMMIT`: a save of one changed object still takes three round trips.
+    @Test(.postgreSQLServer) func theCommitNotificationGoesWithTheCommit() throws {
+        let dir = try TemporaryDirectory()
+        let (context, store) = try open(dir, options: StoreOptions(remoteChangeNotificationPost: true))
+        try context.performAndWait {
+            let town = Town(context: context)
+            town.name = "Avalon"
+            try context.save()
+            var trips: [Int] = []
+            for p in 1...2 {
+                trips.append(
+                    try roundTrips(store) {
+                        town.population = p
+                        try context.save()
+                    })
+            }
+            #expect(trips.last == 3)
+        }
+        let (reader, _) = try open(dir)
+        try reader.performAndWait {
+            let towns = try reader.fetch(FetchRequest<Town>())
+            #expect(towns.map(\.population) == [2])
         }
     }
 

@@ -66,9 +66,7 @@ extension PostgreSQLStore {
     package func commitSave() throws(CoherenceError) {
         let c = try writerConnection()
         do {
-            // The notification carries the commit's history token (nil without history).
-            try notifyCommit(on: c, token: pendingHistoryToken)
-            try c.execute("COMMIT")
+            try commit(on: c, token: pendingHistoryToken)
         } catch {
             rollbackSave()
             throw storeError(.storeWriteFailed, error, "Committing the save failed")

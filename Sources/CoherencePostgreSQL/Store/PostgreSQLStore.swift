@@ -209,13 +209,21 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// How many commit notifications the listener has handled, its own included (for tests).
     var notificationsHandled: Int { listener.withLock { $0.listener }?.handled.withLock { $0 } ?? 0 }
 
-    /// Tells the store's other coordinators about the commit under way (inside its
-    /// transaction: the notification is sent when it commits, and never when it rolls back).
-    func notifyCommit(on c: PostgreSQLConnection, token: PersistentHistoryToken?) throws(PostgreSQLError) {
-        guard notifiesCommits else { return }
-        try c.execute(
-            "SELECT pg_notify($1, $2)",
-            [.text(PostgreSQLListener.channel(of: identifier)), .text(PostgreSQLListener.payload(sender: sender, token: token))])
+    /// Commits the transaction on `c`, telling the store's other coordinators about it when the
+    /// store notifies commits: the notification (`pg_notify`, carrying `token`, the commit's
+    /// history token, nil without history) is sent inside the transaction, so it goes out when
+    /// it commits and never when it rolls back, in the same round trip as the `COMMIT`.
+    /// - Throws: the failure of either statement (the `COMMIT` does not run after a failed
+    ///   notification; a refused `COMMIT` rolls the transaction back).
+    func commit(on c: PostgreSQLConnection, token: PersistentHistoryToken?) throws(PostgreSQLError) {
+        guard notifiesCommits else {
+            try c.execute("COMMIT")
+            return
+        }
+        let notification: [StoredValue] = [
+            .text(PostgreSQLListener.channel(of: identifier)), .text(PostgreSQLListener.payload(sender: sender, token: token))
+        ]
+        _ = try c.executePipelined([("SELECT pg_notify($1, $2)", notification), ("COMMIT", [])])
     }
 
     /// Makes the store's schema unless it exists. A role that may not create schemas in the
