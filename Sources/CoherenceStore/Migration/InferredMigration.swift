@@ -455,6 +455,8 @@ package struct InferredMigration {
         for name in oldJoinTables.sorted() { try c.execute("DROP TABLE IF EXISTS \(q(Self.oldPrefix + name))") }
         for name in renamed.sorted() { try c.execute("DROP TABLE IF EXISTS \(q(Self.oldPrefix + name))") }
 
+        try migrateHistory(on: c)
+
         // Primary-key counters, by the new numbers of the roots.
         try c.execute("DELETE FROM Z_PRIMARYKEY")
         for plan in plans {
