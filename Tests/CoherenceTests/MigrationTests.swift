@@ -281,11 +281,18 @@ struct MigrationTests {
         let dir = try TemporaryDirectory()
         let url = try migrationStoreURL(type, dir)
         try Self.fill(url)
+        let before = try Self.snapshot(url)
         let v2 = try Self.personAndPlainTown([])
         let error = #expect(throws: CoherenceError.self) {
             try withMigrationStore(v2, at: url, options: StoreOptions(migratesAutomatically: false)) { _ in }
         }
         #expect(error?.code == .storeIncompatible)
+        #expect(try Self.snapshot(url) == before)
+        let notInferred = #expect(throws: CoherenceError.self) {
+            try withMigrationStore(v2, at: url, options: StoreOptions(infersMappingModelAutomatically: false)) { _ in }
+        }
+        #expect(notInferred?.code == .storeIncompatible)
+        #expect(try Self.snapshot(url) == before)
     }
 
     @Test func historySurvivesAndProgressCountsRows() throws {

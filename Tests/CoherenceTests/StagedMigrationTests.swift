@@ -171,3 +171,35 @@ struct StagedMigrationTests {
         #expect(try !migrationCopyLeft(url, in: dir))
     }
 }
+
+/// A staged migration of a file that is not a store yet.
+extension StagedMigrationTests {
+    /// An empty file (a first open killed before its commit leaves one) becomes a new store, as
+    /// it does without a migration manager; a SQLite database that is not a store is refused
+    /// with `.storeIncompatible` and left as it was.
+    @Test func anEmptyFileBecomesAStoreAndAForeignDatabaseIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        let manager = StagedMigrationManager([try Self.decodeStage()])
+        let options = StoreOptions(stagedMigrationManager: manager)
+        let empty = dir.file("empty.sqlite")
+        #expect(FileManager.default.createFile(atPath: empty.path, contents: Data()))
+        let names = try withMigrationStore(try Self.v2(), at: empty, options: options) { context in
+            try insertObject(context, "Student", ["name": "Ann"])
+            try context.save()
+            return try fetchByName(context, "Student").map(\.nameValue)
+        }
+        #expect(names == ["Ann"])
+        let metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: .sqlite, at: empty)
+        #expect(try Self.v2().isConfiguration(withName: nil, compatibleWithStoreMetadata: metadata))
+
+        let foreign = dir.file("foreign.sqlite")
+        do {
+            let c = try SQLiteConnection(location: .file(foreign.path), switchesToWAL: false)
+            try c.execute("CREATE TABLE t (x INTEGER)")
+        }
+        let before = try Data(contentsOf: foreign)
+        let error = #expect(throws: CoherenceError.self) { try withMigrationStore(try Self.v2(), at: foreign, options: options) { _ in } }
+        #expect(error?.code == .storeIncompatible)
+        #expect(try Data(contentsOf: foreign) == before)
+    }
+}

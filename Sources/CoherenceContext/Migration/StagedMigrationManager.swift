@@ -104,8 +104,11 @@ public final class StagedMigrationManager: StoreMigrator {
             metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: type, at: url)
         } catch {
             // (`catch where` on a typed-throws `do` crashes some compilers; hence the guard.)
-            guard error.code == .storeNotFound else { throw error }
-            return []  // a new store: made at the model's version
+            // No store yet, or a file without Coherence metadata: adding it makes a new store at
+            // the model's version (an empty file, such as a first open killed before its
+            // commit leaves) or refuses it (a database that is not a store).
+            guard error.code == .storeNotFound || error.code == .storeIncompatible else { throw error }
+            return []
         }
         var current = metadata["modelVersionHash"]
         if current == nil && metadata["storeLayout"] == "CoreData" {

@@ -219,6 +219,118 @@ package enum HistoryCoding {
     }
 }
 
+extension HistoryCoding {
+    /// The changes of a transaction after a migration renamed or removed entities and
+    /// properties: `entityName` gives an old entity's new name (nil: removed, its changes are left
+    /// out), `propertyName` an old property's new name for an old entity (nil: removed, left out
+    /// of updated properties, values and tombstones). Keys and values are kept as they were.
+    /// - Returns: the new entity names, bytes and number of changes; nil when the bytes are
+    ///   damaged (the caller leaves them as they are).
+    package static func renamed(
+        _ bytes: UnsafeRawBufferPointer, entityName: (String) -> String?, propertyName: (_ entity: String, _ property: String) -> String?
+    ) -> (entities: [String], bytes: [UInt8], changeCount: Int)? {
+        var r = ByteReader(bytes)
+        guard r.byte() == Self.format, let entityCount = r.count() else { return nil }
+        var oldEntities: [String] = []
+        for _ in 0..<entityCount {
+            guard let name = r.string() else { return nil }
+            oldEntities.append(name)
+        }
+        guard let propertyCount = r.count() else { return nil }
+        var oldProperties: [String] = []
+        for _ in 0..<propertyCount {
+            guard let name = r.string() else { return nil }
+            oldProperties.append(name)
+        }
+        let newEntities = oldEntities.map(entityName)
+        // The new lists, made as kept changes use them.
+        var entityNames: [String] = []
+        var entityIndex: [String: Int] = [:]
+        var propertyNames: [String] = []
+        var propertyIndex: [String: Int] = [:]
+        func newIndex(_ name: String, _ names: inout [String], _ index: inout [String: Int]) -> UInt64 {
+            if let i = index[name] { return UInt64(i) }
+            index[name] = names.count
+            names.append(name)
+            return UInt64(names.count - 1)
+        }
+        func property(_ i: UInt64?) -> Int? {
+            guard let i, i < UInt64(oldProperties.count) else { return nil }
+            return Int(i)
+        }
+        guard let changeCount = r.count() else { return nil }
+        var body = ByteWriter()
+        var kept = 0
+        for _ in 0..<changeCount {
+            guard let head = r.varint(), let key = r.varint(), head >> 2 < UInt64(oldEntities.count),
+                let type = PersistentHistoryChangeType(rawValue: Int(head & 3))
+            else { return nil }
+            let e = Int(head >> 2)
+            var updated: [Int] = []
+            var values: [(property: Int, old: StoredValue, new: StoredValue)] = []
+            switch type {
+            case .insert:
+                break
+            case .update:
+                guard let n = r.count() else { return nil }
+                for _ in 0..<n {
+                    guard let p = property(r.varint()) else { return nil }
+                    updated.append(p)
+                }
+                guard let m = r.count() else { return nil }
+                for _ in 0..<m {
+                    guard let p = property(r.varint()), let before = r.value(), let after = r.value() else { return nil }
+                    values.append((p, before, after))
+                }
+            case .delete:
+                guard let n = r.count() else { return nil }
+                for _ in 0..<n {
+                    guard let p = property(r.varint()), let v = r.value() else { return nil }
+                    values.append((p, v, v))
+                }
+            }
+            guard let newEntity = newEntities[e] else { continue }
+            func renamed(_ p: Int) -> UInt64? {
+                propertyName(oldEntities[e], oldProperties[p]).map { newIndex($0, &propertyNames, &propertyIndex) }
+            }
+            body.varint(newIndex(newEntity, &entityNames, &entityIndex) << 2 | UInt64(type.rawValue))
+            body.varint(key)
+            switch type {
+            case .insert:
+                break
+            case .update:
+                let names = updated.compactMap(renamed)
+                body.varint(UInt64(names.count))
+                for i in names { body.varint(i) }
+                let pairs = values.compactMap { v in renamed(v.property).map { ($0, v.old, v.new) } }
+                body.varint(UInt64(pairs.count))
+                for (i, old, new) in pairs {
+                    body.varint(i)
+                    body.value(old)
+                    body.value(new)
+                }
+            case .delete:
+                let tombstone = values.compactMap { v in renamed(v.property).map { ($0, v.old) } }
+                body.varint(UInt64(tombstone.count))
+                for (i, value) in tombstone {
+                    body.varint(i)
+                    body.value(value)
+                }
+            }
+            kept += 1
+        }
+        var out = ByteWriter()
+        out.bytes.append(Self.format)
+        out.varint(UInt64(entityNames.count))
+        for n in entityNames { out.string(n) }
+        out.varint(UInt64(propertyNames.count))
+        for n in propertyNames { out.string(n) }
+        out.varint(UInt64(kept))
+        out.bytes.append(contentsOf: body.bytes)
+        return (entityNames, out.bytes, kept)
+    }
+}
+
 /// Appends the pieces of ``HistoryCoding``'s format to a byte array.
 private struct ByteWriter {
     var bytes: [UInt8] = []

@@ -434,6 +434,7 @@ package struct InferredMigration {
             }
         }
 
+        try keepOneObjectPerDestination(on: c)
         try checkUniqueness(on: c)
         Self.stepHook?("indexes")
         var indexNames = Set<String>()
@@ -455,6 +456,8 @@ package struct InferredMigration {
         for name in oldJoinTables.sorted() { try c.execute("DROP TABLE IF EXISTS \(q(Self.oldPrefix + name))") }
         for name in renamed.sorted() { try c.execute("DROP TABLE IF EXISTS \(q(Self.oldPrefix + name))") }
 
+        try migrateHistory(on: c)
+
         // Primary-key counters, by the new numbers of the roots.
         try c.execute("DELETE FROM Z_PRIMARYKEY")
         for plan in plans {
@@ -474,7 +477,37 @@ package struct InferredMigration {
         return String(statement[statement.index(after: start)..<on.lowerBound]).replacingOccurrences(of: "\"\"", with: "\"")
     }
 
+    /// Whether an old relationship was one-to-one (a to-one whose inverse is a to-one).
+    func wasOneToOne(_ r: StoredSchema.Relationship) -> Bool {
+        guard !r.isToMany, let inverse = r.inverse else { return false }
+        return old.allRelationships(of: r.destination).contains { $0.relationship.name == inverse && !$0.relationship.isToMany }
+    }
+
+    /// Makes each one-to-one relationship that was not one before hold at most one object per
+    /// destination: of the rows whose key column points to the same object, the one with the
+    /// smallest key keeps it (a to-many that becomes a to-one keeps its object with the smallest
+    /// key), the others point nowhere.
+    func keepOneObjectPerDestination(on c: any MigrationDatabase) throws {
+        let q = generator.dialect.quote
+        for e in entities {
+            for r in e.relationships where r.entity === e && !r.isTransient && !r.isToMany {
+                guard case .foreignKey = r.storage, let inverse = r.inverseRelationship, inverse !== r, !inverse.isToMany,
+                    let (_, rel, _) = oldRelationship(r), !wasOneToOne(rel)
+                else { continue }
+                let table = q(e.rootEntity.name)
+                let column = q(r.name)
+                let numbers = e.descendantNumbers.map(String.init).joined(separator: ", ")
+                try c.execute(
+                    """
+                    UPDATE \(table) SET \(column) = NULL WHERE \(column) IS NOT NULL AND Z_ENT IN (\(numbers)) AND Z_PK > \
+                    (SELECT min(x.Z_PK) FROM \(table) x WHERE x.\(column) = \(table).\(column) AND x.Z_ENT IN (\(numbers)))
+                    """)
+            }
+        }
+    }
+
     /// Throws when rows violate a uniqueness constraint of the new model, naming the duplicates.
+
     func checkUniqueness(on c: any MigrationDatabase) throws {
         let q = generator.dialect.quote
         for e in entities {

@@ -14,7 +14,7 @@ extension SQLiteStore {
         }
         var executor = BatchExecutor(writer: SQLiteBatchWriter(store: self, connection: c))
         do {
-            try refuseWritesOnceHistoryIsOn(c)
+            try refuseWritesToAChangedStore(c)
             let result = try executor.run(request, author: author, contextName: contextName)
             try keepCoreDataColumns(c)
             try c.checkDeferredForeignKeys()

@@ -6,28 +6,46 @@ extension SQLiteStore {
         (try c.prepare(HistorySQL.tableExists).rows { $0.int64(0) }.first ?? 0) > 0
     }
 
-    /// Refuses the write transaction just begun on `c` (the writer connection) when the store
-    /// was opened without history and another coordinator (another process, say) has turned
-    /// history on since: its writes would be missing from the history others now read.
-    /// History is sticky, as when opening. The transaction holds the write lock, so history
-    /// cannot be turned on before it ends. One `PRAGMA` per write; the tables are looked for only
-    /// when the schema changed since the last look.
-    /// - Throws: `.historyTrackingRequired` (the caller rolls back: nothing is written), or
-    ///   `.storeWriteFailed` when the schema cannot be read.
-    func refuseWritesOnceHistoryIsOn(_ c: SQLiteConnection) throws(CoherenceError) {
-        guard !tracksHistory else { return }
+    /// Refuses the write transaction just begun on `c` (the writer connection) when another
+    /// coordinator (another process, say) changed the store since it was opened:
+    /// - migrated it to another model version: rows written with this store's entity numbers and
+    ///   columns would be taken for other entities, or lost by the next migration;
+    /// - turned persistent history on, for a store opened without it: its writes would be
+    ///   missing from the history others now read. History is sticky, as when opening.
+    ///
+    /// The transaction holds the write lock, so neither can happen before it ends. One `PRAGMA`
+    /// per write; the metadata and tables are looked at only when the schema changed since the
+    /// last look (a migration always changes it).
+    /// - Throws: `.storeIncompatible` (migrated) or `.historyTrackingRequired` (the caller rolls
+    ///   back: nothing is written), or `.storeWriteFailed` when the schema cannot be read.
+    func refuseWritesToAChangedStore(_ c: SQLiteConnection) throws(CoherenceError) {
         let hasHistory: Bool
+        let hash: String?
         do {
             let st = try c.cachedStatement("PRAGMA schema_version")
             defer { st.reset() }
             let version = try st.step() ? st.int64(0) : -1
-            guard version != untrackedSchemaVersion.withLock({ $0 }) else { return }
+            guard version != checkedSchemaVersion.withLock({ $0 }) else { return }
             hasHistory = try Self.hasHistoryTables(c)
-            if !hasHistory { untrackedSchemaVersion.withLock { $0 = version } }
+            // (A store made by Core Data records its version in a property list, not compared here.)
+            hash =
+                generator.naming.isCoreData
+                ? metadata["modelVersionHash"]
+                : try c.prepare("SELECT Z_VALUE FROM Z_METADATA WHERE Z_KEY = 'modelVersionHash'").rows { $0.string(0) }.first
+            if hash == metadata["modelVersionHash"] && (tracksHistory || !hasHistory) {
+                checkedSchemaVersion.withLock { $0 = version }
+            }
         } catch {
             throw storeError(.storeWriteFailed, error, "Reading the store's schema failed")
         }
-        if hasHistory {
+        if hash != metadata["modelVersionHash"] {
+            throw CoherenceError(
+                .storeIncompatible,
+                "Another coordinator migrated this store to another model version (\(hash ?? "none")) since it was opened; "
+                    + "add it again with that version's model (nothing was written).",
+                store: path)
+        }
+        if hasHistory && !tracksHistory {
             throw CoherenceError(
                 .historyTrackingRequired,
                 "Another coordinator turned persistent history on for this store since it was opened without it; "

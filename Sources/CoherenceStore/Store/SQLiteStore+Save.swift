@@ -15,7 +15,7 @@ extension SQLiteStore {
             throw storeError(.storeWriteFailed, error, "Starting the save transaction failed")
         }
         do {
-            try refuseWritesOnceHistoryIsOn(c)
+            try refuseWritesToAChangedStore(c)
             var writer = SaveWriter(store: self, connection: c)
             // With history, the tombstones of deleted objects are read before their rows go.
             var history = try tracksHistory ? SaveHistory(changes) { ids in try storedValues(of: ids, on: c) } : nil

@@ -58,10 +58,10 @@ package final class SQLiteStore: StoreEngine {
     }
     /// Whether the store records persistent history (``StoreOptions/persistentHistoryTracking``).
     package let tracksHistory: Bool
-    /// For a store opened without history: the schema version (`PRAGMA schema_version`) at
-    /// which its file last had no history tables, -1 before the first write. See
-    /// ``refuseWritesOnceHistoryIsOn(_:)``.
-    let untrackedSchemaVersion = LockedValue<Int64>(-1)
+    /// The schema version (`PRAGMA schema_version`) at which the file last was found at this
+    /// store's model version (and, for a store opened without history, without history tables),
+    /// -1 before the first write. See ``refuseWritesToAChangedStore(_:)``.
+    let checkedSchemaVersion = LockedValue<Int64>(-1)
     /// The number of the history transaction the open save wrote (`pending`) and of the last one
     /// this store object committed (`last`).
     let historyCommits = LockedValue(HistoryCommits())

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import Coherence
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
+
+/// A coordinator that opened a SQLite store before another coordinator (another process, say)
+/// migrated it writes nothing more: its rows would carry the old version's entity numbers.
+extension MigrationTests {
+    @Test func aCoordinatorOpenedBeforeAMigrationElsewhereWritesNothing() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("m.sqlite")
+        try Self.fill(url)
+        let old = PersistentStoreCoordinator(managedObjectModel: try Self.v1())
+        let oldStore = try old.addPersistentStore(type: .sqlite, at: url)
+        defer { try? old.remove(oldStore) }
+        let oldContext = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: old)
+        // It has written before: the check is not only a first write's.
+        try oldContext.performAndWait {
+            try insertObject(oldContext, "Town", ["name": "Bern"])
+            try oldContext.save()
+        }
+        // Address sorts first: every entity number moves.
+        let v2 = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Address", properties: [AttributeDescription(name: "name", type: .string, isOptional: true)]),
+            Self.person(indexes: [["age"]]), Self.town()
+        ])
+        try withMigrationStore(v2, at: url) { _ in }
+        let before = try Self.snapshot(url)
+
+        let saveError = #expect(throws: CoherenceError.self) {
+            try oldContext.performAndWait {
+                try insertObject(oldContext, "Person", ["name": "Dee", "age": Int16(3)])
+                try oldContext.save()
+            }
+        }
+        #expect(saveError?.code == .storeIncompatible)
+        let batchError = #expect(throws: CoherenceError.self) {
+            try old.execute(BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Town")))
+        }
+        #expect(batchError?.code == .storeIncompatible)
+        #expect(try Self.snapshot(url) == before)
+        let people = try withMigrationStore(v2, at: url) { context in try fetchByName(context, "Person").map(\.nameValue) }
+        #expect(people == ["Ada", "Bob", "Cy"])
+    }
+}
