@@ -75,6 +75,11 @@ extension PostgreSQLStore {
         }
     }
 
+    /// Commits the open save. When the connection is lost on the way, the server is asked on a
+    /// new connection whether the transaction committed (the connection can be lost after the
+    /// server committed, before its answer arrived: a server waiting for a synchronous standby,
+    /// a network failure): committed, the save succeeded; otherwise it fails with
+    /// `.connectionLost`.
     package func commitSave() throws(CoherenceError) {
         let c = try writerConnection()
         do {
@@ -82,10 +87,23 @@ extension PostgreSQLStore {
             try notifyCommit(on: c, token: pendingHistoryToken)
             try c.execute("COMMIT")
         } catch {
+            if error.isConnectionLoss, committedDespiteLostConnection() {
+                historyCommits.withLock { $0.committed() }
+                return
+            }
             rollbackSave()
             throw storeError(.storeWriteFailed, error, "Committing the save failed")
         }
         historyCommits.withLock { $0.committed() }
+    }
+
+    /// Whether the writer's transaction, whose connection was lost, committed: asked on a new
+    /// writer connection (`txid_status`). False when that cannot be told (no new connection,
+    /// the transaction still in progress on the server, or aborted).
+    private func committedDespiteLostConnection() -> Bool {
+        guard let id = writerTransactionID.withLock({ $0 }), let c = try? reconnectWriter() else { return false }
+        guard let status = try? c.execute("SELECT txid_status($1)", [.integer(id)]).rows.first?.first else { return false }
+        return status == .text("committed")
     }
 
     package func rollbackSave() {

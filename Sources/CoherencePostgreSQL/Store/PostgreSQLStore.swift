@@ -57,6 +57,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// The tables with a deferrable unique or exclusion constraint (see
     /// `PostgreSQLStore+DeferrableIndexes.swift`): inserted into without `ON CONFLICT`.
     let deferrableTables: LockedValue<Set<String>>
+    /// The server's ID of the writer connection's open transaction (`txid_current()`, taken
+    /// with its `BEGIN`), so that a `COMMIT` whose connection is lost can be looked up.
+    let writerTransactionID = LockedValue<Int64?>(nil)
 
     /// Opens the store in the URL's schema, creating the schema and its tables when the schema
     /// has none. Openers are serialized by an advisory lock on the schema's name, so that two
