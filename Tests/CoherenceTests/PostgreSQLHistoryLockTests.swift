@@ -56,10 +56,11 @@ struct PostgreSQLHistoryLockTests {
 
         // The failed save's object is still to save; numbering goes on without a gap.
         #expect(context.performAndWait { context.insertedObjects.count } == 1)
-        #expect(context.performAndWait { () -> CoherenceError? in
-            do throws(CoherenceError) { try context.save() } catch { return error }
-            return nil
-        } == nil)
+        #expect(
+            context.performAndWait { () -> CoherenceError? in
+                do throws(CoherenceError) { try context.save() } catch { return error }
+                return nil
+            } == nil)
         let numbers = try coordinator.execute(.fetchHistory(after: nil as PersistentHistoryToken?)).transactions.map(\.transactionNumber)
         #expect(numbers == [1, 2])
     }

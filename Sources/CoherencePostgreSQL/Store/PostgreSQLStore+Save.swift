@@ -15,7 +15,8 @@ extension PostgreSQLStore {
     package func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
         do {
             return try writeSave(changes)
-        } catch where learnDeferrableTables(after: error) {
+        } catch {
+            guard learnDeferrableTables(after: error) else { throw error }
             return try writeSave(changes)
         }
     }
