@@ -8,6 +8,19 @@ extension PostgreSQLStore {
         _ request: StoreBatchRequest, author: String?, contextName: String?
     ) throws(CoherenceError) -> StoreBatchResult {
         let c = try beginWriterTransaction("Starting the batch transaction failed")
+        if case .insert = request {
+            // The tables with a deferrable unique constraint (inserted into without `ON
+            // CONFLICT`) as they are now: a constraint added while the store is open cannot be
+            // met by running the request again, whose rows may come from a handler (one round
+            // trip more per batch insert).
+            do {
+                let found = try Self.deferrableTables(configuration.schema, on: c)
+                deferrableTables.withLock { $0 = found }
+            } catch {
+                rollbackSave()
+                throw storeError(.storeWriteFailed, error, "Reading the store's constraints failed")
+            }
+        }
         var executor = BatchExecutor(writer: PostgreSQLBatchWriter(store: self, connection: c))
         do {
             return try executor.run(request, author: author, contextName: contextName)
@@ -87,14 +100,21 @@ struct PostgreSQLBatchWriter: BatchWriter {
             (sql, attributes) = (last.sql, last.attributes)
         } else {
             attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
-            sql = store.numbered(generator.batchInsert(entity, attributes: attributes))
+            sql = store.numbered(generator.batchInsert(entity, attributes: attributes, onConflict: !store.insertsWithoutArbiter(entity)))
             lastInsert = (entity, sql, attributes)
         }
         var parameters: [StoredValue] = [.integer(key)]
         parameters.reserveCapacity(attributes.count + 1)
         for a in attributes { parameters.append(PostgreSQLSaveWriter.columnValue(values[a.slot], a)) }
-        let connection = self.connection
-        return try run("Inserting a row of '\(entity.name)' failed") { try connection.execute(sql, parameters) }.affectedRows > 0
+        let store = self.store, connection = self.connection
+        guard store.insertsWithoutArbiter(entity) else {
+            return try run("Inserting a row of '\(entity.name)' failed") { try connection.execute(sql, parameters) }.affectedRows > 0
+        }
+        // Without `ON CONFLICT`: a refusal by the model's uniqueness constraints, inside a savepoint.
+        let constrained = PostgreSQLSaveWriter.changesConstrainedColumn(entity, entity.storedProperties)
+        return try run("Inserting a row of '\(entity.name)' failed") {
+            try store.executeRefusable(sql, parameters, on: connection, savepoint: constrained) != nil
+        }
     }
 
     /// Up to ``insertChunkRows`` rows per INSERT, within PostgreSQL's 65,535 parameters per statement.
@@ -109,11 +129,13 @@ struct PostgreSQLBatchWriter: BatchWriter {
         -> Bool
     {
         let attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
+        let plain = store.insertsWithoutArbiter(entity)
         let sql: String
         if let last = lastMultiInsert, last.entity === entity, last.rows == rows.count {
             sql = last.sql
         } else {
-            sql = generator.dialect.numberingPlaceholders(generator.batchInsert(entity, attributes: attributes, rows: rows.count))
+            sql = generator.dialect.numberingPlaceholders(
+                generator.batchInsert(entity, attributes: attributes, rows: rows.count, onConflict: !plain))
             if rows.count == insertChunkSize(entity) { lastMultiInsert = (entity, rows.count, sql) }
         }
         var parameters: [StoredValue] = []
@@ -122,9 +144,13 @@ struct PostgreSQLBatchWriter: BatchWriter {
             parameters.append(.integer(r.key))
             for a in attributes { parameters.append(PostgreSQLSaveWriter.columnValue(r.values[a.slot], a)) }
         }
-        let connection = self.connection, count = rows.count
+        let store = self.store, connection = self.connection, count = rows.count
         let constrained = PostgreSQLSaveWriter.changesConstrainedColumn(entity, entity.storedProperties)
         return try run("Inserting \(count) rows of '\(entity.name)' failed") {
+            if plain {
+                // Without `ON CONFLICT`: a refusal by the model's uniqueness constraints, inside a savepoint.
+                return try store.executeRefusable(sql, parameters, on: connection, savepoint: constrained) != nil
+            }
             guard constrained else {
                 let inserted = try connection.execute(sql, parameters).affectedRows
                 guard inserted == count else {

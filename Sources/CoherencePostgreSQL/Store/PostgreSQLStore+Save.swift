@@ -8,8 +8,21 @@ extension PostgreSQLStore {
     /// in the SQLite store. An insert that a unique index refuses inserts nothing
     /// (`ON CONFLICT DO NOTHING`), and an update of a hierarchy with uniqueness constraints runs
     /// inside a savepoint, so that a uniqueness conflict is reported as data and the
-    /// transaction can go on to find the others.
+    /// transaction can go on to find the others. A table with a deferrable unique constraint
+    /// (another program's) is inserted into without `ON CONFLICT`, which PostgreSQL refuses
+    /// there (see `PostgreSQLStore+DeferrableIndexes.swift`); a save that meets such a constraint
+    /// added while the store is open runs once more.
     package func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
+        do {
+            return try writeSave(changes)
+        } catch {
+            guard learnDeferrableTables(after: error) else { throw error }
+            return try writeSave(changes)
+        }
+    }
+
+    /// One attempt of ``beginSave(_:)``.
+    private func writeSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
         // The usual inserts (new objects of one root entity) get their keys in the round trip of
         // the `BEGIN`.
         let reservation = SaveKeys.singleReservation(for: changes.inserts)
@@ -63,15 +76,33 @@ extension PostgreSQLStore {
         }
     }
 
+    /// Commits the open save. When the connection is lost on the way, the server is asked on a
+    /// new connection whether the transaction committed (the connection can be lost after the
+    /// server committed, before its answer arrived: a server waiting for a synchronous standby,
+    /// a network failure): committed, the save succeeded; otherwise it fails with
+    /// `.connectionLost`.
     package func commitSave() throws(CoherenceError) {
         let c = try writerConnection()
         do {
             try commit(on: c, token: pendingHistoryToken)
         } catch {
+            if error.isConnectionLoss, committedDespiteLostConnection() {
+                historyCommits.withLock { $0.committed() }
+                return
+            }
             rollbackSave()
             throw storeError(.storeWriteFailed, error, "Committing the save failed")
         }
         historyCommits.withLock { $0.committed() }
+    }
+
+    /// Whether the writer's transaction, whose connection was lost, committed: asked on a new
+    /// writer connection (`txid_status`). False when that cannot be told (no new connection,
+    /// the transaction still in progress on the server, or aborted).
+    private func committedDespiteLostConnection() -> Bool {
+        guard let id = writerTransactionID.withLock({ $0 }), let c = try? reconnectWriter() else { return false }
+        guard let status = try? c.execute("SELECT txid_status($1)", [.integer(id)]).rows.first?.first else { return false }
+        return status == .text("committed")
     }
 
     package func rollbackSave() {
@@ -104,7 +135,7 @@ struct PostgreSQLSaveWriter {
     private var pending: [Pending] = []
     /// The SQL of the last insert, update and delete, and what it was made for: a save's rows of
     /// one entity and set of changed columns reuse it without making and looking it up again.
-    private var lastInsert: (entity: ObjectIdentifier, sql: String)?
+    private var lastInsert: (entity: ObjectIdentifier, sql: String, plain: Bool)?
     private var lastUpdate: (entity: ObjectIdentifier, slots: [Int], checkVersion: Bool, sql: String)?
     private var lastDelete: (entity: ObjectIdentifier, checkVersion: Bool, sql: String)?
 
@@ -215,13 +246,24 @@ struct PostgreSQLSaveWriter {
         var parameters: [StoredValue] = [.integer(primaryKey), .integer(Int64(entity.entityNumber)), .integer(1)]
         for p in entity.storedProperties { parameters.append(Self.columnValue(values[p.slot], p)) }
         let sql: String
+        let plain: Bool
         if let last = lastInsert, last.entity == ObjectIdentifier(entity) {
-            sql = last.sql
+            (sql, plain) = (last.sql, last.plain)
         } else {
-            sql = store.numbered(generator.insert(entity))
-            lastInsert = (ObjectIdentifier(entity), sql)
+            plain = store.insertsWithoutArbiter(entity)
+            sql = store.numbered(generator.insert(entity, onConflict: !plain))
+            lastInsert = (ObjectIdentifier(entity), sql, plain)
         }
-        try enqueue(sql, parameters, .insert(id: id, values: values, reportAs: row.objectID))
+        // Without `ON CONFLICT` (a deferrable constraint of another program on the table), a
+        // row the model's uniqueness constraints may refuse is inserted inside a savepoint.
+        guard plain, Self.changesConstrainedColumn(entity, entity.storedProperties) else {
+            try enqueue(sql, parameters, .insert(id: id, values: values, reportAs: row.objectID))
+            return
+        }
+        try flush()
+        if try store.executeRefusable(sql, parameters, on: connection, savepoint: true) == nil {
+            try recordUniquenessConflict(id: id, values: values, cached: nil, oldVersion: 0, reportAs: row.objectID)
+        }
     }
 
     /// Queues an UPDATE (or runs it inside a savepoint, when it may break a uniqueness

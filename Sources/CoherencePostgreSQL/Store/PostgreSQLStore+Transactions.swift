@@ -31,7 +31,9 @@ extension PostgreSQLStore {
     func beginWriterTransaction(
         _ what: String, reserving keys: (root: EntityDescription, count: Int)?
     ) throws(CoherenceError) -> (connection: PostgreSQLConnection, firstKey: Int64?) {
-        var statements: [(sql: String, parameters: [StoredValue])] = [("BEGIN", [])]
+        // The transaction's ID (it writes, so it has one anyway): a `COMMIT` whose connection is
+        // lost asks the server afterwards whether it committed (see `commitSave()`).
+        var statements: [(sql: String, parameters: [StoredValue])] = [("BEGIN", []), ("SELECT txid_current()", [])]
         let checksHistory = !tracksHistory
         if checksHistory {
             statements.append(("SELECT pg_advisory_xact_lock_shared(hashtext($1))", [.text("coherence:" + configuration.schema)]))
@@ -61,7 +63,8 @@ extension PostgreSQLStore {
                 throw storeError(.storeWriteFailed, error, what)
             }
         }
-        if checksHistory, results.count >= 3, (results[2].firstInteger ?? 0) != 0 {
+        writerTransactionID.withLock { $0 = results.count > 1 ? results[1].firstInteger : nil }
+        if checksHistory, results.count >= 4, (results[3].firstInteger ?? 0) != 0 {
             _ = try? c.execute("ROLLBACK")
             throw CoherenceError(
                 .historyTrackingRequired,

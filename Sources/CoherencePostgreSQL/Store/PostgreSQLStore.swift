@@ -54,6 +54,12 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// Test hook: called in each history fetch with its reader connection, inside the fetch's
     /// transaction and before the history is read (a test ends the connection there).
     let historyFetchHook = LockedValue<(@Sendable (PostgreSQLConnection) throws -> Void)?>(nil)
+    /// The tables with a deferrable unique or exclusion constraint (see
+    /// `PostgreSQLStore+DeferrableIndexes.swift`): inserted into without `ON CONFLICT`.
+    let deferrableTables: LockedValue<Set<String>>
+    /// The server's ID of the writer connection's open transaction (`txid_current()`, taken
+    /// with its `BEGIN`), so that a `COMMIT` whose connection is lost can be looked up.
+    let writerTransactionID = LockedValue<Int64?>(nil)
 
     /// Opens the store in the URL's schema, creating the schema and its tables when the schema
     /// has none. Openers are serialized by an advisory lock on the schema's name, so that two
@@ -86,6 +92,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         let generator = self.generator
         let expectedHash = model.versionHash(forConfiguration: configurationName) ?? model.versionHash
         var metadata: [String: String] = [:]
+        var deferrable: Set<String> = []
         let functions = generator.createFunctions()
         let functionsHash = StableHash.hex(functions.joined(separator: "\n"))
         do {
@@ -142,6 +149,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
                 }
             }
             try Self.prepareHistory(on: connection, tracking: options.persistentHistoryTracking, store: location)
+            deferrable = try Self.deferrableTables(configuration.schema, on: connection)
             try connection.execute("COMMIT")
         } catch let error as CoherenceError {
             _ = try? connection.execute("ROLLBACK")
@@ -161,6 +169,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         self.notifiesCommits = options.remoteChangeNotificationPost
         self.tracksHistory = options.persistentHistoryTracking
         self.writer = PostgreSQLConnectionBox(connection)
+        self.deferrableTables = LockedValue(deferrable)
     }
 
     /// The metadata key of a hash of the store's SQL functions (``SQLGenerator/createFunctions()``):

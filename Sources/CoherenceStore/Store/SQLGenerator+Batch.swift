@@ -38,11 +38,15 @@ extension SQLGenerator {
     /// INSERT of `rows` rows of `entity` for a batch insert: for each row the key, then the
     /// stored attributes (in `attributes` order); the entity number and version 1 are written in the statement, and
     /// foreign keys are left NULL. On PostgreSQL a row a unique index refuses is not inserted
-    /// (no error, which would end the transaction: the changed-row count says so).
-    package func batchInsert(_ entity: EntityDescription, attributes: [AttributeDescription], rows: Int = 1) -> String {
+    /// (no error, which would end the transaction: the changed-row count says so);
+    /// `onConflict: false` leaves that clause out (a table with a deferrable unique constraint
+    /// refuses it).
+    package func batchInsert(
+        _ entity: EntityDescription, attributes: [AttributeDescription], rows: Int = 1, onConflict conflicts: Bool = true
+    ) -> String {
         let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + attributes.map(column)
         let values = "(" + (["?", "\(storedNumber(entity))", "1"] + attributes.map { _ in "?" }).joined(separator: ", ") + ")"
-        let onConflict = dialect == .postgreSQL ? " ON CONFLICT DO NOTHING" : ""
+        let onConflict = dialect == .postgreSQL && conflicts ? " ON CONFLICT DO NOTHING" : ""
         let allValues = Array(repeating: values, count: Swift.max(rows, 1)).joined(separator: ", ")
         return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES \(allValues)\(onConflict)"
     }

@@ -445,12 +445,14 @@ package struct SQLGenerator: Sendable {
     // MARK: Writes
 
     /// INSERT of a full row of `entity` (Z_PK, Z_ENT, Z_OPT, then `entity.storedProperties`).
-    package func insert(_ entity: EntityDescription) -> String {
+    /// `onConflict: false` leaves PostgreSQL's `ON CONFLICT DO NOTHING` out (a table with a
+    /// deferrable unique constraint refuses it).
+    package func insert(_ entity: EntityDescription, onConflict conflicts: Bool = true) -> String {
         let cols = ["Z_PK", "Z_ENT", "Z_OPT"] + entity.storedProperties.map(column)
         let marks = Array(repeating: "?", count: cols.count).joined(separator: ", ")
         // PostgreSQL: a row that violates a unique index is not inserted (no error, which would
         // end the transaction); the store reads the changed-row count and reports a conflict.
-        let onConflict = dialect == .postgreSQL ? " ON CONFLICT DO NOTHING" : ""
+        let onConflict = dialect == .postgreSQL && conflicts ? " ON CONFLICT DO NOTHING" : ""
         return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(marks))\(onConflict)"
     }
 
