@@ -44,4 +44,45 @@ extension MigrationTests {
         let people = try withMigrationStore(v2, at: url) { context in try fetchByName(context, "Person").map(\.nameValue) }
         #expect(people == ["Ada", "Bob", "Cy"])
     }
+
+    /// The same for a PostgreSQL store: the write transaction's `BEGIN` pipeline reads the
+    /// schema's model version.
+    @Test(.postgreSQLServer) func aPostgreSQLCoordinatorOpenedBeforeAMigrationElsewhereWritesNothing() throws {
+        let dir = try TemporaryDirectory()
+        let url = try migrationStoreURL(.postgreSQL, dir)
+        try Self.fill(url)
+        let old = PersistentStoreCoordinator(managedObjectModel: try Self.v1())
+        let oldStore = try old.addPersistentStore(type: .postgreSQL, at: url)
+        defer { try? old.remove(oldStore) }
+        let oldContext = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: old)
+        try oldContext.performAndWait {
+            try insertObject(oldContext, "Town", ["name": "Bern"])
+            try oldContext.save()
+        }
+        let v2 = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Address", properties: [AttributeDescription(name: "name", type: .string, isOptional: true)]),
+            Self.person(indexes: [["age"]]), Self.town()
+        ])
+        try withMigrationStore(v2, at: url) { _ in }
+        let saveError = #expect(throws: CoherenceError.self) {
+            try oldContext.performAndWait {
+                try insertObject(oldContext, "Person", ["name": "Dee", "age": Int16(3)])
+                try oldContext.save()
+            }
+        }
+        #expect(saveError?.code == .storeIncompatible)
+        let batchError = #expect(throws: CoherenceError.self) {
+            try old.execute(BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Town")))
+        }
+        #expect(batchError?.code == .storeIncompatible)
+        let (people, towns, addresses) = try withMigrationStore(v2, at: url) { context in
+            (
+                try fetchByName(context, "Person").map(\.nameValue), try fetchByName(context, "Town").map(\.nameValue),
+                try context.count(for: FetchRequest<ManagedObject>(entityName: "Address"))
+            )
+        }
+        #expect(people == ["Ada", "Bob", "Cy"])
+        #expect(towns == ["Bern", "Oslo", "Rome"])
+        #expect(addresses == 0)
+    }
 }

@@ -19,24 +19,31 @@ extension PostgreSQLStore {
     /// replaced first, as ``beginWriterTransaction(_:)`` says; any other failure leaves no
     /// transaction open.
     ///
-    /// A store opened without history also checks, in the same pipeline, that no other
-    /// coordinator turned history on since: it takes the schema's advisory lock shared (opening a
-    /// store takes it exclusively, so history cannot be turned on while this transaction runs),
-    /// then, in a statement of its own that sees what committed before the lock was granted,
-    /// looks the history table up. Found: the write is refused (it would be missing from the
-    /// history others now read; history is sticky, as when opening), as the SQLite store does.
+    /// In the same pipeline it takes the schema's advisory lock shared (opening a store, and so
+    /// migrating it, takes it exclusively, so neither can happen while this transaction runs),
+    /// then, in statements of their own that see what committed before the lock was granted,
+    /// checks that no other coordinator changed the store since it was opened, as the SQLite
+    /// store does: migrated it to another model version (this store's rows would be taken for
+    /// other entities' or lost), or, for a store opened without history, turned history on (its
+    /// writes would be missing from the history others now read; history is sticky, as when
+    /// opening). Either refuses the write.
     /// - Throws: `.storeWriteFailed` (as `what`), `.corruptRow` (no key counter for the entity),
-    ///   `.historyTrackingRequired` (history turned on elsewhere), `.connectionLost`,
-    ///   `.storeNotAttached`.
+    ///   `.storeIncompatible` (migrated elsewhere), `.historyTrackingRequired` (history turned on
+    ///   elsewhere), `.connectionLost`, `.storeNotAttached`.
     func beginWriterTransaction(
         _ what: String, reserving keys: (root: EntityDescription, count: Int)?
     ) throws(CoherenceError) -> (connection: PostgreSQLConnection, firstKey: Int64?) {
         // The transaction's ID (it writes, so it has one anyway): a `COMMIT` whose connection is
         // lost asks the server afterwards whether it committed (see `commitSave()`).
         var statements: [(sql: String, parameters: [StoredValue])] = [("BEGIN", []), ("SELECT txid_current()", [])]
+        // The schema's advisory lock, shared: opening (and so migrating) the store takes it
+        // exclusively, so neither a migration nor history being turned on can happen while this
+        // transaction runs; the statements after it see what committed before it was granted.
+        statements.append(("SELECT pg_advisory_xact_lock_shared(hashtext($1))", [.text("coherence:" + configuration.schema)]))
+        let versionCheck = statements.count
+        statements.append(("SELECT Z_VALUE FROM Z_METADATA WHERE Z_KEY = 'modelVersionHash'", []))
         let checksHistory = !tracksHistory
         if checksHistory {
-            statements.append(("SELECT pg_advisory_xact_lock_shared(hashtext($1))", [.text("coherence:" + configuration.schema)]))
             // `to_regclass` looks the table up in the catalog through the search path (the
             // store's schema): far cheaper than `information_schema`.
             statements.append(
@@ -64,7 +71,17 @@ extension PostgreSQLStore {
             }
         }
         writerTransactionID.withLock { $0 = results.count > 1 ? results[1].firstInteger : nil }
-        if checksHistory, results.count >= 4, (results[3].firstInteger ?? 0) != 0 {
+        let storedHash: String? =
+            if results.count > versionCheck, case .text(let hash)? = results[versionCheck].rows.first?.first { hash } else { nil }
+        if storedHash != metadata["modelVersionHash"] {
+            _ = try? c.execute("ROLLBACK")
+            throw CoherenceError(
+                .storeIncompatible,
+                "Another coordinator migrated this store to another model version (\(storedHash ?? "none")) since it was opened; "
+                    + "add it again with that version's model (nothing was written).",
+                store: locationDescription)
+        }
+        if checksHistory, results.count > versionCheck + 1, (results[versionCheck + 1].firstInteger ?? 0) != 0 {
             _ = try? c.execute("ROLLBACK")
             throw CoherenceError(
                 .historyTrackingRequired,
