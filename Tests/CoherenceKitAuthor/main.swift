@@ -84,6 +84,8 @@ let view = connect.viewContext
 view.transactionAuthor = author
 let ownMerged = LockedValue(0)
 let othersMerged = LockedValue<[Int64]>([])
+/// Signalled after each merge hook call.
+let mergeHookCalled = DispatchSemaphore(value: 0)
 let kit: PersistentHistoryTrackingKit? =
     batchOnly
     ? nil
@@ -95,6 +97,7 @@ if let kit {
     await kit.registerMergeHook { input in
         ownMerged.withLock { $0 += input.transactions.filter { $0.author == author }.count }
         othersMerged.withLock { $0 += input.transactions.filter { $0.author != author }.map(\.transactionNumber) }
+        mergeHookCalled.signal()
         return .goOn
     }
 }
@@ -175,8 +178,14 @@ let lines = AsyncStream<String> { continuation in
             let wanted = words.count > 1 ? Int(words[1]) ?? 0 : 0
             let deadline = Date().addingTimeInterval(30)
             while othersMerged.withLock({ $0.count }) < wanted && Date() < deadline {
-                // (A bounded wait: a merge that never comes must not hang the test.)
-                try? await Task.sleep(for: .milliseconds(20))
+                // The next merge hook call, waited for off the main actor (whose queue the kit's
+                // merges need), until the deadline at most.
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().async {
+                        _ = mergeHookCalled.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow))
+                        done.resume()
+                    }
+                }
             }
             say("MERGED " + othersMerged.withLock { $0 }.map(String.init).joined(separator: ","))
         case "batch-insert"?:
