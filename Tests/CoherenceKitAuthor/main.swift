@@ -9,6 +9,7 @@ import Foundation
 //
 //   READY                       the store is open and the kit started
 //   insert N                    → SAVED <transaction number>   (a note AUTHOR/N, text "AUTHOR N")
+//   insert-many N COUNT         → SAVED <transaction number>   (COUNT saves: notes N, N+1, …, one each)
 //   batch-insert N...           → SAVED <transaction number>   (one batch insert request)
 //   update A N TEXT             → SAVED <transaction number>   (note A/N's text)
 //   delete A N                  → SAVED <transaction number>
@@ -16,12 +17,17 @@ import Foundation
 //                                                              note A/N with TEXT ("-": gone), looking
 //                                                              after each of its events (30 s at most)
 //   own                         → OWN <n>   transactions of AUTHOR the kit handed to its merge hooks
+//   merged [COUNT]              → MERGED <n>,<n>,…   the numbers of the other authors' transactions
+//                                 the kit handed to its merge hooks, in order (after waiting until
+//                                 there are COUNT, looking after each view event; 30 s at most)
 //   quit                        → DONE, exit 0 (after the kit's round under way, if any)
 //
 //   CoherenceKitAuthor --store PATH --author NAME --authors A,B,C [--batch-authors X,Y] [--batch]
 //                      [--url POSTGRESQL-URL]
 //
 //   --url   the notes store is the PostgreSQL store at the URL (PATH is then unused)
+//
+// With KIT_LOG in the environment, the kit logs everything (level 2) to standard error.
 //
 // Errors go to standard error with exit status 1.
 
@@ -30,6 +36,12 @@ final class RemoteNote: ManagedObject {
     @Attribute var author: String = ""
     @Attribute var sequence: Int = 0
     @Attribute var text: String = ""
+}
+
+struct StderrLogger: PersistentHistoryTrackingKitLoggerProtocol {
+    func log(type: PersistentHistoryTrackingKitLogType, message: String) {
+        FileHandle.standardError.write(Data("[\(type)] \(message)\n".utf8))
+    }
 }
 
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
@@ -71,14 +83,21 @@ do {
 let view = connect.viewContext
 view.transactionAuthor = author
 let ownMerged = LockedValue(0)
+let othersMerged = LockedValue<[Int64]>([])
+/// Signalled after each merge hook call.
+let mergeHookCalled = DispatchSemaphore(value: 0)
 let kit: PersistentHistoryTrackingKit? =
     batchOnly
     ? nil
     : PersistentHistoryTrackingKit(
-        container: connect, currentAuthor: author, allAuthors: allAuthors, batchAuthors: batchAuthors, logLevel: 1)
+        container: connect, currentAuthor: author, allAuthors: allAuthors, batchAuthors: batchAuthors,
+        logger: ProcessInfo.processInfo.environment["KIT_LOG"] == nil ? nil : StderrLogger(),
+        logLevel: ProcessInfo.processInfo.environment["KIT_LOG"] == nil ? 1 : 2)
 if let kit {
     await kit.registerMergeHook { input in
         ownMerged.withLock { $0 += input.transactions.filter { $0.author == author }.count }
+        othersMerged.withLock { $0 += input.transactions.filter { $0.author != author }.map(\.transactionNumber) }
+        mergeHookCalled.signal()
         return .goOn
     }
 }
@@ -139,6 +158,36 @@ let lines = AsyncStream<String> { continuation in
                 note.sequence = n
                 note.text = "\(author) \(n)"
             }
+        case "insert-many"?:
+            let first = Int(words[1]) ?? 0, count = words.count > 2 ? Int(words[2]) ?? 0 : 0
+            var last: Int64 = 0
+            for n in first..<(first + count) {
+                let context = connect.newBackgroundContext()
+                context.transactionAuthor = author
+                try context.performAndWait {
+                    let note = RemoteNote(context: context)
+                    note.author = author
+                    note.sequence = n
+                    note.text = "\(author) \(n)"
+                    try context.save()
+                }
+                last = try connect.persistentStoreCoordinator.currentPersistentHistoryToken()?.transactionNumber ?? 0
+            }
+            say("SAVED \(last)")
+        case "merged"?:
+            let wanted = words.count > 1 ? Int(words[1]) ?? 0 : 0
+            let deadline = Date().addingTimeInterval(30)
+            while othersMerged.withLock({ $0.count }) < wanted && Date() < deadline {
+                // The next merge hook call, waited for off the main actor (whose queue the kit's
+                // merges need), until the deadline at most.
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().async {
+                        _ = mergeHookCalled.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow))
+                        done.resume()
+                    }
+                }
+            }
+            say("MERGED " + othersMerged.withLock { $0 }.map(String.init).joined(separator: ","))
         case "batch-insert"?:
             let objects: [[String: any Sendable]] = words.dropFirst().flatMap { $0.split(separator: " ") }.map {
                 ["author": author, "sequence": Int($0) ?? 0, "text": "\(author) \($0)"]

@@ -145,6 +145,38 @@ final class HistoryKitEngine: Sendable {
     /// The attached stores that keep history.
     var trackedStores: [PersistentStore] { coordinator.persistentStores.filter { $0.engine.tracksHistory } }
 
+    /// Records, in each store where the current author has no progress yet, the progress just
+    /// before the store's oldest remaining transaction (its last one, when none remains), so
+    /// that from now on the other kits' cleaning waits for this author — a started kit that has
+    /// not merged anything yet is no author that "never ran" — while its first round still
+    /// fetches everything that remains. Called when a kit starts; failures are logged.
+    func claimProgress() {
+        for store in trackedStores {
+            do {
+                guard try book.marks(of: [currentAuthor], in: store)[currentAuthor] == nil else { continue }
+                var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)
+                request.affectedStores = [store]
+                request.fetchLimit = 1
+                request.resultType = .transactionsOnly
+                let mark: HistoryKitMark
+                if let oldest = try coordinator.execute(request).transactions.first {
+                    mark = HistoryKitMark(transactionNumber: oldest.transactionNumber - 1, timestamp: oldest.timestamp)
+                } else {
+                    let last = try coordinator.currentPersistentHistoryToken(fromStores: [store])?.transactionNumber ?? 0
+                    mark = HistoryKitMark(transactionNumber: last, timestamp: clock())
+                }
+                try book.record(mark, author: currentAuthor, in: store)
+                log(
+                    .debug, 2,
+                    "progress of '\(currentAuthor)' in \(store.url?.lastPathComponent ?? "the store") claimed at \(Self.describe(mark))")
+            } catch {
+                log(
+                    .error, 1, "recording the starting progress of '\(currentAuthor)' in \(store.url?.path ?? "the store") failed: \(error)"
+                )
+            }
+        }
+    }
+
     /// What others wrote after the current author's progress, per store. Progress whose
     /// following history was deleted is recovered from: the contexts' objects are refreshed and
     /// the store's oldest remaining transactions are fetched.

@@ -79,7 +79,9 @@ public actor PersistentHistoryTracker {
     /// nothing (RCDataKit would start a second loop).
     public func startMonitoring() {
         let started = engine.start { [weak self] _, generation in await self?.processRound(generation: generation) }
-        if started { engine.log(.info, 1, "history tracker started (author '\(currentAuthor.name)')") }
+        guard started else { return }
+        engine.log(.info, 1, "history tracker started (author '\(currentAuthor.name)')")
+        engine.claimProgress()
     }
 
     /// Stops at once: nothing more is merged, recorded or cleaned.

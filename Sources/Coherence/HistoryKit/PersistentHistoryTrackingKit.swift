@@ -185,6 +185,7 @@ public final class PersistentHistoryTrackingKit: Sendable {
         let started = engine.start { [weak self] _, generation in await self?.processRound(generation: generation) }
         guard started else { return }
         engine.log(.info, 1, "started (author '\(currentAuthor)')")
+        engine.claimProgress()
         let stores = engine.coordinator.persistentStores
         if !stores.contains(where: { $0.options.persistentHistoryTracking && $0.options.remoteChangeNotificationPost }) {
             engine.log(
