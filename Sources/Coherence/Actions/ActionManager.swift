@@ -101,6 +101,15 @@ final class ActionEngine: Sendable {
         }
         for q in queues { q.waitUntilIdle() }
     }
+
+    /// Cancels the actions that have not started (their proxies end canceled), without waiting
+    /// for running ones: for a connect that is going away.
+    func cancelQueued() {
+        let queues = state.withLock { Array($0.queues.values) } + [generic]
+        for q in queues {
+            for proxy in q.pendingProxies { proxy.cancel() }
+        }
+    }
 }
 
 extension GenericConnect: ActionManager {
@@ -167,8 +176,15 @@ extension GenericConnect: ActionManager {
         let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
         let proxy = makeProxy(action, completionBlock)
         queue.enqueue(
-            ActionQueue.Job(proxy: proxy) { [self] done in
+            ActionQueue.Job(proxy: proxy) { [weak self] done in
+                // Weakly: a queued job must not keep a released connect alive (its deinit
+                // cancels the queued actions).
                 guard proxy.begin() else { done(); return }
+                guard let self else {
+                    proxy.finish(error: ActionError(.notRunning, "The connect was released before the action on '\(name)' ran."))
+                    done()
+                    return
+                }
                 let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
                 var failure: (any Error)?
                 do { try action.execute(context: context) } catch { failure = error }
@@ -184,8 +200,15 @@ extension GenericConnect: ActionManager {
         let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
         let proxy = makeProxy(action, completionBlock)
         queue.enqueue(
-            ActionQueue.Job(proxy: proxy) { [self] done in
+            ActionQueue.Job(proxy: proxy) { [weak self] done in
+                // Weakly: a queued job must not keep a released connect alive (its deinit
+                // cancels the queued actions).
                 guard proxy.begin() else { done(); return }
+                guard let self else {
+                    proxy.finish(error: ActionError(.notRunning, "The connect was released before the action on '\(name)' ran."))
+                    done()
+                    return
+                }
                 let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
                 proxy.runTask {
                     var failure: (any Error)?
