@@ -183,6 +183,9 @@ public enum ContextStrategy {
             self.errorHandler = errorHandler
             rootContext = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "rootContext")
             rootContext.automaticallyMergesChangesFromParent = true
+            // A view-context save queued before a background save's merge must not fail on the
+            // rows that save moved on (see RootWriterMergePolicy).
+            rootContext.mergePolicy = RootWriterMergePolicy()
             rootContext.hooks.errorHandler = errorHandler
             viewContext = ManagedObjectContext(concurrencyType: .mainQueue, parent: rootContext, name: "viewContext")
             viewContext.automaticallyMergesChangesFromParent = true
