@@ -44,6 +44,9 @@ extension ContextStrategy {
         let readOnly = LockedValue(false)
         private let writer = LockedValue<PersistentStoreCoordinator?>(nil)
         let merger: WriterSaveMerger
+        /// Keeps the writer coordinator's row cache in step with the container's saves (made
+        /// with the writer coordinator, when that is a second one).
+        private let invalidator = LockedValue<WriterRowCacheInvalidator?>(nil)
         /// View-context saves queued by editor-context saves.
         let viewSaves = QueuedParentSaves()
 
@@ -82,6 +85,11 @@ extension ContextStrategy {
                 if current == nil {
                     current = chosen
                     chosen.subscribe(merger)
+                    if chosen !== coordinator {
+                        let invalidator = WriterRowCacheInvalidator(writer: chosen)
+                        self.invalidator.withLock { $0 = invalidator }
+                        coordinator.subscribe(invalidator)
+                    }
                 }
                 if chosen !== coordinator { follow(stores, in: chosen) }
                 return chosen
