@@ -44,3 +44,30 @@ struct ActionLifetimeTests {
         #expect(completions.withLock { $0 } == 3)
     }
 }
+
+@Suite("Actions: the event stream of a released connect", .timeLimit(.minutes(3)))
+struct ActionEventStreamLifetimeTests {
+    /// A loop over `actionEvents` ends when the connect is released, after the start and
+    /// finish events of the queued action that releasing it cancelled.
+    @Test func theActionEventsOfAReleasedConnectEndAfterTheCancellations() async throws {
+        let dir = try TemporaryDirectory()
+        let stream: AsyncStream<ActionEvent>
+        let proxy: ActionProxy
+        do {
+            let connect = GenericConnect<ContextStrategy.Direct>(
+                name: "Events", managedObjectModel: try ManagedObjectModel(types: [Town.self, Person.self, Club.self]))
+            connect.storeLocation = dir.url
+            try connect.start()
+            connect.suspended = true
+            stream = connect.actionEvents
+            proxy = try connect.execute(IdleTownAction())
+        }
+        var kinds: [ActionEvent.Kind] = []
+        for await event in stream {
+            #expect(event.proxy === proxy)
+            kinds.append(event.kind)
+        }
+        #expect(kinds == [.didStartExecuting, .didFinishExecuting])
+        #expect(proxy.completionStatus == .canceled)
+    }
+}

@@ -27,7 +27,8 @@ public protocol ActionManager: AnyObject, Sendable {
     func execute<A: AsyncEntityAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy
     /// How many generic actions run at once (default 5).
     var maxConcurrentGenericActions: Int { get set }
-    /// Action notifications as an `AsyncSequence`.
+    /// Action notifications as an `AsyncSequence`. A ``GenericConnect``'s streams end when it
+    /// is released (after the events of the queued actions that releasing it cancelled).
     var actionEvents: AsyncStream<ActionEvent> { get }
 }
 
@@ -102,12 +103,17 @@ final class ActionEngine: Sendable {
         for q in queues { q.waitUntilIdle() }
     }
 
-    /// Cancels the actions that have not started (their proxies end canceled), without waiting
-    /// for running ones: for a connect that is going away.
-    func cancelQueued() {
+    /// For a connect that is going away: cancels the actions that have not started (their
+    /// proxies end canceled), without waiting for running ones, and ends the `actionEvents`
+    /// streams once the cancelled actions' events are in them.
+    func release() {
         let queues = state.withLock { Array($0.queues.values) } + [generic]
-        for q in queues {
-            for proxy in q.pendingProxies { proxy.cancel() }
+        let cancelled = queues.flatMap(\.pendingProxies)
+        for proxy in cancelled { proxy.cancel() }
+        let notifier = self.notifier
+        DispatchQueue.global().async {
+            for proxy in cancelled { proxy.waitUntilFinished() }
+            notifier.finishStreams()
         }
     }
 }
