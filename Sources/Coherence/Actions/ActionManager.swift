@@ -183,14 +183,14 @@ extension GenericConnect: ActionManager {
         let proxy = makeProxy(action, completionBlock)
         queue.enqueue(
             ActionQueue.Job(proxy: proxy) { [weak self] done in
-                // Weakly: a queued job must not keep a released connect alive (its deinit
-                // cancels the queued actions).
-                guard proxy.begin() else { done(); return }
+                // Weakly: a queued job must not keep a released connect alive. Its deinit
+                // cancels the queued actions; one already taken off the queue ends the same way.
                 guard let self else {
-                    proxy.finish(error: ActionError(.notRunning, "The connect was released before the action on '\(name)' ran."))
+                    proxy.cancel()
                     done()
                     return
                 }
+                guard proxy.begin() else { done(); return }
                 let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
                 var failure: (any Error)?
                 do { try action.execute(context: context) } catch { failure = error }
@@ -207,14 +207,14 @@ extension GenericConnect: ActionManager {
         let proxy = makeProxy(action, completionBlock)
         queue.enqueue(
             ActionQueue.Job(proxy: proxy) { [weak self] done in
-                // Weakly: a queued job must not keep a released connect alive (its deinit
-                // cancels the queued actions).
-                guard proxy.begin() else { done(); return }
+                // Weakly: a queued job must not keep a released connect alive. Its deinit
+                // cancels the queued actions; one already taken off the queue ends the same way.
                 guard let self else {
-                    proxy.finish(error: ActionError(.notRunning, "The connect was released before the action on '\(name)' ran."))
+                    proxy.cancel()
                     done()
                     return
                 }
+                guard proxy.begin() else { done(); return }
                 let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
                 proxy.runTask {
                     var failure: (any Error)?
