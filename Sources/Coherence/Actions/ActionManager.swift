@@ -27,7 +27,8 @@ public protocol ActionManager: AnyObject, Sendable {
     func execute<A: AsyncEntityAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy
     /// How many generic actions run at once (default 5).
     var maxConcurrentGenericActions: Int { get set }
-    /// Action notifications as an `AsyncSequence`.
+    /// Action notifications as an `AsyncSequence`. A ``GenericConnect``'s streams end when it
+    /// is released (after the events of the queued actions that releasing it cancelled).
     var actionEvents: AsyncStream<ActionEvent> { get }
 }
 
@@ -101,6 +102,20 @@ final class ActionEngine: Sendable {
         }
         for q in queues { q.waitUntilIdle() }
     }
+
+    /// For a connect that is going away: cancels the actions that have not started (their
+    /// proxies end canceled), without waiting for running ones, and ends the `actionEvents`
+    /// streams once the cancelled actions' events are in them.
+    func release() {
+        let queues = state.withLock { Array($0.queues.values) } + [generic]
+        let cancelled = queues.flatMap(\.pendingProxies)
+        for proxy in cancelled { proxy.cancel() }
+        let notifier = self.notifier
+        DispatchQueue.global().async {
+            for proxy in cancelled { proxy.waitUntilFinished() }
+            notifier.finishStreams()
+        }
+    }
 }
 
 extension GenericConnect: ActionManager {
@@ -167,7 +182,14 @@ extension GenericConnect: ActionManager {
         let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
         let proxy = makeProxy(action, completionBlock)
         queue.enqueue(
-            ActionQueue.Job(proxy: proxy) { [self] done in
+            ActionQueue.Job(proxy: proxy) { [weak self] done in
+                // Weakly: a queued job must not keep a released connect alive. Its deinit
+                // cancels the queued actions; one already taken off the queue ends the same way.
+                guard let self else {
+                    proxy.cancel()
+                    done()
+                    return
+                }
                 guard proxy.begin() else { done(); return }
                 let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
                 var failure: (any Error)?
@@ -184,7 +206,14 @@ extension GenericConnect: ActionManager {
         let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
         let proxy = makeProxy(action, completionBlock)
         queue.enqueue(
-            ActionQueue.Job(proxy: proxy) { [self] done in
+            ActionQueue.Job(proxy: proxy) { [weak self] done in
+                // Weakly: a queued job must not keep a released connect alive. Its deinit
+                // cancels the queued actions; one already taken off the queue ends the same way.
+                guard let self else {
+                    proxy.cancel()
+                    done()
+                    return
+                }
                 guard proxy.begin() else { done(); return }
                 let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
                 proxy.runTask {

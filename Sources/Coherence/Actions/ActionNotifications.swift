@@ -46,6 +46,15 @@ final class ActionNotifier: Sendable {
         for c in continuations.withLock({ Array($0.values) }) { c.yield(event) }
     }
 
+    /// Ends every stream made so far (their `for await` loops finish).
+    func finishStreams() {
+        let all = continuations.withLock { c in
+            defer { c = [:] }
+            return Array(c.values)
+        }
+        for c in all { c.finish() }
+    }
+
     func stream() -> AsyncStream<ActionEvent> {
         let id = UUID()
         let (stream, continuation) = AsyncStream<ActionEvent>.makeStream(bufferingPolicy: .unbounded)

@@ -27,6 +27,10 @@ public protocol ContextStrategyType: AnyObject, Sendable {
     /// ``waitForPendingSaves()``, changes still in one of them are writes that failed: the
     /// container refuses to detach a store they would be written to.
     var writingContexts: [ManagedObjectContext] { get }
+    /// Called after the container removed `store` from its coordinator: a strategy that opened
+    /// the container's stores on a coordinator of its own closes its copy of `store` here, so
+    /// that none of its contexts reads or writes a store that was detached.
+    func didDetach(_ store: PersistentStore)
 }
 
 extension ContextStrategyType {
@@ -34,6 +38,8 @@ extension ContextStrategyType {
     public func waitForPendingSaves() {}
     /// Saves go straight to the stores: none.
     public var writingContexts: [ManagedObjectContext] { [] }
+    /// The contexts work on the container's coordinator: nothing to close.
+    public func didDetach(_ store: PersistentStore) {}
 }
 
 /// Counts the parent saves a strategy's hooks have queued on one context and not yet run, so
@@ -177,6 +183,9 @@ public enum ContextStrategy {
             self.errorHandler = errorHandler
             rootContext = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "rootContext")
             rootContext.automaticallyMergesChangesFromParent = true
+            // A view-context save queued before a background save's merge must not fail on the
+            // rows that save moved on (see RootWriterMergePolicy).
+            rootContext.mergePolicy = RootWriterMergePolicy()
             rootContext.hooks.errorHandler = errorHandler
             viewContext = ManagedObjectContext(concurrencyType: .mainQueue, parent: rootContext, name: "viewContext")
             viewContext.automaticallyMergesChangesFromParent = true

@@ -32,8 +32,8 @@ extension ContextStrategy {
     /// objects that match them).
     ///
     /// The writer coordinator is made at its first use once a store is attached, and opens the
-    /// container's SQLite stores (stores attached later are opened at its next use; a detached
-    /// store is closed then). When a store in memory is attached at that point, the writer
+    /// container's SQLite stores (stores attached later are opened at its next use; a store the
+    /// container detaches is closed there before the detach returns, see ``didDetach(_:)``). When a store in memory is attached at that point, the writer
     /// coordinator is the container's coordinator (a store in memory cannot be shared), as with
     /// no store at all.
     public final class DualCoordinator: ContextStrategyType {
@@ -44,6 +44,9 @@ extension ContextStrategy {
         let readOnly = LockedValue(false)
         private let writer = LockedValue<PersistentStoreCoordinator?>(nil)
         let merger: WriterSaveMerger
+        /// Keeps the writer coordinator's row cache in step with the container's saves (made
+        /// with the writer coordinator, when that is a second one).
+        private let invalidator = LockedValue<WriterRowCacheInvalidator?>(nil)
         /// View-context saves queued by editor-context saves.
         let viewSaves = QueuedParentSaves()
 
@@ -82,6 +85,11 @@ extension ContextStrategy {
                 if current == nil {
                     current = chosen
                     chosen.subscribe(merger)
+                    if chosen !== coordinator {
+                        let invalidator = WriterRowCacheInvalidator(writer: chosen)
+                        self.invalidator.withLock { $0 = invalidator }
+                        coordinator.subscribe(invalidator)
+                    }
                 }
                 if chosen !== coordinator { follow(stores, in: chosen) }
                 return chosen
@@ -89,21 +97,41 @@ extension ContextStrategy {
         }
 
         /// Opens in `writer` the SQLite (and server) stores of `stores` it lacks, and closes
-        /// those it has that are no longer attached.
+        /// those it has that are no longer attached. A store is the same when both its location
+        /// and its identifier are: a file deleted and made again at the same path is a new
+        /// store, and the writer's copy of the old one (an unlinked file) is closed.
         private func follow(_ stores: [PersistentStore], in writer: PersistentStoreCoordinator) {
-            let urls = Set(stores.compactMap { $0.url?.standardizedFileURL })
-            for s in writer.persistentStores where !urls.contains(s.url?.standardizedFileURL ?? URL(fileURLWithPath: "/")) {
+            func key(_ s: PersistentStore) -> StoreKey? { s.url.map { StoreKey(url: $0.standardizedFileURL, identifier: s.identifier) } }
+            let attached = Set(stores.compactMap(key))
+            for s in writer.persistentStores where key(s).map({ !attached.contains($0) }) ?? true {
                 do { try writer.remove(s) } catch { errorHandler(error) }
             }
-            let open = Set(writer.persistentStores.compactMap { $0.url?.standardizedFileURL })
+            let open = Set(writer.persistentStores.compactMap(key))
             for s in stores {
-                guard let url = s.url, !open.contains(url.standardizedFileURL) else { continue }
+                guard let url = s.url, let k = key(s), !open.contains(k) else { continue }
                 do {
                     try writer.addPersistentStore(
                         type: s.type, configuration: s.configurationName, at: s.openedURL ?? url, options: s.options)
                 } catch {
                     errorHandler(error)
                 }
+            }
+        }
+
+        /// A store as the writer coordinator matches it with the container's.
+        private struct StoreKey: Hashable {
+            let url: URL
+            let identifier: UUID
+        }
+
+        /// Closes the writer coordinator's copy of a store the container detached, at once: an
+        /// importer context made before the detach then fails to save into it
+        /// (`.storeNotAttached` or `.noStoreForEntity`) and no longer reads it, and the file
+        /// is closed when the detach returns.
+        public func didDetach(_ store: PersistentStore) {
+            writer.withLock { current in
+                guard let current, current !== coordinator else { return }
+                follow(coordinator.persistentStores, in: current)
             }
         }
 

@@ -148,6 +148,11 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
         }
     }
 
+    /// Releasing a connect cancels its queued actions: they never run, and their proxies end
+    /// canceled. Running actions finish (an entity action keeps the connect until it ends). Its
+    /// ``actionEvents`` streams end after the cancelled actions' events.
+    deinit { actionEngine.release() }
+
     // Actions follow the lifecycle (see ActionManager.swift).
     func didStart() {
         actionEngine.notifier.setOwner(self)

@@ -250,6 +250,7 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
         try settlePendingSaves(for: [store])
         try persistentStoreCoordinator.remove(store)
         attached.withLock { $0.removeAll { $0 === store } }
+        strategy.didDetach(store)
     }
 
     /// Detaches several stores, each as ``detach(persistentStore:)`` does; a store whose
