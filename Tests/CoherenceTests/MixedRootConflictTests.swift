@@ -30,15 +30,18 @@ struct MixedRootConflictTests {
             try view.save()
         }
         try await connect.waitForPendingSaves()
-        // The root context's next write waits (on the root's queue) until the background save is done.
-        let writing = DispatchSemaphore(value: 0)
+        // The root context's next write waits (on the root's queue) until the background save is
+        // done. The test awaits the write's start without blocking a thread of the cooperative
+        // pool (which other tests running meanwhile need).
+        let (writing, wrote) = AsyncStream<Void>.makeStream()
         let proceed = DispatchSemaphore(value: 0)
         let first = LockedValue(true)
         connect.strategy.rootContext.hooks.saveRefusal = {
             if first.withLock({ f in
                 defer { f = false }; return f
             }) {
-                writing.signal()
+                wrote.yield()
+                wrote.finish()
                 _ = proceed.wait(timeout: .now() + 60)  // a safety net, not a measurement
             }
             return nil
@@ -47,7 +50,7 @@ struct MixedRootConflictTests {
             edit(try view.fetch(FetchRequest<Town>())[0])
             try view.save()
         }
-        await Task.detached { writing.wait() }.value
+        for await _ in writing { break }
         let other = connect.newBackgroundContext()
         try await other.perform {
             background(try other.fetch(FetchRequest<Town>())[0])
