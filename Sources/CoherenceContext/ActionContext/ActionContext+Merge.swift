@@ -187,8 +187,9 @@ extension ActionContext {
     }
 
     /// The stored side of a merge: one fetch of rows, without making objects. Registered objects
-    /// stand for their rows (with their current values), and when the context has unsaved
-    /// changes of the entity, the fetch goes through the objects (so it sees those changes).
+    /// stand for their rows (with their current values; an unchanged one whose row another
+    /// context saved since takes the row's values), and when the context has unsaved changes of
+    /// the entity, the fetch goes through the objects (so it sees those changes).
     private func mergeCandidates(_ fetch: StoreFetch) throws(CoherenceError) -> MergeStored {
         if !pendingObjects(for: fetch).isEmpty {
             return MergeStored(objects: try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: []))
@@ -214,6 +215,15 @@ extension ActionContext {
                     o.awakeFromFetch()
                 } else {
                     o._willAccess()
+                    // Filled before another context saved its row: it takes the row's values
+                    // (it has no unsaved changes), so that an incoming value equal to its old
+                    // one is still written, rather than the other context's value kept.
+                    if !o.hasChanges && !o._state.flags.contains(.fault), let version = stored.version(i), version != o._state.version,
+                        let snapshot = stored.snapshot(i)
+                    {
+                        o._install(snapshot, asFault: false)
+                        pendingChanges.refreshed[ObjectIdentifier(o)] = o
+                    }
                 }
                 stored.use(o, at: i)
             }
