@@ -33,3 +33,28 @@ struct MergeRegisteredObjectTests {
         #expect(try await storedProducts(connect).map(\.title) == ["T", "B", "T"])
     }
 }
+
+extension MergeRegisteredObjectTests {
+    /// The same when the action context has unsaved changes of the entity (the merge then reads
+    /// through its objects): the unchanged, outdated object takes its row's values; the changed
+    /// one keeps its change.
+    @Test func withUnsavedChangesOutdatedObjectsTakeTheIncomingValues() async throws {
+        let dir = try TemporaryDirectory()
+        let connect = try makeBehaviourConnect(dir)
+        try connect.start()
+        try await runMerge(connect, ActProduct.self) { try $0.merge(objects: [product("a", "T"), product("b", "T")], for: ActProduct.self) }
+        let other = connect.newBackgroundContext()
+        let summary = try await runMerge(connect, ActProduct.self) { context in
+            try context.performAndWait {
+                for p in try context.fetch(FetchRequest<ActProduct>()) where p.sku == "b" { p.title = "local" }
+            }
+            try other.performAndWait {
+                for p in try other.fetch(FetchRequest<ActProduct>()) { p.title = "X" }
+                try other.save()
+            }
+            return try context.merge(objects: [product("a", "T"), product("b", "local")], for: ActProduct.self)
+        }
+        #expect(summary == MergeSummary(inserted: 0, updated: 1, deleted: 0, saved: true))
+        #expect(try await storedProducts(connect).map(\.title) == ["T", "local"])
+    }
+}

@@ -192,7 +192,19 @@ extension ActionContext {
     /// the entity, the fetch goes through the objects (so it sees those changes).
     private func mergeCandidates(_ fetch: StoreFetch) throws(CoherenceError) -> MergeStored {
         if !pendingObjects(for: fetch).isEmpty {
-            return MergeStored(objects: try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: []))
+            let objects = try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: [])
+            // Unchanged objects loaded before another context saved their rows take the rows'
+            // values, as below (one read of their rows).
+            let unchanged = objects.filter { !$0.hasChanges && !$0._state.flags.contains(.fault) }
+            if !unchanged.isEmpty {
+                let snapshots = try source.sourceSnapshots(for: unchanged.map(\.objectID))
+                for o in unchanged {
+                    guard let snapshot = snapshots[o.objectID], snapshot.version != o._state.version else { continue }
+                    o._install(snapshot, asFault: false)
+                    pendingChanges.refreshed[ObjectIdentifier(o)] = o
+                }
+            }
+            return MergeStored(objects: objects)
         }
         let start = DispatchTime.now().uptimeNanoseconds
         var stored: MergeStored
