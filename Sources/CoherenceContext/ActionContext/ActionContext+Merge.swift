@@ -39,8 +39,9 @@ extension ActionContext {
     /// - Complexity: one fetch (of rows, not objects) and O(*n* log *n*) for *n* incoming plus
     ///   stored objects.
     /// - Throws: ``ActionError`` `.unmanagedEntity` / `.missingEntityName` / `.invalidValue`
-    ///   (an unknown attribute or a value of the wrong type: nothing is changed or saved), or
-    ///   the save's error.
+    ///   (a value of the wrong type, a number the attribute cannot hold exactly, or a missing
+    ///   key: nothing is changed or saved), or the save's error. Keys that name no attribute
+    ///   (relationships, extra fields) are ignored.
     @discardableResult
     public func merge<T: ManagedObject>(
         objects: [[String: Any]], for type: T.Type, ignoreAttributes: Set<String> = [],
@@ -186,11 +187,24 @@ extension ActionContext {
     }
 
     /// The stored side of a merge: one fetch of rows, without making objects. Registered objects
-    /// stand for their rows (with their current values), and when the context has unsaved
-    /// changes of the entity, the fetch goes through the objects (so it sees those changes).
+    /// stand for their rows (with their current values; an unchanged one whose row another
+    /// context saved since takes the row's values), and when the context has unsaved changes of
+    /// the entity, the fetch goes through the objects (so it sees those changes).
     private func mergeCandidates(_ fetch: StoreFetch) throws(CoherenceError) -> MergeStored {
         if !pendingObjects(for: fetch).isEmpty {
-            return MergeStored(objects: try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: []))
+            let objects = try fetchObjects(fetch, includesPendingChanges: true, asFaults: false, prefetching: [])
+            // Unchanged objects loaded before another context saved their rows take the rows'
+            // values, as below (one read of their rows).
+            let unchanged = objects.filter { !$0.hasChanges && !$0._state.flags.contains(.fault) }
+            if !unchanged.isEmpty {
+                let snapshots = try source.sourceSnapshots(for: unchanged.map(\.objectID))
+                for o in unchanged {
+                    guard let snapshot = snapshots[o.objectID], snapshot.version != o._state.version else { continue }
+                    o._install(snapshot, asFault: false)
+                    pendingChanges.refreshed[ObjectIdentifier(o)] = o
+                }
+            }
+            return MergeStored(objects: objects)
         }
         let start = DispatchTime.now().uptimeNanoseconds
         var stored: MergeStored
@@ -213,6 +227,15 @@ extension ActionContext {
                     o.awakeFromFetch()
                 } else {
                     o._willAccess()
+                    // Filled before another context saved its row: it takes the row's values
+                    // (it has no unsaved changes), so that an incoming value equal to its old
+                    // one is still written, rather than the other context's value kept.
+                    if !o.hasChanges && !o._state.flags.contains(.fault), let version = stored.version(i), version != o._state.version,
+                        let snapshot = stored.snapshot(i)
+                    {
+                        o._install(snapshot, asFault: false)
+                        pendingChanges.refreshed[ObjectIdentifier(o)] = o
+                    }
                 }
                 stored.use(o, at: i)
             }
@@ -239,10 +262,11 @@ extension ManagedObject {
     /// Converts an incoming (JSON-like) value for an attribute: Swift values, `NSNumber`s from
     /// `JSONSerialization`, and ISO-8601 strings for dates.
     static func mergeValue(_ value: Any, for attribute: AttributeDescription) -> StoredValue? {
-        // Native Swift values first: casting them to NSNumber would box each one.
+        // Native Swift values first: casting them to NSNumber would box each one. (An
+        // NSDecimalNumber past Int64's range casts to a wrong Int on Linux.)
         switch (attribute.type.kind, value) {
         case (.string, let v as String): return .text(v)
-        case (.integer64, let v as Int): return .integer(Int64(v))
+        case (.integer64, let v as Int) where !(value is NSDecimalNumber): return .integer(Int64(v))
         case (.double, let v as Double): return v.storedValue
         case (.date, let v as Date): return v.storedValue
         default: break
@@ -253,12 +277,11 @@ extension ManagedObject {
         if let n = value as? NSNumber, String(cString: n.objCType) != "c" || attribute.type == .boolean {
             switch attribute.type.kind {
             case .integer16, .integer32, .integer64:
-                let d = n.doubleValue
-                guard d.rounded() == d, let i = Int64(exactly: d) ?? Int64(exactly: n.int64Value) else { return nil }
+                guard let i = exactInteger(n) else { return nil }
                 return attribute.type.accepts(.integer(i)) ? .integer(i) : nil
             case .double, .float: return n.doubleValue.storedValue
             case .boolean: return .integer(n.boolValue ? 1 : 0)
-            case .decimal: return n.decimalValue.storedValue
+            case .decimal: return exactDecimal(n)?.storedValue
             default: break
             }
         }
@@ -269,4 +292,37 @@ extension ManagedObject {
         if attribute.type == .transformable { return transformedStoredValue(value, for: attribute) }
         return storedValue(value, for: attribute.type)
     }
+
+    #if !canImport(Darwin)
+    /// The integer a number holds exactly, or nil: a floating-point or decimal number must be
+    /// integral and in range, an unsigned one at most `Int64.max`. (Its `int64Value` wraps and
+    /// saturates, and its `doubleValue` rounds integers past 2^53.)
+    private static func exactInteger(_ n: NSNumber) -> Int64? {
+        if n is NSDecimalNumber {
+            let d = n.decimalValue
+            return d.isFinite ? Int64(d.description) : nil
+        }
+        switch String(cString: n.objCType) {
+        case "d", "f": return Int64(exactly: n.doubleValue)
+        case "Q", "L": return Int64(exactly: n.uint64Value)
+        default: return n.int64Value
+        }
+    }
+
+    /// The decimal a number holds, or nil when a decimal cannot hold it: integers exactly, a
+    /// floating-point number as its shortest decimal form (`0.1` is 0.1). (Its `decimalValue`
+    /// goes through a `Double`, rounding integers past 2^53, and is NaN past a decimal's range.)
+    private static func exactDecimal(_ n: NSNumber) -> Decimal? {
+        if n is NSDecimalNumber { return n.decimalValue }
+        switch String(cString: n.objCType) {
+        case "d", "f":
+            let d = n.doubleValue
+            let text = String(cString: n.objCType) == "f" ? String(n.floatValue) : String(d)
+            guard d.isFinite, let decimal = DecimalText.parse(text), decimal.isFinite else { return nil }
+            return decimal
+        case "Q", "L": return Decimal(n.uint64Value)
+        default: return Decimal(n.int64Value)
+        }
+    }
+    #endif
 }

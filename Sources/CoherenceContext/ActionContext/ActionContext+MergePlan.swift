@@ -130,6 +130,15 @@ struct MergeStored {
         }
     }
 
+    /// The version of fetched row `i` (nil when the stored objects came as objects).
+    func version(_ i: Int) -> Int64? {
+        switch source {
+        case .rows(let rows): return rows[i].row.version
+        case .snapshots(let snapshots): return snapshots[i].version
+        case .objects: return nil
+        }
+    }
+
     /// A snapshot of fetched row `i` (nil when the stored objects came as objects).
     func snapshot(_ i: Int) -> ObjectSnapshot? {
         switch source {

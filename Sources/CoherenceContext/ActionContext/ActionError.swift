@@ -9,7 +9,8 @@ public struct ActionError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let unmanagedEntity = Code(kind: .unmanagedEntity)
         /// The entity has no name.
         public static let missingEntityName = Code(kind: .missingEntityName)
-        /// An incoming value has the wrong type or names an unknown attribute.
+        /// An incoming value has the wrong type or does not fit its attribute, or an incoming
+        /// object lacks a uniqueness attribute.
         public static let invalidValue = Code(kind: .invalidValue)
         /// The connect is stopping or stopped.
         public static let notRunning = Code(kind: .notRunning)
