@@ -64,7 +64,7 @@ import Testing
     @Test(.postgreSQLServer) func stagedMigrationErrorsShowNoPassword() throws {
         let dir = try TemporaryDirectory()
         let url = try passwordURL(dir, "staged")
-        try StagedMigrationTests.makeStore(url)
+        try StagedMigrationTests.makeStore(try passwordURL(dir, "staged"))  // without the timeout (see above)
         let before = try StagedMigrationTests.blobsAtFirstVersion(url)
         let throwing = StagedMigrationManager([
             try StagedMigrationTests.decodeStage(throwing: true),
@@ -147,6 +147,10 @@ import Testing
     /// without a gap and later saves work.
     @Test(.postgreSQLServer) func statementTimeoutsInBatchesAndHistorySavesChangeNothing() throws {
         let dir = try TemporaryDirectory()
+        // The store is made first without the timeout: making its tables and functions can take
+        // longer than that on a loaded machine.
+        let maker = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
+        try maker.remove(try maker.addPersistentStore(type: .postgreSQL, at: try passwordURL(dir, "store"), options: historyOptions))
         let url = try passwordURL(dir, "store", ["statement_timeout": "200ms"])
         let c = PersistentStoreCoordinator(managedObjectModel: try makeHistoryModel())
         try c.addPersistentStore(type: .postgreSQL, at: url, options: historyOptions)
@@ -216,7 +220,7 @@ import Testing
         let url = try passwordURL(dir, "staged", ["statement_timeout": "300ms"])
         let schema = PostgreSQLTestServer.schema(of: url)
         let copySchema = PostgreSQLMigrationCopy.copyName(of: schema)
-        try StagedMigrationTests.makeStore(url)
+        try StagedMigrationTests.makeStore(try passwordURL(dir, "staged"))  // without the timeout (see above)
         let before = try StagedMigrationTests.blobsAtFirstVersion(url)
         #expect(before.count == 2)
         let q = SQLDialect.postgreSQL.quote
