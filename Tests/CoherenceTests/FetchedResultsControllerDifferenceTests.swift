@@ -248,3 +248,91 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
         #expect(try f.freshNames() == ["Bob", "Cid", "Dan"])
     }
 }
+
+@Suite struct FetchedResultsControllerSpecialValueTests {
+    /// Sort values the store keeps in a special form (NaN, −0.0, infinities): the controller
+    /// places changed objects where a fetch puts them.
+    @Test(arguments: [StoreType.sqlite, .inMemory])
+    func specialDoublesSortAsAFetchSortsThem(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory("frc-special-\(type)")
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(type, in: dir))
+        let request = FetchRequest<Person>(sortBy: [SortDescriptor(\.score), SortDescriptor(\.name)])
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
+        let values: [Double] = [1, -1, .nan, -0.0, 0.0, .infinity, -.infinity, 2.5]
+        try context.performAndWait { () throws in
+            for (i, v) in values.enumerated() {
+                let p = Person(context: context)
+                p.name = "P\(i)"
+                p.score = v
+            }
+            try context.save()
+            try controller.performFetch()
+        }
+        for round in 0..<values.count {
+            let (shown, fresh) = try context.performAndWait { () throws in
+                let people = controller.fetchedObjects
+                people[round].score = values[(round * 3 + 1) % values.count]
+                context.processPendingChanges()
+                let shown = controller.fetchedObjects.map(\.name)
+                try context.save()
+                return (shown, try context.fetch(request).map(\.name))
+            }
+            #expect(shown == fresh, "round \(round)")
+        }
+    }
+}
+
+@Suite struct FetchedResultsControllerBatchTests {
+    /// Batch requests' results merged into the controller's context: the objects they inserted,
+    /// changed and deleted (most never loaded there) are reported, and each difference applies.
+    @Test(arguments: [0, 5])
+    func batchResultsMergedIntoTheContextAreReported(_ limit: Int) throws {
+        let dir = try TemporaryDirectory("frc-batch-\(limit)")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "frc")
+        let request = FetchRequest<Person>(predicate: #Predicate { $0.age < 100 }, sortBy: [SortDescriptor(\.name)], fetchLimit: limit)
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: \Person.initial)
+        let collector = SnapshotCollector()
+        try context.performAndWait { () throws in
+            for i in 0..<40 {
+                let p = Person(context: context)
+                p.name = "\(["A", "B", "C", "D"][i % 4])\(String(format: "%02d", i))"
+                p.age = i % 3 == 0 ? 150 : i
+            }
+            try context.save()
+            try controller.performFetch()
+            controller.delegate = collector
+        }
+        var previous = try #require(controller.snapshot)
+        func check(_ label: String) throws {
+            let fresh = try context.performAndWait { () throws in try context.fetch(request).map(\.objectID) }
+            let snapshot = try #require(controller.snapshot)
+            #expect(snapshot.objectIDs == fresh, "\(label)")
+            for s in collector.snapshots {
+                var problems: [String] = []
+                let applied = applyDifference(s.difference, to: previous, problems: &problems)
+                #expect(problems.isEmpty, "\(label): \(problems)")
+                #expect(sameResults(applied, s, permanent: [:]), "\(label)")
+                previous = s
+            }
+            collector.snapshots = []
+        }
+        var update = BatchUpdateRequest<Person>(predicate: #Predicate { $0.age >= 100 }, propertiesToUpdate: ["age": 7])
+        update.resultType = .objectIDs
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: try coordinator.execute(update).changes, into: [context])
+        try check("batch update")
+        var hide = BatchUpdateRequest<Person>(predicate: #Predicate { $0.name < "B" }, propertiesToUpdate: ["age": 120])
+        hide.resultType = .objectIDs
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: try coordinator.execute(hide).changes, into: [context])
+        try check("batch update out")
+        var delete = BatchDeleteRequest(fetchRequest: FetchRequest<Person>(predicate: #Predicate { $0.name < "C" }))
+        delete.resultType = .objectIDs
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: try coordinator.execute(delete).changes, into: [context])
+        try check("batch delete")
+        var insert = BatchInsertRequest<Person>(objects: (0..<30).map { ["name": "A\(String(format: "%03d", $0))", "age": $0 * 5] })
+        insert.resultType = .objectIDs
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: try coordinator.execute(insert).changes, into: [context])
+        try check("batch insert")
+        #expect(try context.performAndWait { () throws in try context.fetch(request).count } == (limit == 0 ? 40 : limit))
+    }
+}
