@@ -336,3 +336,56 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
         #expect(try context.performAndWait { () throws in try context.fetch(request).count } == (limit == 0 ? 40 : limit))
     }
 }
+
+@Suite struct FetchedResultsControllerRefetchTests {
+    /// A new request and `performFetch()`: the streams get the difference (which applies), the
+    /// delegate is not called; a stream ends when the controller goes away.
+    @Test func aNewRequestIsADifferenceOnTheStreamsOnly() async throws {
+        let dir = try TemporaryDirectory()
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir))
+        let c = FetchedResultsController(
+            fetchRequest: FetchRequest<Person>(predicate: #Predicate { $0.age < 3 }, sortBy: [SortDescriptor(\.name)]),
+            managedObjectContext: context, sectionNameKeyPath: \Person.initial)
+        let collector = SnapshotCollector()
+        try context.performAndWait { () throws in
+            for (i, n) in ["Ann", "Abe", "Bob", "Cid", "Dan", "Eve"].enumerated() {
+                let p = Person(context: context)
+                p.name = n
+                p.age = i
+            }
+            try context.save()
+            try c.performFetch()
+            c.delegate = collector
+        }
+        var iterator = c.snapshots.makeAsyncIterator()
+        let first = try #require(await iterator.next())
+        #expect(first.sections.map(\.name) == ["A", "B"])
+        try context.performAndWait { () throws in
+            c.fetchRequest = FetchRequest<Person>(predicate: #Predicate { $0.age >= 2 }, sortBy: [SortDescriptor(\.name)])
+            try c.performFetch()
+        }
+        let second = try #require(await iterator.next())
+        #expect(collector.order.isEmpty)
+        var problems: [String] = []
+        let applied = applyDifference(second.difference, to: first, problems: &problems)
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(sameResults(applied, second, permanent: [:]))
+        #expect(second.sections.map(\.name) == ["B", "C", "D", "E"])
+        #expect(second.numberOfObjects == 4)
+    }
+
+    /// A snapshots stream ends when its controller goes away.
+    @Test func aStreamEndsWithItsController() async throws {
+        let dir = try TemporaryDirectory()
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir))
+        func makeStream() throws -> AsyncStream<FetchedResultsSnapshot> {
+            let controller = FetchedResultsController(
+                fetchRequest: FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]), managedObjectContext: context)
+            try context.performAndWait { () throws in try controller.performFetch() }
+            return controller.snapshots
+        }
+        var iterator = try makeStream().makeAsyncIterator()
+        #expect(await iterator.next()?.numberOfObjects == 0)
+        #expect(await iterator.next() == nil)
+    }
+}
