@@ -39,7 +39,9 @@ func applyDifference(_ difference: FetchedResultsDifference, to old: FetchedResu
             problems.append("\(s): no such old section")
             continue
         }
-        if old.sections[s.sectionIndex].name != s.name { problems.append("\(s): the old section is named \(old.sections[s.sectionIndex].name)") }
+        if old.sections[s.sectionIndex].name != s.name {
+            problems.append("\(s): the old section is named \(old.sections[s.sectionIndex].name)")
+        }
         if sections[s.sectionIndex].contains(where: { $0 != nil }) { problems.append("\(s): objects of the deleted section stay") }
     }
     let deletedSections = difference.deletedSections
@@ -112,7 +114,8 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
         let coordinator = try makeCoordinator(.sqlite, in: dir)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "frc")
         let sort: [SortDescriptor<Person>] =
-            variant.byScore ? [SortDescriptor(\Person.score, order: .reverse), SortDescriptor(\Person.name)] : [SortDescriptor(\Person.name)]
+            variant.byScore
+            ? [SortDescriptor(\Person.score, order: .reverse), SortDescriptor(\Person.name)] : [SortDescriptor(\Person.name)]
         var request = FetchRequest<Person>(predicate: #Predicate { $0.age < 100 }, sortBy: sort)
         request.fetchLimit = variant.limit
         request.fetchOffset = variant.offset
@@ -224,7 +227,8 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
                 #expect(
                     sameResults(applied, s, permanent: permanent),
                     "round \(round) \(variant) \(roundNames): \(s.difference.objectChanges) \(s.difference.sectionChanges)")
-                #expect(s.sections.map(\.name) == (variant.sections ? s.sections.map { String($0.name.prefix(1)) } : s.sections.map(\.name)))
+                #expect(
+                    s.sections.map(\.name) == (variant.sections ? s.sections.map { String($0.name.prefix(1)) } : s.sections.map(\.name)))
                 previous = s
             }
             // Delegate order: will, did, then the snapshot; a snapshot with only new IDs alone.

@@ -20,7 +20,7 @@ import Testing
         ("name < a", #Predicate<Person> { $0.name < "a" }),
         ("contains é", #Predicate<Person> { $0.name.contains("é") }),
         ("lsc e", #Predicate<Person> { $0.name.localizedStandardContains("e") }),
-        ("email nil", #Predicate<Person> { $0.email == nil }),
+        ("email nil", #Predicate<Person> { $0.email == nil })
     ]
 
     @Test(arguments: [StoreType.sqlite, .inMemory])
