@@ -393,3 +393,45 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
         #expect(await iterator.next() == nil)
     }
 }
+
+@Suite struct FetchedResultsControllerOptionalSectionTests {
+    /// Sections from an optional string: nil is the section "", first in ascending order as nil
+    /// sorts first; objects moving between nil and values change sections.
+    @Test func nilIsTheEmptySectionAndObjectsMoveInAndOut() throws {
+        let dir = try TemporaryDirectory()
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir))
+        let request = FetchRequest<Person>(sortBy: [SortDescriptor(\.email), SortDescriptor(\.name)])
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: \Person.email)
+        let collector = SnapshotCollector()
+        let emails: [String?] = [nil, "a", "b", nil, "a"]
+        try context.performAndWait { () throws in
+            for (i, e) in emails.enumerated() {
+                let p = Person(context: context)
+                p.name = "P\(i)"
+                p.email = e
+            }
+            try context.save()
+            try controller.performFetch()
+            controller.delegate = collector
+        }
+        #expect(controller.snapshot?.sections.map(\.name) == ["", "a", "b"])
+        var previous = try #require(controller.snapshot)
+        let steps: [(Int, String?)] = [(0, "c"), (3, "b"), (1, nil), (2, nil), (4, "c")]
+        for (index, email) in steps {
+            let fresh = try context.performAndWait { () throws in
+                let p = try #require(try context.fetch(FetchRequest<Person>(predicate: #Predicate { $0.name == "P\(index)" })).first)
+                p.email = email
+                context.processPendingChanges()
+                return try context.fetch(request).map(\.objectID)
+            }
+            let snapshot = try #require(controller.snapshot)
+            #expect(snapshot.objectIDs == fresh)
+            var problems: [String] = []
+            let applied = applyDifference(snapshot.difference, to: previous, problems: &problems)
+            #expect(problems.isEmpty, "\(problems)")
+            #expect(sameResults(applied, snapshot, permanent: [:]))
+            previous = snapshot
+        }
+        #expect(controller.snapshot?.sections.map(\.name) == ["", "b", "c"])
+    }
+}
