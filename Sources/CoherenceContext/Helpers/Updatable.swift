@@ -16,11 +16,12 @@ public protocol Updatable: ManagedObject {}
 
 extension Updatable {
     /// Sets the property to `value` unless it already holds it. A non-optional attribute whose
-    /// stored value is nil (a row written without it) counts as different.
+    /// stored value is nil (a row written without it) counts as different. Floating-point values
+    /// (and dates) compare as the store keeps them, bit for bit: NaN holds NaN, −0.0 is not 0.0.
     /// - Returns: whether it wrote.
     @discardableResult
     public func update<V: Equatable>(_ keyPath: ReferenceWritableKeyPath<Self, V>, value: V) -> Bool {
-        if self[keyPath: keyPath] == value && !storesNilForNonOptional(keyPath) { return false }
+        if UpdatableValues.same(self[keyPath: keyPath], value) && !storesNilForNonOptional(keyPath) { return false }
         self[keyPath: keyPath] = value
         return true
     }
@@ -55,12 +56,17 @@ extension Updatable {
     }
 
     /// Sets the floating-point property to `value` unless `value` lies within `minimumChange` of
-    /// the current value (the closed range current ± `minimumChange`).
+    /// the current value (the closed range current ± `minimumChange`) or is that value bit for
+    /// bit (NaN over NaN, infinity over the same infinity).
     /// - Returns: whether it wrote.
     @discardableResult
     public func update<V: BinaryFloatingPoint>(_ keyPath: ReferenceWritableKeyPath<Self, V>, value: V, minimumChange: V) -> Bool {
         let current = self[keyPath: keyPath]
-        if (value - current).magnitude <= minimumChange && !storesNilForNonOptional(keyPath) { return false }
+        if UpdatableValues.identical(value, current) || (value - current).magnitude <= minimumChange,
+            !storesNilForNonOptional(keyPath)
+        {
+            return false
+        }
         self[keyPath: keyPath] = value
         return true
     }

@@ -226,6 +226,7 @@ extension FetchedResultsController {
         var merged: [Row] = []
         var origin: [Int] = []
         var changed: [Bool] = []
+        var isAddition: [Bool] = []
         merged.reserveCapacity(rows.count + additions.count)
         origin.reserveCapacity(rows.count + additions.count)
         changed.reserveCapacity(rows.count + additions.count)
@@ -235,6 +236,7 @@ extension FetchedResultsController {
             merged.append(a)
             origin.append(wasAt[key] ?? -1)
             changed.append(!quiet.contains(key))
+            isAddition.append(true)
         }
         for (i, row) in rows.enumerated() where stays[i] {
             while next < additions.count && order.compare(additions[next].sortValues, row.sortValues) < 0 {
@@ -244,12 +246,21 @@ extension FetchedResultsController {
             merged.append(row)
             origin.append(i)
             changed.append(false)
+            isAddition.append(false)
         }
         while next < additions.count {
             add(additions[next])
             next += 1
         }
         if let limit = fetch.limit {
+            // Objects beyond the limit were not read: an addition that sorts at or after the
+            // last row the results had (as it sorted then) may come after some of them.
+            if rows.count >= limit, let boundary = rows.last?.sortValues {
+                for i in 0..<min(merged.count, limit) where isAddition[i] && order.compare(merged[i].sortValues, boundary) >= 0 {
+                    refetch(changed: Set(candidates.map(ObjectIdentifier.init)).subtracting(quiet), byID: false)
+                    return
+                }
+            }
             if merged.count > limit {
                 merged.removeLast(merged.count - limit)
                 origin.removeLast(origin.count - limit)

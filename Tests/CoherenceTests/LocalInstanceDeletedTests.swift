@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import Coherence
+@testable import CoherenceBase
+@testable import CoherenceContext
+@testable import CoherenceSQLite
+@testable import CoherenceStore
+
+// Ambar's `localInstance(of:)` with deleted objects (DualCoordinator.md, "Lookups across
+// contexts"): an object deleted in the asking context, or whose row another context deleted, is
+// `.objectNotFound`; and the typed helpers with pending changes.
+
+@Suite struct LocalInstanceDeletedTests {
+    func code(_ body: () throws(CoherenceError) -> Void) -> CoherenceError.Code? {
+        do throws(CoherenceError) {
+            try body()
+            return nil
+        } catch { return error.code }
+    }
+
+    @Test func deletedObjectsHaveNoLocalInstance() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let (ann, bob) = try a.performAndWait { () throws in
+            let ann = Person(context: a)
+            ann.name = "Ann"
+            let bob = Person(context: a)
+            bob.name = "Bob"
+            try a.save()
+            return (ann, bob)
+        }
+        nonisolated(unsafe) let annA = ann, bobA = bob
+        // Deleted (not saved) in the asking context.
+        try b.performAndWait { () throws in
+            b.delete(try b.localInstance(of: annA))
+            #expect(code { () throws(CoherenceError) in _ = try b.localInstance(of: annA) } == .objectNotFound)
+            b.rollback()
+            #expect(try b.localInstance(of: annA).name == "Ann")
+        }
+        // Bob's row deleted by a save the asking context did not merge: b holds him as a fault,
+        // c not at all.
+        try b.performAndWait { () throws in b.refresh(try b.localInstance(of: bobA), mergeChanges: false) }
+        let d = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        nonisolated(unsafe) let bobD = try d.performAndWait { () throws in try d.localInstance(of: bobA) }
+        try a.performAndWait { () throws in
+            a.delete(bobA)
+            try a.save()
+        }
+        b.performAndWait { #expect(code { () throws(CoherenceError) in _ = try b.localInstance(of: bobD) } == .objectNotFound) }
+        let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        c.performAndWait {
+            #expect(code { () throws(CoherenceError) in _ = try c.localInstance(of: bobD) } == .objectNotFound)
+            #expect(c.registeredObjects.isEmpty)
+        }
+    }
+
+    @Test func theTypedHelpersSeeUnsavedChanges() throws {
+        let dir = try TemporaryDirectory()
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir))
+        try context.performAndWait { () throws in
+            let ann = Person(context: context)
+            ann.name = "Ann"
+            try context.save()
+            ann.name = "Zed"
+            // Renamed, not saved: neither found nor fetched under the old name.
+            #expect(try Person.findOrFetch(in: context, predicate: #Predicate { $0.name == "Ann" }) == nil)
+            #expect(try Person.findOrFetch(in: context, predicate: #Predicate { $0.name == "Zed" }) === ann)
+            context.delete(ann)
+            #expect(try Person.find(in: context, predicate: #Predicate { $0.name == "Zed" }) == nil)
+            #expect(try Person.findOrFetch(in: context, predicate: #Predicate { $0.name == "Zed" }) == nil)
+            #expect(try Person.delete(in: context, predicate: #Predicate { $0.name == "Zed" || $0.name == "Ann" }) == 0)
+            let new = Person(context: context)
+            new.name = "New"
+            #expect(try Person.find(in: context, predicate: #Predicate { $0.name == "New" }) === new)
+            #expect(try Person.fetchDistinctValues(of: \.name, in: context) == ["New"])
+            #expect(try Person.count(in: context) == 1)
+            #expect(try Person.count(in: context, includePending: false) == 1)
+        }
+    }
+}
