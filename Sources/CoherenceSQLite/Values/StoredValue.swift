@@ -28,6 +28,25 @@ public enum StoredValue: Hashable, Sendable {
         if case .null = self { return true }
         return false
     }
+
+    /// Whether two values are the same stored value. Text compares by its UTF-8 bytes, as SQLite
+    /// and PostgreSQL compare it: canonically equivalent strings that differ in their bytes
+    /// (`"\u{E9}"` and `"e\u{301}"`) are different values, so assigning one over the other is a
+    /// change that is saved. (Equal values hash alike: byte-equal strings are equal `String`s.)
+    ///
+    /// ```swift
+    /// StoredValue.text("\u{E9}") == .text("e\u{301}")   // false
+    /// ```
+    @inlinable public static func == (a: StoredValue, b: StoredValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.integer(let x), .integer(let y)): return x == y
+        case (.real(let x), .real(let y)): return x == y
+        case (.text(let x), .text(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.blob(let x), .blob(let y)): return x == y
+        default: return false
+        }
+    }
 }
 
 extension StoredValue {
