@@ -40,7 +40,10 @@ struct PostgreSQLBatchWriter: BatchWriter {
     let connection: PostgreSQLConnection
     /// The INSERT of the last entity inserted (consecutive rows share it; placeholders
     /// numbered), with the attributes it binds after the key.
-    var lastInsert: (entity: EntityDescription, sql: String, attributes: [AttributeDescription])? = nil
+    /// The one-row INSERT last made, with its attributes, whether it has no `ON CONFLICT`
+    /// clause and whether the entity's uniqueness constraints name one of its columns.
+    var lastInsert: (entity: EntityDescription, sql: String, attributes: [AttributeDescription], plain: Bool, constrained: Bool)? =
+        nil
     /// The multi-row INSERT of the last entity inserted several rows at once, for that many rows.
     var lastMultiInsert: (entity: EntityDescription, rows: Int, sql: String)? = nil
     /// The most rows one batch INSERT writes.
@@ -94,24 +97,27 @@ struct PostgreSQLBatchWriter: BatchWriter {
     }
 
     mutating func insertRow(_ entity: EntityDescription, key: Int64, values: [StoredValue]) throws(CoherenceError) -> Bool {
-        let sql: String
-        let attributes: [AttributeDescription]
+        // (What the statement is made with is decided once per run of rows of one entity: the SQL
+        // and the way it runs agree even if the deferrable tables are read again meanwhile.)
+        let insert: (entity: EntityDescription, sql: String, attributes: [AttributeDescription], plain: Bool, constrained: Bool)
         if let last = lastInsert, last.entity === entity {
-            (sql, attributes) = (last.sql, last.attributes)
+            insert = last
         } else {
-            attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
-            sql = store.numbered(generator.batchInsert(entity, attributes: attributes, onConflict: !store.insertsWithoutArbiter(entity)))
-            lastInsert = (entity, sql, attributes)
+            let attributes = entity.storedProperties.compactMap { $0 as? AttributeDescription }
+            let plain = store.insertsWithoutArbiter(entity)
+            let sql = store.numbered(generator.batchInsert(entity, attributes: attributes, onConflict: !plain))
+            insert = (entity, sql, attributes, plain, PostgreSQLSaveWriter.changesConstrainedColumn(entity, entity.storedProperties))
+            lastInsert = insert
         }
+        let sql = insert.sql, constrained = insert.constrained
         var parameters: [StoredValue] = [.integer(key)]
-        parameters.reserveCapacity(attributes.count + 1)
-        for a in attributes { parameters.append(PostgreSQLSaveWriter.columnValue(values[a.slot], a)) }
+        parameters.reserveCapacity(insert.attributes.count + 1)
+        for a in insert.attributes { parameters.append(PostgreSQLSaveWriter.columnValue(values[a.slot], a)) }
         let store = self.store, connection = self.connection
-        guard store.insertsWithoutArbiter(entity) else {
+        guard insert.plain else {
             return try run("Inserting a row of '\(entity.name)' failed") { try connection.execute(sql, parameters) }.affectedRows > 0
         }
         // Without `ON CONFLICT`: a refusal by the model's uniqueness constraints, inside a savepoint.
-        let constrained = PostgreSQLSaveWriter.changesConstrainedColumn(entity, entity.storedProperties)
         return try run("Inserting a row of '\(entity.name)' failed") {
             try store.executeRefusable(sql, parameters, on: connection, savepoint: constrained) != nil
         }
