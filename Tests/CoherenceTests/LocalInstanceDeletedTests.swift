@@ -7,8 +7,9 @@ import Testing
 @testable import CoherenceStore
 
 // Ambar's `localInstance(of:)` with deleted objects (DualCoordinator.md, "Lookups across
-// contexts"): an object deleted in the asking context, or whose row another context deleted, is
-// `.objectNotFound`; and the typed helpers with pending changes.
+// contexts"): an object of another context deleted in the asking context, or whose row another
+// context deleted, is `.objectNotFound`; one of the asking context is returned whatever its row's
+// state; and the typed helpers with pending changes.
 
 @Suite struct LocalInstanceDeletedTests {
     func code(_ body: () throws(CoherenceError) -> Void) -> CoherenceError.Code? {
@@ -53,6 +54,36 @@ import Testing
         c.performAndWait {
             #expect(code { () throws(CoherenceError) in _ = try c.localInstance(of: bobD) } == .objectNotFound)
             #expect(c.registeredObjects.isEmpty)
+        }
+    }
+
+    /// An object of the asking context comes back refreshed, as Ambar's does, whatever its row's
+    /// state (as the context's other lookups return a registered, loaded object); from another
+    /// context the same object is `.objectNotFound`.
+    @Test func anObjectOfTheAskingContextIsReturnedEvenWhenItsRowIsGone() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let a = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let b = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let id = try a.performAndWait { () throws in
+            let ann = Person(context: a)
+            ann.name = "Ann"
+            try a.save()
+            return ann.objectID
+        }
+        nonisolated(unsafe) let annB = try b.performAndWait { () throws in try b.existingObject(with: id) }
+        try a.performAndWait { () throws in
+            a.delete(try a.existingObject(with: id))
+            try a.save()
+        }
+        try b.performAndWait { () throws in
+            let same = try b.localInstance(of: annB)
+            #expect(same === annB)
+            #expect((same as? Person)?.name == "Ann")
+        }
+        let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        c.performAndWait {
+            #expect(code { () throws(CoherenceError) in _ = try c.localInstance(of: annB) } == .objectNotFound)
         }
     }
 

@@ -71,7 +71,9 @@ struct MergeNumberConversionTests {
         for bad in [
             #"[{"id": 18446744073709551615, "name": "wraps to -1"}]"#, #"[{"id": 9223372036854775808, "name": "wraps to Int64.min"}]"#,
             #"[{"id": 1e19, "name": "saturates"}]"#, #"[{"id": 1, "small": 40000}]"#, #"[{"id": 1, "amount": 1.5e300}]"#,
-            #"[{"id": 1, "small": 2.5}]"#
+            #"[{"id": 1, "small": 2.5}]"#,
+            // A JSON boolean is not a number, for every integer width alike.
+            #"[{"id": true, "name": "a boolean key"}]"#, #"[{"id": 1, "small": true}]"#, #"[{"id": 1, "amount": false}]"#
         ] {
             let payload = try JSONPayload(bad)
             await expectActionError(.invalidValue) {

@@ -262,26 +262,30 @@ extension ManagedObject {
     /// Converts an incoming (JSON-like) value for an attribute: Swift values, `NSNumber`s from
     /// `JSONSerialization`, and ISO-8601 strings for dates.
     static func mergeValue(_ value: Any, for attribute: AttributeDescription) -> StoredValue? {
-        // Native Swift values first: casting them to NSNumber would box each one. (An
-        // NSDecimalNumber past Int64's range casts to a wrong Int on Linux.)
+        // Native Swift values first: casting them to NSNumber would box each one. (Numbers only
+        // when they are native: an `NSNumber` also casts to `Int` and `Double` on Linux, a JSON
+        // boolean as 1 or 0 and an NSDecimalNumber past Int64's range as a wrong Int; the
+        // `NSNumber` branch below converts them exactly or refuses them.)
         switch (attribute.type.kind, value) {
         case (.string, let v as String): return .text(v)
-        case (.integer64, let v as Int) where !(value is NSDecimalNumber): return .integer(Int64(v))
-        case (.double, let v as Double): return v.storedValue
+        case (.integer64, let v as Int) where type(of: value) == Int.self: return .integer(Int64(v))
+        case (.double, let v as Double) where type(of: value) == Double.self: return v.storedValue
         case (.date, let v as Date): return v.storedValue
         default: break
         }
         if value is NSNull { return attribute.isOptional ? .null : nil }
         #if !canImport(Darwin)
-        // JSON booleans are NSNumbers of type "c"; `is Bool` would also match the numbers 0 and 1.
-        if let n = value as? NSNumber, String(cString: n.objCType) != "c" || attribute.type == .boolean {
+        // JSON booleans are NSNumbers of type "c" (`is Bool` would also match the numbers 0 and
+        // 1): a value of the wrong type for a numeric attribute, of every width alike.
+        if let n = value as? NSNumber {
+            let isBoolean = String(cString: n.objCType) == "c"
             switch attribute.type.kind {
             case .integer16, .integer32, .integer64:
-                guard let i = exactInteger(n) else { return nil }
+                guard !isBoolean, let i = exactInteger(n) else { return nil }
                 return attribute.type.accepts(.integer(i)) ? .integer(i) : nil
-            case .double, .float: return n.doubleValue.storedValue
+            case .double, .float: return isBoolean ? nil : n.doubleValue.storedValue
             case .boolean: return .integer(n.boolValue ? 1 : 0)
-            case .decimal: return exactDecimal(n)?.storedValue
+            case .decimal: return isBoolean ? nil : exactDecimal(n)?.storedValue
             default: break
             }
         }

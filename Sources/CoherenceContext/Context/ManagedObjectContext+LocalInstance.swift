@@ -12,8 +12,9 @@ extension ManagedObjectContext {
     /// let shown = try viewContext.localInstance(of: imported)  // the view context's Person
     /// ```
     ///
-    /// - Throws: `.objectNotFound` when the object is not saved (a temporary ID), was deleted or
-    ///   is not in this context's stores; `.typeMismatch` when this context's object of that ID
+    /// - Throws: for an object of another context, `.objectNotFound` when it is not saved (a
+    ///   temporary ID), its row was deleted or it is not in this context's stores (an object of
+    ///   this context is refreshed and returned, whatever its row's state); `.typeMismatch` when this context's object of that ID
     ///   is not a `T`; the errors reading it meets.
     public func localInstance<T: ManagedObject>(of object: T) throws(CoherenceError) -> T {
         assertOnExecutor()
