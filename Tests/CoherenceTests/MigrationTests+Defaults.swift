@@ -43,3 +43,36 @@ extension MigrationTests {
         }
     }
 }
+
+extension MigrationTests {
+    /// Floating-point defaults a SQL number cannot spell (±infinity, −0.0, NaN) and a text
+    /// default with a NUL (SQLite; PostgreSQL text cannot hold one) reach every existing row
+    /// exactly: not as NULL, 0 or a failed migration.
+    @Test(arguments: storedTypes)
+    func addedAttributesTakeDefaultsNoSQLNumberSpells(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let url = try migrationStoreURL(type, dir)
+        try MigrationTests.fill(url)
+        var added: [PropertyDescription] = [
+            AttributeDescription(name: "up", type: .double, defaultValue: Double.infinity),
+            AttributeDescription(name: "down", type: .double, defaultValue: -Double.infinity),
+            AttributeDescription(name: "nz", type: .double, defaultValue: -0.0),
+            AttributeDescription(name: "nan", type: .double, defaultValue: Double.nan),
+            AttributeDescription(name: "fup", type: .float, defaultValue: Float.infinity)
+        ]
+        if type == .sqlite { added.append(AttributeDescription(name: "nul", type: .string, defaultValue: "a\u{0}b")) }
+        let v2 = try ManagedObjectModel(entities: [MigrationTests.person(indexes: [["age"]], adding: added), MigrationTests.town()])
+        try withMigrationStore(v2, at: url) { context in
+            let people = try fetchByName(context, "Person")
+            #expect(people.count == 3)
+            for p in people {
+                #expect(try p.value(forKey: "up") as? Double == .infinity)
+                #expect(try p.value(forKey: "down") as? Double == -.infinity)
+                #expect((try p.value(forKey: "nz") as? Double)?.bitPattern == (-0.0 as Double).bitPattern)
+                #expect((try p.value(forKey: "nan") as? Double)?.isNaN == true)
+                #expect(try p.value(forKey: "fup") as? Float == .infinity)
+                if type == .sqlite { #expect(try p.value(forKey: "nul") as? String == "a\u{0}b") }
+            }
+        }
+    }
+}

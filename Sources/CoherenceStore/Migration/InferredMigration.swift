@@ -380,6 +380,13 @@ package struct InferredMigration {
                     // A constant for every row of the table (see `plan()`): the column's default.
                     let type = (p as? AttributeDescription).map { generator.dialect.columnType($0.type) } ?? generator.dialect.keyType
                     let value = sql(source)
+                    if let d = (p as? AttributeDescription)?.defaultValue, !generator.spellsAsLiteral(d) {
+                        // SQLite's `ADD COLUMN` takes only a literal default: a value spelled as
+                        // an expression (text with a NUL) is written into every row.
+                        try c.execute("ALTER TABLE \(table) ADD COLUMN \(q(p.name)) \(type)")
+                        try c.execute("UPDATE \(table) SET \(q(p.name)) = \(value)")
+                        continue
+                    }
                     let defaultClause = value == "NULL" ? "" : " DEFAULT \(value)"
                     try c.execute("ALTER TABLE \(table) ADD COLUMN \(q(p.name)) \(type)\(defaultClause)")
                 }

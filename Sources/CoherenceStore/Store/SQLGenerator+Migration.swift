@@ -6,18 +6,45 @@ import Foundation
 extension SQLGenerator {
     /// A SQL literal for a stored value, to be kept in a column of an attribute of `type` (a
     /// PostgreSQL decimal is cast to `NUMERIC`, bytes are `BYTEA`).
+    ///
+    /// Every value keeps its exact stored form: an infinity is SQLite's overflowing literal
+    /// (`9e999`) or PostgreSQL's `'Infinity'::FLOAT8`; a floating-point value SQLite keeps as
+    /// bytes (NaN, −0.0) is PostgreSQL's native one; SQLite text with a NUL (which would end the
+    /// statement's text) is spelled in hexadecimal.
     package func literal(_ value: StoredValue, type: AttributeType? = nil) -> String {
+        if dialect == .postgreSQL, type?.isFloatingPoint == true, let d = value.doubleValue {
+            if d.isNaN { return "'NaN'::FLOAT8" }
+            if d.isInfinite { return d > 0 ? "'Infinity'::FLOAT8" : "'-Infinity'::FLOAT8" }
+            return "'\(d)'::FLOAT8"
+        }
         switch value {
         case .null: return "NULL"
         case .integer(let v): return String(v)
-        case .real(let v): return v.isFinite ? "\(v)" : "NULL"
+        case .real(let v):
+            if v.isFinite { return "\(v)" }
+            if v.isNaN { return "NULL" }  // (never made: NaN is stored as bytes)
+            switch dialect {
+            case .sqlite: return v > 0 ? "9e999" : "-9e999"
+            case .postgreSQL: return v > 0 ? "'Infinity'::FLOAT8" : "'-Infinity'::FLOAT8"
+            }
         case .text(let s):
+            if dialect == .sqlite && s.utf8.contains(0) {
+                let hex = s.utf8.map { String(format: "%02X", $0) }.joined()
+                return "CAST(X'\(hex)' AS TEXT)"
+            }
             let quoted = "'" + s.replacingOccurrences(of: "'", with: "''") + "'"
             return dialect == .postgreSQL && type?.kind == .decimal ? "CAST(\(quoted) AS NUMERIC)" : quoted
         case .blob(let d):
             let hex = d.map { String(format: "%02X", $0) }.joined()
             return dialect == .sqlite ? "X'\(hex)'" : "'\\x\(hex)'::BYTEA"
         }
+    }
+
+    /// Whether ``literal(_:type:)`` spells `value` as a literal (which SQLite's `ADD COLUMN … DEFAULT`
+    /// requires), not as an expression: all but SQLite text with a NUL.
+    package func spellsAsLiteral(_ value: StoredValue) -> Bool {
+        guard dialect == .sqlite, case .text(let s) = value else { return true }
+        return !s.utf8.contains(0)
     }
 
     /// The names of a table's indexes (one parameter: the table's name) that a migration sets
