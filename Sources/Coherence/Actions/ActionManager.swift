@@ -179,31 +179,36 @@ extension GenericConnect: ActionManager {
 
     @discardableResult
     public func execute<A: EntityAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy {
-        let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
-        let proxy = makeProxy(action, completionBlock)
-        queue.enqueue(
-            ActionQueue.Job(proxy: proxy) { [weak self] done in
-                // Weakly: a queued job must not keep a released connect alive. Its deinit
-                // cancels the queued actions; one already taken off the queue ends the same way.
-                guard let self else {
-                    proxy.cancel()
-                    done()
-                    return
-                }
-                guard proxy.begin() else { done(); return }
-                let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
-                var failure: (any Error)?
-                do { try action.execute(context: context) } catch { failure = error }
-                if failure == nil { proxy.record(context.performAndWait { context.statistics }) }
-                proxy.finish(error: failure)
-                done()
-            })
-        return proxy
+        try enqueueEntityJob(action, for: A.ManagedObjectType.self, completionBlock) { proxy, context, done in
+            var failure: (any Error)?
+            do { try action.execute(context: context) } catch { failure = error }
+            if failure == nil { proxy.record(context.performAndWait { context.statistics }) }
+            proxy.finish(error: failure)
+            done()
+        }
     }
 
     @discardableResult
     public func execute<A: AsyncEntityAction>(_ action: A, completionBlock: (@Sendable (ActionProxy) -> Void)?) throws -> ActionProxy {
-        let (queue, managed, name) = try entityQueue(for: A.ManagedObjectType.self)
+        try enqueueEntityJob(action, for: A.ManagedObjectType.self, completionBlock) { proxy, context, done in
+            proxy.runTask {
+                var failure: (any Error)?
+                do { try await action.execute(context: context) } catch { failure = error }
+                if failure == nil { proxy.record(await context.perform { context.statistics }) }
+                proxy.finish(error: failure)
+                done()
+            }
+        }
+    }
+
+    /// Queues an entity action on its entity's queue: when its turn comes, `run` gets its proxy
+    /// (begun), a new action context and the job's `done` (which `run` calls when the action
+    /// ends).
+    private func enqueueEntityJob<T: ManagedObject>(
+        _ action: any Action, for type: T.Type, _ completionBlock: (@Sendable (ActionProxy) -> Void)?,
+        run: @escaping @Sendable (ActionProxy, ActionContext, @escaping @Sendable () -> Void) -> Void
+    ) throws -> ActionProxy {
+        let (queue, managed, name) = try entityQueue(for: type)
         let proxy = makeProxy(action, completionBlock)
         queue.enqueue(
             ActionQueue.Job(proxy: proxy) { [weak self] done in
@@ -215,14 +220,7 @@ extension GenericConnect: ActionManager {
                     return
                 }
                 guard proxy.begin() else { done(); return }
-                let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
-                proxy.runTask {
-                    var failure: (any Error)?
-                    do { try await action.execute(context: context) } catch { failure = error }
-                    if failure == nil { proxy.record(await context.perform { context.statistics }) }
-                    proxy.finish(error: failure)
-                    done()
-                }
+                run(proxy, ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed), done)
             })
         return proxy
     }
