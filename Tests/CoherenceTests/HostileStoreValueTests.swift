@@ -34,4 +34,41 @@ import Testing
             for sample in samples { #expect(sample.decimal?.isNaN == true, "\(sample.s): \(String(describing: sample.decimal))") }
         }
     }
+
+    /// The store's key counter (`Z_PRIMARYKEY.Z_MAX`) put behind the table's largest key by
+    /// another program: new objects get keys past the largest one and existing rows are left
+    /// alone. Every insert of the entity used to fail with a `.conflict` that named no row.
+    @Test(arguments: [StoreType.sqlite] + (PostgreSQLTestServer.enabled ? [StoreType.postgreSQL] : []))
+    func aKeyCounterBehindTheTableStillGivesNewKeys(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory("key-counter-\(type)")
+        let url = try #require(try dir.storeURL(type))
+        do {
+            let coordinator = try makeCoordinator(type, in: dir)
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                for n in 0..<3 { Person(context: context).name = "old \(n)" }
+                try context.save()
+            }
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+        }
+        if type == .sqlite {
+            try runForeignSQL("UPDATE Z_PRIMARYKEY SET Z_MAX = 1", at: url.path)
+        } else {
+            _ = try PostgreSQLTestServer.connection().execute(
+                "UPDATE \(PostgreSQLTestServer.schema(of: url)).z_primarykey SET z_max = 1")
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        try coordinator.addPersistentStore(type: type, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for n in 0..<2 { Person(context: context).name = "new \(n)" }
+            try context.save()
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let people = try reader.fetch(FetchRequest<Person>())
+            #expect(people.map(\.name).sorted() == ["new 0", "new 1", "old 0", "old 1", "old 2"])
+            #expect(Set(people.map(\.objectID.primaryKey)).count == 5)
+        }
+    }
 }

@@ -201,7 +201,15 @@ package struct SQLGenerator: Sendable {
         case .postgreSQL: return "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, 0) ON CONFLICT DO NOTHING"
         }
     }
-    package var allocatePrimaryKeys: String { "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ? RETURNING Z_MAX" }
+    /// Reserves keys of `root`'s table; parameters: the count, then the root's entity number.
+    /// The counter moves on from the table's largest key when it is behind it (another program
+    /// inserted rows, or put the counter back), so a new key never names a row that exists.
+    /// (A counter ahead of the table, as reserved keys leave it, is kept.)
+    package func allocatePrimaryKeys(_ root: EntityDescription) -> String {
+        let greatest = dialect == .postgreSQL ? "GREATEST" : "MAX"
+        return "UPDATE Z_PRIMARYKEY SET Z_MAX = \(greatest)(Z_MAX, (SELECT COALESCE(MAX(Z_PK), 0) FROM \(table(root)))) + ? "
+            + "WHERE Z_ENT = ? RETURNING Z_MAX"
+    }
 
     /// Statements that create the tables and indexes for `entities` (whole hierarchies).
     package func createSchema(for entities: [EntityDescription]) -> [String] {

@@ -726,7 +726,7 @@ package final class SQLiteStore: StoreEngine {
     }
 
     private func allocate(_ c: SQLiteConnection, _ root: EntityDescription, _ count: Int) throws -> Int64 {
-        let st = try c.cachedStatement(generator.allocatePrimaryKeys)
+        let st = try c.cachedStatement(generator.allocatePrimaryKeys(root))
         defer { st.reset() }
         st.bind(Int64(count), at: 1)
         st.bind(Int64(generator.storedNumber(root)), at: 2)
