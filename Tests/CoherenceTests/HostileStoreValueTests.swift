@@ -71,4 +71,68 @@ import Testing
             #expect(Set(people.map(\.objectID.primaryKey)).count == 5)
         }
     }
+
+    final class Reading: ManagedObject {
+        @Transformed var samples: [Double] = []
+        @Transformed var limit: Double? = nil
+        @Transformed var payload: Payload = Payload(text: "")
+    }
+
+    /// A `Codable` value whose encoding fails when its text is "refuse".
+    struct Payload: Codable, Equatable {
+        var text: String
+        struct Refused: Error {}
+        func encode(to encoder: any Encoder) throws {
+            if text == "refuse" { throw Refused() }
+            var c = encoder.singleValueContainer()
+            try c.encode(text)
+        }
+        init(text: String) { self.text = text }
+        init(from decoder: any Decoder) throws { text = try decoder.singleValueContainer().decode(String.self) }
+    }
+
+    /// Non-finite numbers in a `@Transformed` value are kept (JSON has no form for them; they
+    /// were stored as nil, so the value read back as its default and a required one failed
+    /// validation at save).
+    @Test func transformedNonFiniteNumbersRoundTrip() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: try ManagedObjectModel(types: [Reading.self]))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let reading = Reading(context: context)
+            reading.samples = [1.5, .nan, .infinity, -.infinity]
+            reading.limit = -.infinity
+            #expect(reading.samples.count == 4)
+            try context.save()
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let reading = try #require(try reader.fetch(FetchRequest<Reading>()).first)
+            #expect(reading.samples.count == 4)
+            #expect(reading.samples.first == 1.5)
+            #expect(reading.samples.dropFirst().first?.isNaN == true)
+            #expect(Array(reading.samples.dropFirst(2)) == [.infinity, -.infinity])
+            #expect(reading.limit == -.infinity)
+        }
+    }
+
+    /// A `@Transformed` value that cannot be encoded is not stored: the value before it is
+    /// kept (it was replaced by nil, losing both).
+    @Test func aTransformedValueThatCannotBeEncodedKeepsThePreviousOne() throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir, model: try ManagedObjectModel(types: [Reading.self]))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let reading = Reading(context: context)
+            reading.payload = Payload(text: "kept")
+            reading.payload = Payload(text: "refuse")
+            #expect(reading.payload == Payload(text: "kept"))
+            try context.save()
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let reading = try #require(try reader.fetch(FetchRequest<Reading>()).first)
+            #expect(reading.payload == Payload(text: "kept"))
+        }
+    }
 }
