@@ -72,6 +72,48 @@ import Testing
         }
     }
 
+    /// Decimal text another program wrote that is not a whole number reads as no decimal, not
+    /// as the number its start spells: `Decimal(string:)` read `"-Infinity"` (a PostgreSQL
+    /// `NUMERIC`) and `"-x"` as 0, `"1,5"` as 1 and `"12abc"` as 12, so they read back as those
+    /// values and `== 1` matched `"1,5"`.
+    @Test(arguments: [StoreType.sqlite] + (PostgreSQLTestServer.enabled ? [StoreType.postgreSQL] : []))
+    func decimalTextThatIsNoWholeNumberIsNotReadAsItsStart(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory("decimal-text-\(type)")
+        let url = try #require(try dir.storeURL(type))
+        let coordinator = try makeCoordinator(type, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for n in 0..<4 {
+                let sample = Sample(context: context)
+                sample.i = n
+                sample.decimal = Decimal(n)
+            }
+            try context.save()
+        }
+        let foreign: [Int: String] =
+            type == .sqlite ? [1: "1,5", 2: "-x", 3: "12abc"] : [1: "-Infinity", 2: "Infinity"]
+        for (i, text) in foreign {
+            if type == .sqlite {
+                try runForeignSQL("UPDATE Sample SET decimal = '\(text)' WHERE i = \(i)", at: url.path)
+            } else {
+                _ = try PostgreSQLTestServer.connection().execute(
+                    "UPDATE \(PostgreSQLTestServer.schema(of: url)).\"Sample\" SET decimal = '\(text)' WHERE i = \(i)")
+            }
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let samples = try reader.fetch(FetchRequest<Sample>(sortBy: [SortDescriptor(\.i)]))
+            #expect(samples.map(\.decimal) == [Decimal(0)] + (1..<4).map { foreign[$0] == nil ? Decimal($0) : nil })
+            let error = #expect(throws: CoherenceError.self) { try samples[1].value(forKey: "decimal", as: Decimal.self) }
+            #expect(error?.code == .typeMismatch)
+            #expect(error?.propertyName == "decimal")
+            let one = Decimal(1)
+            #expect(try reader.count(for: FetchRequest<Sample>(predicate: #Predicate { $0.decimal == one })) == 0)
+            let zero = Decimal(0)
+            #expect(try reader.fetch(FetchRequest<Sample>(predicate: #Predicate { $0.decimal == zero })).map(\.i) == [0])
+        }
+    }
+
     final class Reading: ManagedObject {
         @Transformed var samples: [Double] = []
         @Transformed var limit: Double? = nil
