@@ -114,6 +114,47 @@ import Testing
         }
     }
 
+    /// Keys that run out (a counter, or a key another program wrote, at the largest integer)
+    /// fail the save with a typed error naming the entity, and write nothing; the SQLite store
+    /// stopped the process (an arithmetic overflow on the key SQLite had turned into a REAL).
+    @Test(arguments: [StoreType.sqlite] + (PostgreSQLTestServer.enabled ? [StoreType.postgreSQL] : []), [true, false])
+    func keysThatRunOutAreATypedError(_ type: StoreType, keyInTable: Bool) throws {
+        let dir = try TemporaryDirectory("keys-run-out-\(type)-\(keyInTable)")
+        let url = try #require(try dir.storeURL(type))
+        do {
+            let coordinator = try makeCoordinator(type, in: dir)
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                Person(context: context).name = "first"
+                try context.save()
+            }
+            try coordinator.remove(try #require(coordinator.persistentStores.first))
+        }
+        let sql =
+            keyInTable
+            ? "INSERT INTO %@ (Z_PK, Z_ENT, Z_OPT, name, age, score) SELECT \(Int64.max), Z_ENT, 1, 'last', 0, 0 FROM %@ LIMIT 1"
+            : "UPDATE %@ SET Z_MAX = \(Int64.max) WHERE Z_MAX > 0"
+        let tables = keyInTable ? ["Person", "Person"] : ["Z_PRIMARYKEY"]
+        if type == .sqlite {
+            try runForeignSQL(String(format: sql, arguments: tables), at: url.path)
+        } else {
+            let schema = PostgreSQLTestServer.schema(of: url)
+            let qualified = tables.map { $0 == "Person" ? "\(schema).\"Person\"" : "\(schema).z_primarykey" }
+            _ = try PostgreSQLTestServer.connection().execute(String(format: sql, arguments: qualified))
+        }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        try coordinator.addPersistentStore(type: type, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let before = try coordinator.count(for: FetchRequest<Person>())
+        try context.performAndWait {
+            Person(context: context).name = "new"
+            let error = #expect(throws: CoherenceError.self) { try context.save() }
+            #expect(error?.code == .storeWriteFailed, "\(String(describing: error))")
+            if type == .sqlite { #expect(error?.entityName == "Person") }
+        }
+        #expect(try coordinator.count(for: FetchRequest<Person>()) == before)
+    }
+
     final class Reading: ManagedObject {
         @Transformed var samples: [Double] = []
         @Transformed var limit: Double? = nil
