@@ -155,6 +155,57 @@ import Testing
         #expect(try coordinator.count(for: FetchRequest<Person>()) == before)
     }
 
+    /// A row whose version (`Z_OPT`) another program set to the largest integer can still be
+    /// updated, by a save and by a batch update, again and again: the version goes back to 1.
+    /// A save stopped the SQLite store's process (an arithmetic overflow), a batch update left
+    /// a REAL version no later save matched, and PostgreSQL refused both.
+    @Test(arguments: [StoreType.sqlite] + (PostgreSQLTestServer.enabled ? [StoreType.postgreSQL] : []))
+    func aRowAtTheLargestVersionCanStillBeUpdated(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory("largest-version-\(type)")
+        let url = try #require(try dir.storeURL(type))
+        let coordinator = try makeCoordinator(type, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let ids = try context.performAndWait { () throws -> [ObjectID] in
+            let people = (0..<2).map { n -> Person in
+                let person = Person(context: context)
+                person.name = "p\(n)"
+                return person
+            }
+            try context.save()
+            return people.map(\.objectID)
+        }
+        if type == .sqlite {
+            try runForeignSQL("UPDATE Person SET Z_OPT = \(Int64.max)", at: url.path)
+        } else {
+            _ = try PostgreSQLTestServer.connection().execute(
+                "UPDATE \(PostgreSQLTestServer.schema(of: url)).\"Person\" SET z_opt = \(Int64.max)")
+        }
+        let editor = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try editor.performAndWait {
+            let first = try #require(try editor.existingObject(with: ids[0]) as? Person)
+            first.age = 1
+            try editor.save()
+            first.age = 2
+            try editor.save()
+            _ = try editor.execute(
+                BatchUpdateRequest<Person>(predicate: #Predicate { $0.name == "p1" }, propertiesToUpdate: ["age": 3]))
+            editor.reset()
+            let second = try #require(try editor.existingObject(with: ids[1]) as? Person)
+            second.age = 4
+            try editor.save()
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let ages = try reader.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)])).map(\.age)
+            #expect(ages == [2, 4])
+        }
+        if type == .sqlite {
+            let c = try SQLiteConnection(location: .file(url.path))
+            let versions = try c.prepare("SELECT Z_OPT FROM Person ORDER BY Z_PK").rows { $0.value(0) }
+            #expect(versions == [.integer(2), .integer(2)])
+        }
+    }
+
     final class Reading: ManagedObject {
         @Transformed var samples: [Double] = []
         @Transformed var limit: Double? = nil

@@ -469,9 +469,19 @@ package struct SQLGenerator: Sendable {
     /// a temporary table for it on every execution; the writer works the new version out.
     /// PostgreSQL returns the new Z_OPT.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
-        let sets = properties.map { "\(column($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]
+        let sets = properties.map { "\(column($0)) = ?" } + [Self.nextVersion]
         return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
             + (dialect == .postgreSQL ? " RETURNING Z_OPT" : "")
+    }
+
+    /// Moves a row's version on by one; from the largest integer (a version another program
+    /// wrote) back to 1, as ``nextVersion(after:)`` does: `Z_OPT + 1` would leave SQLite a REAL
+    /// (no version a reader could expect) and fail PostgreSQL's update.
+    package static let nextVersion = "Z_OPT = CASE WHEN Z_OPT < \(Int64.max) THEN Z_OPT + 1 ELSE 1 END"
+
+    /// The version ``nextVersion`` gives a row at `version`.
+    @inline(__always) package static func nextVersion(after version: Int64) -> Int64 {
+        version == .max ? 1 : version + 1
     }
 
     /// DELETE of one row; parameters: Z_PK, then (when `checkVersion`) the expected Z_OPT.
