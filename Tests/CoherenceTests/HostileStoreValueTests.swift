@@ -206,6 +206,47 @@ import Testing
         }
     }
 
+    /// A store made by Core Data declares `Z_OPT` without `NOT NULL`; rows another program
+    /// wrote there without a version can be updated and deleted (every save of them failed
+    /// with a `.conflict`, whatever the merge policy), and a save that meets one another
+    /// context changed still reports the conflict.
+    @Test func coreDataRowsWithoutAVersionCanBeSaved() throws {
+        let dir = try TemporaryDirectory()
+        let url = try CoreDataStoreTests.fixtureCopy(in: dir)
+        try runForeignSQL(
+            """
+            UPDATE ZSTUDENT SET Z_OPT = NULL WHERE Z_PK IN (3, 4, 5);
+            INSERT INTO ZSTUDENT (Z_PK, Z_ENT, ZISOLDDATA) VALUES (11, 1, 0);
+            UPDATE Z_PRIMARYKEY SET Z_MAX = 11
+            """, at: url.path)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try CoreDataStoreTests.studentModel())
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let byKey = Dictionary(
+                uniqueKeysWithValues: try context.fetch(FetchRequest<ManagedObject>(entityName: "Student")).map {
+                    ($0.objectID.primaryKey, $0)
+                })
+            try #require(byKey[3]).setValue(false, forKey: "isOldData")
+            try #require(byKey[11]).setValue(true, forKey: "isOldData")
+            context.delete(try #require(byKey[4]))
+            try context.save()
+            try #require(byKey[5]).setValue(false, forKey: "isOldData")
+        }
+        try other.performAndWait {
+            let five = try other.existingObject(with: try context.performAndWait { try #require(context.updatedObjects.first).objectID })
+            try five.setValue(false, forKey: "isOldData")
+            try other.save()
+        }
+        context.performAndWait {
+            let error = #expect(throws: CoherenceError.self) { try context.save() }
+            #expect(error?.code == .conflict)
+        }
+        let rows = try CoreDataStoreTests.query(url, "SELECT Z_PK, Z_OPT, ZISOLDDATA FROM ZSTUDENT WHERE Z_PK IN (3, 4, 5, 11) ORDER BY Z_PK")
+        #expect(rows == [["3", "1", "0"], ["5", "1", "0"], ["11", "1", "1"]])
+    }
+
     final class Reading: ManagedObject {
         @Transformed var samples: [Double] = []
         @Transformed var limit: Double? = nil

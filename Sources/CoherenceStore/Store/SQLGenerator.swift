@@ -470,7 +470,7 @@ package struct SQLGenerator: Sendable {
     /// PostgreSQL returns the new Z_OPT.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
         let sets = properties.map { "\(column($0)) = ?" } + [Self.nextVersion]
-        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND \(storedVersion) = ?" : "")
             + (dialect == .postgreSQL ? " RETURNING Z_OPT" : "")
     }
 
@@ -484,9 +484,14 @@ package struct SQLGenerator: Sendable {
         version == .max ? 1 : version + 1
     }
 
+    /// The row version a check compares: a store made by Core Data declares `Z_OPT` without
+    /// `NOT NULL`, and a row another program inserted there may have none, which reads as version
+    /// 0 (`Z_OPT = 0` would never match it, so the row could never be saved).
+    var storedVersion: String { naming.isCoreData ? "COALESCE(Z_OPT, 0)" : "Z_OPT" }
+
     /// DELETE of one row; parameters: Z_PK, then (when `checkVersion`) the expected Z_OPT.
     package func delete(_ entity: EntityDescription, checkVersion: Bool) -> String {
-        "DELETE FROM \(table(entity)) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+        "DELETE FROM \(table(entity)) WHERE Z_PK = ?" + (checkVersion ? " AND \(storedVersion) = ?" : "")
     }
 
     /// Version of one row.
