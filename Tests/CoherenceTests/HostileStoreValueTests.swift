@@ -243,7 +243,8 @@ import Testing
             let error = #expect(throws: CoherenceError.self) { try context.save() }
             #expect(error?.code == .conflict)
         }
-        let rows = try CoreDataStoreTests.query(url, "SELECT Z_PK, Z_OPT, ZISOLDDATA FROM ZSTUDENT WHERE Z_PK IN (3, 4, 5, 11) ORDER BY Z_PK")
+        let rows = try CoreDataStoreTests.query(
+            url, "SELECT Z_PK, Z_OPT, ZISOLDDATA FROM ZSTUDENT WHERE Z_PK IN (3, 4, 5, 11) ORDER BY Z_PK")
         #expect(rows == [["3", "1", "0"], ["5", "1", "0"], ["11", "1", "1"]])
     }
 

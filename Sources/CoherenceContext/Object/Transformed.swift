@@ -127,7 +127,9 @@ public struct Transformed<Value: Codable> {
         get {
             let fallback = object[keyPath: storageKeyPath].defaultValue
             let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
-            if slot >= 0, case .blob(let data) = object._storedValue(at: slot), let v = try? TransformedCoding.decoder().decode(Value.self, from: data) {
+            if slot >= 0, case .blob(let data) = object._storedValue(at: slot),
+                let v = try? TransformedCoding.decoder().decode(Value.self, from: data)
+            {
                 return v
             }
             if let fallback { return fallback }

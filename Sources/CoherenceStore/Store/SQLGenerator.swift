@@ -470,7 +470,8 @@ package struct SQLGenerator: Sendable {
     /// PostgreSQL returns the new Z_OPT.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
         let sets = properties.map { "\(column($0)) = ?" } + [Self.nextVersion]
-        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND \(storedVersion) = ?" : "")
+        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?"
+            + (checkVersion ? " AND \(storedVersion) = ?" : "")
             + (dialect == .postgreSQL ? " RETURNING Z_OPT" : "")
     }
 
