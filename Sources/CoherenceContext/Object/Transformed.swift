@@ -42,7 +42,7 @@ extension ManagedObject {
                 .unknownKey, "'\(key)' is not an attribute of entity '\(entity.name)'.", entity: entity.name, property: key)
         }
         guard case .blob(let data) = _storedValue(at: a.slot) else { return nil }
-        do { return try JSONDecoder().decode(T.self, from: data) } catch {
+        do { return try TransformedCoding.decoder().decode(T.self, from: data) } catch {
             throw CoherenceError(
                 .typeMismatch, "'\(key)' does not hold a JSON-encoded \(T.self): \(error)", entity: entity.name,
                 property: key, objectID: _objectID)
@@ -56,7 +56,7 @@ extension ManagedObject {
                 .unknownKey, "'\(key)' is not a transformable attribute of entity '\(entity.name)'.", entity: entity.name, property: key)
         }
         guard let value else { _setStoredValue(.null, at: a.slot); return }
-        do { _setStoredValue(.blob(try JSONEncoder().encode(value)), at: a.slot) } catch {
+        do { _setStoredValue(.blob(try TransformedCoding.encoder().encode(value)), at: a.slot) } catch {
             throw CoherenceError(.typeMismatch, "Cannot encode \(T.self) for '\(key)': \(error)", entity: entity.name, property: key)
         }
     }
@@ -70,7 +70,7 @@ extension ManagedObject {
             // instead would give data the transformer cannot read back.
             return (try? t.data(from: value)).map { .blob($0) }
         }
-        if let encodable = value as? any Encodable, let data = try? JSONEncoder().encode(encodable) { return .blob(data) }
+        if let encodable = value as? any Encodable, let data = try? TransformedCoding.encoder().encode(encodable) { return .blob(data) }
         return nil
     }
 
@@ -127,7 +127,9 @@ public struct Transformed<Value: Codable> {
         get {
             let fallback = object[keyPath: storageKeyPath].defaultValue
             let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
-            if slot >= 0, case .blob(let data) = object._storedValue(at: slot), let v = try? JSONDecoder().decode(Value.self, from: data) {
+            if slot >= 0, case .blob(let data) = object._storedValue(at: slot),
+                let v = try? TransformedCoding.decoder().decode(Value.self, from: data)
+            {
                 return v
             }
             if let fallback { return fallback }
@@ -141,8 +143,17 @@ public struct Transformed<Value: Codable> {
         set {
             let slot = ManagedObject._placedSlot(of: object, storage: storageKeyPath)
             if slot < 0 { return }
-            let stored: StoredValue = (try? JSONEncoder().encode(newValue)).map { .blob($0) } ?? .null
-            object._setStoredValue(stored, at: slot)
+            let data: Data
+            do { data = try TransformedCoding.encoder().encode(newValue) } catch {
+                // A setter cannot throw: the value is not stored, the one before it is kept
+                // (storing nil instead would lose both), and the error is logged.
+                CoherenceLogging.log(
+                    .error, "context",
+                    "'\(object.entity.properties[slot].name)' of \(object.objectID) was not set: its value cannot be encoded as JSON: \(error)"
+                )
+                return
+            }
+            object._setStoredValue(.blob(data), at: slot)
         }
     }
 }
@@ -150,7 +161,7 @@ public struct Transformed<Value: Codable> {
 extension Transformed: ReflectedProperty {
     @usableFromInline func makeDescription(name: String) -> PropertyDescription {
         let isOptional = Value.self is any OptionalProtocol.Type
-        let stored: StoredValue? = defaultValue.flatMap { try? JSONEncoder().encode($0) }.map { .blob($0) }
+        let stored: StoredValue? = defaultValue.flatMap { try? TransformedCoding.encoder().encode($0) }.map { .blob($0) }
         return AttributeDescription(
             name: name, type: .transformable, isOptional: isOptional, storedDefault: stored,
             isTransient: isTransient)

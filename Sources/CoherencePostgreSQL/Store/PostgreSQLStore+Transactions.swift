@@ -51,7 +51,8 @@ extension PostgreSQLStore {
         }
         if let keys {
             statements.append(
-                (numbered(generator.allocatePrimaryKeys), [.integer(Int64(keys.count)), .integer(Int64(keys.root.entityNumber))]))
+                (numbered(generator.allocatePrimaryKeys(keys.root)), [.integer(Int64(keys.count)), .integer(Int64(keys.root.entityNumber))])
+            )
         }
         var c = try writerConnection()
         var results: [PostgreSQLResult]

@@ -446,7 +446,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         do {
             // One statement: atomic on its own, or part of the open save's transaction.
             let result = try c.execute(
-                numbered(generator.allocatePrimaryKeys), [.integer(Int64(count)), .integer(Int64(root.entityNumber))])
+                numbered(generator.allocatePrimaryKeys(root)), [.integer(Int64(count)), .integer(Int64(root.entityNumber))])
             guard let last = result.firstInteger else {
                 throw CoherenceError(
                     .corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: locationDescription)

@@ -127,7 +127,7 @@ public struct AttributeType: Hashable, Sendable, CustomStringConvertible {
         case (.double, .real), (.float, .real), (.date, .real): return true
         case (.double, .blob), (.float, .blob), (.date, .blob): return value.isSpecialReal
         case (.string, .text), (.uri, .text): return true
-        case (.decimal, .text(let s)): return Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) != nil
+        case (.decimal, .text(let s)): return DecimalText.parse(s) != nil  // "NaN" included: how `Decimal.nan` is stored
         case (.binaryData, .blob), (.transformable, .blob): return true
         case (.uuid, .blob(let d)): return d.count == 16
         default: return false

@@ -224,9 +224,37 @@ package enum DecimalText {
     static func format(_ d: Decimal) -> String { d.description }
     /// The decimal a stored text holds; `"NaN"` (how `Decimal.nan` is stored, as PostgreSQL's
     /// `NUMERIC` writes it too) is `Decimal.nan`, which `Decimal(string:)` does not read.
+    /// Only a whole number is read (sign, digits, a point, an exponent): `Decimal(string:)`
+    /// reads the longest prefix it can, so `"-Infinity"` (a PostgreSQL `NUMERIC`) would be 0
+    /// and `"1,5"` 1. Other text is nil, as it is not a decimal.
     package static func parse(_ s: String) -> Decimal? {
         if s == "NaN" { return .nan }
+        guard isNumber(s) else { return nil }
         return Decimal(string: s, locale: posix)
+    }
+
+    /// Whether `s` is `[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?`.
+    private static func isNumber(_ s: String) -> Bool {
+        var digits = 0, exponentDigits = 0
+        var sawPoint = false, sawExponent = false
+        var previous: UInt8 = 0
+        for (i, c) in s.utf8.enumerated() {
+            defer { previous = c }
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if sawExponent { exponentDigits += 1 } else { digits += 1 }
+            case UInt8(ascii: "+"), UInt8(ascii: "-"):
+                guard i == 0 || previous == UInt8(ascii: "e") || previous == UInt8(ascii: "E") else { return false }
+            case UInt8(ascii: "."):
+                guard !sawPoint, !sawExponent else { return false }
+                sawPoint = true
+            case UInt8(ascii: "e"), UInt8(ascii: "E"):
+                guard !sawExponent, digits > 0 else { return false }
+                sawExponent = true
+            default: return false
+            }
+        }
+        return digits > 0 && (!sawExponent || exponentDigits > 0)
     }
     /// Numeric comparison of two decimal texts as Swift's `Decimal` compares them: NaN equal to
     /// itself and before every number (`Decimal.nan < 0`); unparseable text after every

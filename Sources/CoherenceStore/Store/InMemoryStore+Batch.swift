@@ -111,7 +111,7 @@ struct MemoryBatchWriter: BatchWriter {
             guard let old = state.tables[root]?[key] else { continue }
             var new = old
             for (p, v) in zip(properties, values) { new.values[p.slot] = v }
-            new.version = old.version + 1
+            new.version = SQLGenerator.nextVersion(after: old.version)
             indexes.removeUnique(old, from: &state)
             guard MemoryWriter.collisions(of: new, in: state).isEmpty else {
                 // Refused: the rows written so far get their values back, as one SQL statement would.

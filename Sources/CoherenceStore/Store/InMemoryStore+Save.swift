@@ -45,7 +45,7 @@ struct MemoryWriter {
             let stored = Set(u.objectID.entity.storedProperties.map { $0.slot })
             var candidate = row
             for slot in u.changedSlots where stored.contains(slot) { candidate.values[slot] = values[slot] }
-            candidate.version = row.version + 1
+            candidate.version = SQLGenerator.nextVersion(after: row.version)
             removeUnique(row, from: &s)
             if let conflict = uniquenessConflict(candidate, id: u.objectID, cached: u.cachedValues, old: row.version, in: s) {
                 conflicts.append(conflict)

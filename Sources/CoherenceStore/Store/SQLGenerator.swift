@@ -201,7 +201,15 @@ package struct SQLGenerator: Sendable {
         case .postgreSQL: return "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_MAX) VALUES (?, ?, 0) ON CONFLICT DO NOTHING"
         }
     }
-    package var allocatePrimaryKeys: String { "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ? RETURNING Z_MAX" }
+    /// Reserves keys of `root`'s table; parameters: the count, then the root's entity number.
+    /// The counter moves on from the table's largest key when it is behind it (another program
+    /// inserted rows, or put the counter back), so a new key never names a row that exists.
+    /// (A counter ahead of the table, as reserved keys leave it, is kept.)
+    package func allocatePrimaryKeys(_ root: EntityDescription) -> String {
+        let greatest = dialect == .postgreSQL ? "GREATEST" : "MAX"
+        return "UPDATE Z_PRIMARYKEY SET Z_MAX = \(greatest)(Z_MAX, (SELECT COALESCE(MAX(Z_PK), 0) FROM \(table(root)))) + ? "
+            + "WHERE Z_ENT = ? RETURNING Z_MAX"
+    }
 
     /// Statements that create the tables and indexes for `entities` (whole hierarchies).
     package func createSchema(for entities: [EntityDescription]) -> [String] {
@@ -461,14 +469,30 @@ package struct SQLGenerator: Sendable {
     /// a temporary table for it on every execution; the writer works the new version out.
     /// PostgreSQL returns the new Z_OPT.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
-        let sets = properties.map { "\(column($0)) = ?" } + ["Z_OPT = Z_OPT + 1"]
-        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+        let sets = properties.map { "\(column($0)) = ?" } + [Self.nextVersion]
+        return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?"
+            + (checkVersion ? " AND \(storedVersion) = ?" : "")
             + (dialect == .postgreSQL ? " RETURNING Z_OPT" : "")
     }
 
+    /// Moves a row's version on by one; from the largest integer (a version another program
+    /// wrote) back to 1, as ``nextVersion(after:)`` does: `Z_OPT + 1` would leave SQLite a REAL
+    /// (no version a reader could expect) and fail PostgreSQL's update.
+    package static let nextVersion = "Z_OPT = CASE WHEN Z_OPT < \(Int64.max) THEN Z_OPT + 1 ELSE 1 END"
+
+    /// The version ``nextVersion`` gives a row at `version`.
+    @inline(__always) package static func nextVersion(after version: Int64) -> Int64 {
+        version == .max ? 1 : version + 1
+    }
+
+    /// The row version a check compares: a store made by Core Data declares `Z_OPT` without
+    /// `NOT NULL`, and a row another program inserted there may have none, which reads as version
+    /// 0 (`Z_OPT = 0` would never match it, so the row could never be saved).
+    var storedVersion: String { naming.isCoreData ? "COALESCE(Z_OPT, 0)" : "Z_OPT" }
+
     /// DELETE of one row; parameters: Z_PK, then (when `checkVersion`) the expected Z_OPT.
     package func delete(_ entity: EntityDescription, checkVersion: Bool) -> String {
-        "DELETE FROM \(table(entity)) WHERE Z_PK = ?" + (checkVersion ? " AND Z_OPT = ?" : "")
+        "DELETE FROM \(table(entity)) WHERE Z_PK = ?" + (checkVersion ? " AND \(storedVersion) = ?" : "")
     }
 
     /// Version of one row.

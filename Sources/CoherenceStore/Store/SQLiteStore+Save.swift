@@ -247,7 +247,7 @@ private struct SaveWriter {
         // closes for every execution, which cost more than the update itself. A checked update
         // that changed its row moved the version from the expected one to the next.
         if connection.changes == 1 {
-            if let expected = u.expectedVersion { return expected + 1 }
+            if let expected = u.expectedVersion { return SQLGenerator.nextVersion(after: expected) }
             return try currentVersion(of: u.objectID)
         }
         let values = try keys.resolved(u.values, u.references, source: u.objectID)

@@ -726,14 +726,23 @@ package final class SQLiteStore: StoreEngine {
     }
 
     private func allocate(_ c: SQLiteConnection, _ root: EntityDescription, _ count: Int) throws -> Int64 {
-        let st = try c.cachedStatement(generator.allocatePrimaryKeys)
+        let st = try c.cachedStatement(generator.allocatePrimaryKeys(root))
         defer { st.reset() }
         st.bind(Int64(count), at: 1)
         st.bind(Int64(generator.storedNumber(root)), at: 2)
         guard try st.step() else {
             throw CoherenceError(.corruptRow, "No primary-key counter for entity '\(root.name)'.", entity: root.name, store: path)
         }
-        return st.int64(0) - Int64(count) + 1
+        // Past the largest integer SQLite continues in floating point: the keys ran out (a
+        // counter or key another program set near the limit). The last key is kept unused so
+        // that the end of a reserved block stays an integer.
+        guard case .integer(let last) = st.value(0), last < Int64.max else {
+            throw CoherenceError(
+                .storeWriteFailed,
+                "Entity '\(root.name)' has no primary keys left: reserving \(count) would pass the largest integer "
+                    + "(Z_PRIMARYKEY.Z_MAX, or a key in its table, is near it).", entity: root.name, store: path)
+        }
+        return last - Int64(count) + 1
     }
 }
 
