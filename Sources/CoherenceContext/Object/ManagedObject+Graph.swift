@@ -140,6 +140,8 @@ extension ManagedObject {
 
     /// The last saved (or fetched) values of `keys` (every attribute when nil), by name.
     public func committedValues(forKeys keys: [String]? = nil) -> [String: Any] {
+        // A fault whose row is not read yet has no snapshot: its row is read first.
+        if _state.flags.contains(.fault) && !_state.flags.contains(.prefilled) { _willAccess() }
         var result: [String: Any] = [:]
         let names = keys ?? entity.attributes.map(\.name)
         let committed = _state.committedValues()
