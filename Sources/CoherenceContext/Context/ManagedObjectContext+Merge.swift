@@ -118,7 +118,8 @@ extension ManagedObjectContext {
                                 o._setRelationState(state, at: slot)
                             }
                         case .toMany(let m):
-                            if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty { o._setRelationState(state, at: slot) }
+                            // Reloads, keeping the unsaved edits (of a loaded one too).
+                            if let edits = m.unsavedEdits(registered: lookup) { o._setRelationState(.toMany(edits), at: slot) }
                         }
                     }
                 }

@@ -973,10 +973,15 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             guard let snapshot = found else { return }
             object._install(snapshot, asFault: false)
             for (slot, value) in changed { object._state.setValue(value, at: slot) }
-            // Keep locally changed to-one relationships; reload to-many ones.
+            // Keep locally changed to-one relationships; to-many ones reload with their
+            // unsaved edits kept over what is stored.
             if let relations {
                 for (slot, state) in relations {
-                    if case .toOne = state { object._setRelationState(state, at: slot) }
+                    switch state {
+                    case .toOne: object._setRelationState(state, at: slot)
+                    case .toMany(let m):
+                        if let edits = m.unsavedEdits(registered: lookup) { object._setRelationState(.toMany(edits), at: slot) }
+                    }
                 }
             }
         } else {
