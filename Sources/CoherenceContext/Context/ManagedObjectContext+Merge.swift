@@ -27,10 +27,12 @@ extension ManagedObjectContext {
             merge(event)
             return
         }
+        // A notification made elsewhere: the IDs, or else the objects (Core Data's keys).
+        let info = notification.userInfo ?? [:]
         var event = ContextEvent(kind: .didSave, contextName: nil)
-        event.inserted = Self.ids(notification.userInfo?[NotificationKey.insertedObjectIDs])
-        event.updated = Self.ids(notification.userInfo?[NotificationKey.updatedObjectIDs])
-        event.deleted = Self.ids(notification.userInfo?[NotificationKey.deletedObjectIDs])
+        event.inserted = Self.ids(info[NotificationKey.insertedObjectIDs] ?? info[NotificationKey.insertedObjects])
+        event.updated = Self.ids(info[NotificationKey.updatedObjectIDs] ?? info[NotificationKey.updatedObjects])
+        event.deleted = Self.ids(info[NotificationKey.deletedObjectIDs] ?? info[NotificationKey.deletedObjects])
         merge(event)
     }
 
@@ -69,6 +71,7 @@ extension ManagedObjectContext {
         if let s = value as? Set<ObjectID> { return s }
         if let a = value as? [ObjectID] { return Set(a) }
         if let objects = value as? Set<ManagedObject> { return Set(objects.compactMap(\._objectID)) }
+        if let objects = value as? [ManagedObject] { return Set(objects.compactMap(\._objectID)) }
         return []
     }
 
