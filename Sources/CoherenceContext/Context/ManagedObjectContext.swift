@@ -813,8 +813,16 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// Permanent IDs for inserted objects, before they are saved: each in the store it was
     /// assigned to (``assign(_:to:)``), else in the first attached store that holds its entity.
+    /// - Throws: `.contextMismatch` when an object is not in this context (nothing changes);
+    ///   errors of the stores.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws(CoherenceError) {
         assertOnExecutor()
+        // Another context's object would be registered here, and its own context lose track of it.
+        if let stranger = objects.first(where: { $0._context !== self }) {
+            throw CoherenceError(
+                .contextMismatch, "\(stranger.objectID) is not in the context '\(name ?? "unnamed")'.",
+                entity: stranger.entity.name, objectID: stranger.objectID)
+        }
         let temporary = objects.filter { $0.objectID.isTemporaryID }
         guard !temporary.isEmpty else { return }
         // (A child gets keys from the store through the coordinator too.)
