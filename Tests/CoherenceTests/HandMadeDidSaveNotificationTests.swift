@@ -32,7 +32,7 @@ struct HandMadeDidSaveNotificationTests {
                 name: ManagedObjectContext.didSaveNotification, object: other,
                 userInfo: [
                     ManagedObjectContext.NotificationKey.updatedObjects: Set<ManagedObject>([zed]),
-                    ManagedObjectContext.NotificationKey.deletedObjects: [apple],
+                    ManagedObjectContext.NotificationKey.deletedObjects: [apple]
                 ])
             try context.performAndWait {
                 context.mergeChanges(fromContextDidSave: note)

@@ -45,7 +45,7 @@ struct ObjectIDURITests {
                 "x-coredata://\(u)/Person/q1", "x-coredata://\(u)/Person/p", "x-coredata://\(u)/Person/p1/x",
                 "x-coredata://\(u)/Nope/p1", "x-coredata://\(UUID().uuidString)/Person/p1", "x-coredata://nope/Person/p1",
                 "http://\(u)/Person/p1", "x-coredata:///Person/t1", "x-coredata://\(u)/Person/p99999999999999999999",
-                "x-coredata://\(u)//p1", "x-coredata://\(u)", "x-coredata:",
+                "x-coredata://\(u)//p1", "x-coredata://\(u)", "x-coredata:"
             ] {
                 let uri = try #require(URL(string: text))
                 #expect(coordinator.managedObjectID(forURIRepresentation: uri) == nil, "\(text)")
