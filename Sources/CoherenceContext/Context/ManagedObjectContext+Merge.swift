@@ -142,6 +142,14 @@ extension ManagedObjectContext {
             }
         }
         for o in updated { pendingChanges.refreshed[ObjectIdentifier(o)] = o }
+        // Objects registered under a permanent ID before their save found no row then: they
+        // are faults again, read at their next access.
+        for id in event.inserted {
+            guard let o = registered[id], o._state.flags.contains(.inaccessible), !o.isDeleted, unloaded[ObjectIdentifier(o)] == nil
+            else { continue }
+            o._state.markRowBack()
+            unfilledFaults[ObjectIdentifier(o.entity.rootEntity), default: []].append(o)
+        }
         // Deleted objects leave the context.
         for id in event.deleted {
             guard let o = registered[id] else { continue }

@@ -391,10 +391,13 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 throw CoherenceError(
                     .objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
             }
-            if o.isDeleted || o._state.flags.contains(.inaccessible) {
+            // A row found gone is looked for again (a permanent ID handed out before its save
+            // names a row once the save is done), unless edits made meanwhile are kept for it.
+            if o.isDeleted || (o._state.flags.contains(.inaccessible) && unloaded[ObjectIdentifier(o)] != nil) {
                 throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
             }
-            if !o.isFault || o._state.flags.contains(.prefilled) || o.isInserted { return o }
+            let loaded = !o.isFault || o._state.flags.contains(.prefilled) || o.isInserted
+            if loaded && !o._state.flags.contains(.inaccessible) { return o }
         }
         let found: ObjectSnapshot?
         do throws(CoherenceError) {
@@ -410,6 +413,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             throw CoherenceError(.objectNotFound, "No object with ID \(id) exists.", entity: id.entity.name, objectID: id)
         }
         if let o = lookup(id) {
+            if o._state.flags.contains(.inaccessible) { o._state.markRowBack() }
             o._install(snapshot, asFault: false, keepRelations: true)
             o.awakeFromFetch()
             return o
