@@ -18,6 +18,9 @@ extension ManagedObjectContext {
     public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws(CoherenceError) -> [T] {
         assertOnExecutor()
         let fetch = try request.storeFetch(in: managedObjectModel)
+        if !request.relationshipKeyPathsForPrefetching.isEmpty {
+            try Self.checkPrefetching(request.relationshipKeyPathsForPrefetching, of: fetch.entity)
+        }
         var commonClass: ObjectIdentifier?
         let objects = try fetchObjects(
             fetch, includesPendingChanges: request.includesPendingChanges,
@@ -31,6 +34,23 @@ extension ManagedObjectContext {
             return objects.unsafelyCastElements(to: T.self)
         }
         return objects.compactMap { $0 as? T }
+    }
+
+    /// Checks that each key path to prefetch names relationships, from `entity` on.
+    /// - Throws: `.unknownKey` naming the first that does not.
+    private static func checkPrefetching(_ paths: [String], of entity: EntityDescription) throws(CoherenceError) {
+        for path in paths {
+            var current: EntityDescription? = entity
+            for name in path.split(separator: ".", omittingEmptySubsequences: false) {
+                guard let r = current?.relationshipsByName[String(name)] else {
+                    throw CoherenceError(
+                        .unknownKey,
+                        "'\(path)' in relationshipKeyPathsForPrefetching is not a key path of relationships of '\(entity.name)'.",
+                        entity: entity.name, property: path)
+                }
+                current = r.destinationEntity
+            }
+        }
     }
 
     /// The IDs of the objects a request matches (unsaved changes included).
@@ -120,7 +140,9 @@ extension ManagedObjectContext {
         _ results: [ManagedObject], group: FetchGroup, fetch: StoreFetch,
         prefetching: [String]
     ) throws(CoherenceError) -> [ManagedObject] {
-        for name in prefetching {
+        for path in prefetching {
+            // A key path through several relationships prefetches its first one.
+            let name = path.split(separator: ".", maxSplits: 1).first.map(String.init) ?? path
             guard let r = fetch.entity.relationshipsByName[name], let first = results.first(where: { $0._group === group }) else {
                 continue
             }

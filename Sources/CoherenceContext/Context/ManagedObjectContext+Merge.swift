@@ -27,10 +27,12 @@ extension ManagedObjectContext {
             merge(event)
             return
         }
+        // A notification made elsewhere: the IDs, or else the objects (Core Data's keys).
+        let info = notification.userInfo ?? [:]
         var event = ContextEvent(kind: .didSave, contextName: nil)
-        event.inserted = Self.ids(notification.userInfo?[NotificationKey.insertedObjectIDs])
-        event.updated = Self.ids(notification.userInfo?[NotificationKey.updatedObjectIDs])
-        event.deleted = Self.ids(notification.userInfo?[NotificationKey.deletedObjectIDs])
+        event.inserted = Self.ids(info[NotificationKey.insertedObjectIDs] ?? info[NotificationKey.insertedObjects])
+        event.updated = Self.ids(info[NotificationKey.updatedObjectIDs] ?? info[NotificationKey.updatedObjects])
+        event.deleted = Self.ids(info[NotificationKey.deletedObjectIDs] ?? info[NotificationKey.deletedObjects])
         merge(event)
     }
 
@@ -69,6 +71,7 @@ extension ManagedObjectContext {
         if let s = value as? Set<ObjectID> { return s }
         if let a = value as? [ObjectID] { return Set(a) }
         if let objects = value as? Set<ManagedObject> { return Set(objects.compactMap(\._objectID)) }
+        if let objects = value as? [ManagedObject] { return Set(objects.compactMap(\._objectID)) }
         return []
     }
 
@@ -118,7 +121,8 @@ extension ManagedObjectContext {
                                 o._setRelationState(state, at: slot)
                             }
                         case .toMany(let m):
-                            if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty { o._setRelationState(state, at: slot) }
+                            // Reloads, keeping the unsaved edits (of a loaded one too).
+                            if let edits = m.unsavedEdits(registered: lookup) { o._setRelationState(.toMany(edits), at: slot) }
                         }
                     }
                 }
@@ -138,6 +142,14 @@ extension ManagedObjectContext {
             }
         }
         for o in updated { pendingChanges.refreshed[ObjectIdentifier(o)] = o }
+        // Objects registered under a permanent ID before their save found no row then: they
+        // are faults again, read at their next access.
+        for id in event.inserted {
+            guard let o = registered[id], o._state.flags.contains(.inaccessible), !o.isDeleted, unloaded[ObjectIdentifier(o)] == nil
+            else { continue }
+            o._state.markRowBack()
+            unfilledFaults[ObjectIdentifier(o.entity.rootEntity), default: []].append(o)
+        }
         // Deleted objects leave the context.
         for id in event.deleted {
             guard let o = registered[id] else { continue }

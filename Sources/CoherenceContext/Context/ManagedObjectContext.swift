@@ -391,10 +391,13 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 throw CoherenceError(
                     .objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
             }
-            if o.isDeleted || o._state.flags.contains(.inaccessible) {
+            // A row found gone is looked for again (a permanent ID handed out before its save
+            // names a row once the save is done), unless edits made meanwhile are kept for it.
+            if o.isDeleted || (o._state.flags.contains(.inaccessible) && unloaded[ObjectIdentifier(o)] != nil) {
                 throw CoherenceError(.objectNotFound, "\(id) was deleted.", entity: id.entity.name, objectID: id)
             }
-            if !o.isFault || o._state.flags.contains(.prefilled) || o.isInserted { return o }
+            let loaded = !o.isFault || o._state.flags.contains(.prefilled) || o.isInserted
+            if loaded && !o._state.flags.contains(.inaccessible) { return o }
         }
         let found: ObjectSnapshot?
         do throws(CoherenceError) {
@@ -410,6 +413,7 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             throw CoherenceError(.objectNotFound, "No object with ID \(id) exists.", entity: id.entity.name, objectID: id)
         }
         if let o = lookup(id) {
+            if o._state.flags.contains(.inaccessible) { o._state.markRowBack() }
             o._install(snapshot, asFault: false, keepRelations: true)
             o.awakeFromFetch()
             return o
@@ -813,8 +817,16 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// Permanent IDs for inserted objects, before they are saved: each in the store it was
     /// assigned to (``assign(_:to:)``), else in the first attached store that holds its entity.
+    /// - Throws: `.contextMismatch` when an object is not in this context (nothing changes);
+    ///   errors of the stores.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws(CoherenceError) {
         assertOnExecutor()
+        // Another context's object would be registered here, and its own context lose track of it.
+        if let stranger = objects.first(where: { $0._context !== self }) {
+            throw CoherenceError(
+                .contextMismatch, "\(stranger.objectID) is not in the context '\(name ?? "unnamed")'.",
+                entity: stranger.entity.name, objectID: stranger.objectID)
+        }
         let temporary = objects.filter { $0.objectID.isTemporaryID }
         guard !temporary.isEmpty else { return }
         // (A child gets keys from the store through the coordinator too.)
@@ -973,10 +985,15 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
             guard let snapshot = found else { return }
             object._install(snapshot, asFault: false)
             for (slot, value) in changed { object._state.setValue(value, at: slot) }
-            // Keep locally changed to-one relationships; reload to-many ones.
+            // Keep locally changed to-one relationships; to-many ones reload with their
+            // unsaved edits kept over what is stored.
             if let relations {
                 for (slot, state) in relations {
-                    if case .toOne = state { object._setRelationState(state, at: slot) }
+                    switch state {
+                    case .toOne: object._setRelationState(state, at: slot)
+                    case .toMany(let m):
+                        if let edits = m.unsavedEdits(registered: lookup) { object._setRelationState(.toMany(edits), at: slot) }
+                    }
                 }
             }
         } else {

@@ -34,7 +34,8 @@ public struct FetchRequest<Entity: ManagedObject>: Sendable {
     public var relationshipKeyPathsForPrefetching: [String]
     /// The properties returned by dictionary fetches (nil: every attribute).
     public var propertiesToFetch: [String]?
-    /// How many objects to load at a time when faults fire (0: all at once).
+    /// Accepted for Core Data compatibility, and not used: a fetch reads the values of every
+    /// matching row at once (faults made by `object(with:)` fill up to 512 at a time).
     public var fetchBatchSize: Int
 
     /// Creates a fetch request.

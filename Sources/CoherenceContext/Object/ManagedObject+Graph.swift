@@ -69,6 +69,25 @@ package final class ToManyState {
         return true
     }
 
+    /// The relationship's unsaved edits as edits of a relationship not loaded yet (nil: none):
+    /// the destinations added since it was loaded or saved, and those removed (found with
+    /// `registered`), so that an object reloaded with its changes kept (a refresh merging
+    /// changes, a merged save) reads its stored destinations again and keeps the edits over
+    /// them. A relationship not loaded is returned as it is when it has edits.
+    func unsavedEdits(registered: (ObjectID) -> ManagedObject?) -> ToManyState? {
+        guard let objects = storage else {
+            return pendingAdds.isEmpty && pendingRemoves.isEmpty && !replacedWhileUnread ? nil : self
+        }
+        let committedIDs = Set(committed ?? [])
+        let added = objects.filter { !committedIDs.contains($0.objectID) }
+        let removed = committedIDs.subtracting(objects.map(\.objectID)).compactMap(registered)
+        guard !added.isEmpty || !removed.isEmpty else { return nil }
+        let edits = ToManyState(objects: nil, committed: nil)
+        edits.pendingAdds = added
+        edits.pendingRemoves = Set(removed.map(ObjectIdentifier.init))
+        return edits
+    }
+
     /// Removes a loaded destination; false when it was not there.
     /// - Complexity: O(*n*) for the array removal.
     func remove(_ o: ManagedObject) -> Bool {
@@ -140,6 +159,8 @@ extension ManagedObject {
 
     /// The last saved (or fetched) values of `keys` (every attribute when nil), by name.
     public func committedValues(forKeys keys: [String]? = nil) -> [String: Any] {
+        // A fault whose row is not read yet has no snapshot: its row is read first.
+        if _state.flags.contains(.fault) && !_state.flags.contains(.prefilled) { _willAccess() }
         var result: [String: Any] = [:]
         let names = keys ?? entity.attributes.map(\.name)
         let committed = _state.committedValues()

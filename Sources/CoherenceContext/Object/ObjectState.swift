@@ -262,6 +262,16 @@ package struct ObjectState {
         #endif
     }
 
+    /// A row found gone exists after all (saved since: its permanent ID was handed out before
+    /// its save): the object is a fault whose row is read again.
+    package mutating func markRowBack() {
+        flags.remove(.inaccessible)
+        flags.insert(.fault)
+        #if DEBUG
+        _checkInvariants()
+        #endif
+    }
+
     // MARK: Changing
 
     /// Sets the value at `slot`. On the first change of a slot since the last load or save,

@@ -205,7 +205,9 @@ public final class PersistentStoreCoordinator: Sendable {
         guard uri.scheme == "x-coredata", let host = uri.host, let storeID = UUID(uuidString: host),
             persistentStore(withIdentifier: storeID) != nil
         else { return nil }
-        let parts = uri.path.split(separator: "/", omittingEmptySubsequences: true)
+        // Split before decoding: the entity name was escaped (a "/" or "%" in it too), and
+        // `path` would decode it once already.
+        let parts = uri.path(percentEncoded: true).split(separator: "/", omittingEmptySubsequences: true)
         guard parts.count == 2, let name = String(parts[0]).removingPercentEncoding,
             let entity = managedObjectModel.entitiesByName[name], parts[1].first == "p",
             let key = Int64(parts[1].dropFirst())

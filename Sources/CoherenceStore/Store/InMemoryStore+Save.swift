@@ -60,6 +60,14 @@ struct MemoryWriter {
         }
         for i in changes.inserts {
             let id = permanent[i.objectID] ?? i.objectID
+            // A permanent key that names a stored row (an object inserted again after its
+            // context was reset) is refused, as a SQL store's primary key refuses it: the row
+            // is never replaced.
+            if !i.objectID.isTemporaryID, s.tables[ObjectIdentifier(id.entity.rootEntity)]?[id.primaryKey] != nil {
+                throw CoherenceError(
+                    .conflict, "\(id) cannot be inserted: the store holds a row with its key.", entity: id.entity.name, objectID: id,
+                    store: store.locationDescription)
+            }
             var values = try resolved(i.values, i.references, source: id)
             // Foreign keys come from the references only (an insert lists the set ones).
             for r in id.entity.foreignKeyRelationships where !i.references.contains(where: { $0.slot == r.slot }) { values[r.slot] = .null }
