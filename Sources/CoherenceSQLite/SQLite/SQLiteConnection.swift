@@ -28,6 +28,8 @@ package final class SQLiteConnection {
     package let handle: OpaquePointer
     package let location: Location
     package let isReadOnly: Bool
+    /// How long, in milliseconds, a statement waits for another connection's lock.
+    let busyTimeout: Int32
     /// Whether the database stores text as UTF-8 (its `PRAGMA encoding`), so a text value's
     /// bytes can be read as they are stored (see ``SQLiteStatement/value(_:)``). Read when the
     /// connection opens, and true only if the database had a schema then: a database's encoding
@@ -85,6 +87,7 @@ package final class SQLiteConnection {
         self.handle = db
         self.location = location
         self.isReadOnly = readOnly
+        self.busyTimeout = busyTimeout
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeout)
         do {
@@ -109,9 +112,25 @@ package final class SQLiteConnection {
 
     /// Puts a writable database file in WAL mode, which is recorded in the file (header bytes
     /// 18 and 19 become 2). Nothing for a read-only connection or an in-memory database.
+    ///
+    /// Two connections switching the same file at once can each hold the shared lock the other
+    /// needs gone: SQLite answers one of them `SQLITE_BUSY` at once rather than wait (its busy
+    /// handler would wait forever). That one tries again, with pauses from 20 µs doubling up to
+    /// 10 ms, for the connection's busy timeout at most.
     package func switchToWAL() throws(SQLiteError) {
         guard !isReadOnly, case .file = location else { return }
-        try execute("PRAGMA journal_mode=WAL")
+        var pause: UInt32 = 20
+        var waited: UInt32 = 0
+        while true {
+            do throws(SQLiteError) {
+                try execute("PRAGMA journal_mode=WAL")
+                return
+            } catch  where error.resultCode == SQLiteError.busy && waited < UInt32(max(busyTimeout, 0)) * 1_000 {
+                usleep(pause)
+                waited += pause
+                pause = min(pause * 2, 10_000)
+            }
+        }
     }
 
     /// Makes closing leave the write-ahead log as it is: by default the last connection to

@@ -14,11 +14,24 @@ import Darwin
 ///
 /// The copy is `<store>-migrating` next to the store (same file system, so the rename is atomic);
 /// one left by a process that died is deleted when the next copy is made.
+///
+/// Another connection (another process) may still write to the store while the copy is migrated:
+/// the connection that made the copy stays open on the store, and a store that changed since
+/// (`PRAGMA data_version`) is not replaced, so that no save is lost.
 package struct MigrationCopy {
     /// The store the copy is of.
     package let original: URL
     /// The copy.
     package let url: URL
+    /// The connection on the store that made the copy, kept open until the copy replaces it.
+    private var connection: SQLiteConnection?
+    /// The store's `PRAGMA data_version` on ``connection`` before the copy was made.
+    private var dataVersion: Int64 = 0
+
+    private init(original: URL, url: URL) {
+        self.original = original
+        self.url = url
+    }
 
     /// The copy's location for a store.
     package static func location(of original: URL) -> URL {
@@ -29,15 +42,18 @@ package struct MigrationCopy {
     /// `VACUUM INTO`, owner-only like the store. The store is only read.
     /// - Throws: `.migrationFailed` naming the store when it cannot be read or copied.
     package static func make(of original: URL) throws(CoherenceError) -> MigrationCopy {
-        let copy = MigrationCopy(original: original, url: location(of: original))
+        var copy = MigrationCopy(original: original, url: location(of: original))
         copy.discard()
         let path = original.path
         do {
             try OwnerOnlyFiles.createFile(atPath: copy.url.path)
             let connection = try SQLiteConnection(location: .file(path), switchesToWAL: false)
+            // Read before the copy: a commit between this and the copy's snapshot counts as a change.
+            copy.dataVersion = try Self.dataVersion(connection)
             let vacuum = try connection.prepare("VACUUM INTO ?")
             vacuum.bind(copy.url.path, at: 1)
             try vacuum.execute()
+            copy.connection = connection
         } catch {
             copy.discard()
             throw failure("Cannot copy the store for its migration: \(error)", path: path, error)
@@ -50,16 +66,30 @@ package struct MigrationCopy {
     /// over the store.
     /// Until the rename the store is complete at its old version; after it, at the new one.
     /// - Throws: `.migrationFailed` (the store is left at its old version, the copy discarded),
-    ///   for instance when another connection holds the store open.
+    ///   when another connection holds the store open, or wrote to it since the copy was made.
     package func replaceOriginal() throws(CoherenceError) {
         let path = original.path
         do {
             for file in [url.path, path] {
-                // Rollback journal mode checkpoints and deletes the log; it needs the only connection.
-                let connection = try SQLiteConnection(location: .file(file), switchesToWAL: false)
+                // Rollback journal mode checkpoints and deletes the log; it needs the only connection
+                // (for the store, the one that made the copy).
+                let connection =
+                    try file == path
+                    ? self.connection ?? SQLiteConnection(location: .file(file), switchesToWAL: false)
+                    : SQLiteConnection(location: .file(file), switchesToWAL: false)
+                let before = try connection.prepare("PRAGMA journal_mode").rows { $0.string(0) }.first?.lowercased() ?? "delete"
                 let mode = try connection.prepare("PRAGMA journal_mode=DELETE").rows { $0.string(0) }.first?.lowercased()
                 guard mode == "delete" else {
                     throw CoherenceError(.migrationFailed, "The store is in use by another connection; it was not migrated.", store: path)
+                }
+                // No commit can come between the switch (the only connection) and this look.
+                if file == path, let held = self.connection, try Self.dataVersion(held) != dataVersion {
+                    // The journal mode it had (the only connection still: no commit came since).
+                    if before == "wal" { try held.switchToWAL() } else { try held.execute("PRAGMA journal_mode=\(before)") }
+                    throw CoherenceError(
+                        .migrationFailed,
+                        "Another connection wrote to the store while it was migrated; it was not migrated (opening it again migrates it with that change).",
+                        store: path)
                 }
             }
             for suffix in ["-wal", "-shm", "-journal"] {
@@ -76,6 +106,12 @@ package struct MigrationCopy {
             discard()
             throw Self.failure("Cannot put the migrated store in place: \(error)", path: path, error)
         }
+    }
+
+    /// The database's `PRAGMA data_version` as `connection` sees it: it changes when another
+    /// connection commits.
+    private static func dataVersion(_ connection: SQLiteConnection) throws -> Int64 {
+        try connection.prepare("PRAGMA data_version").rows { $0.int64(0) }.first ?? 0
     }
 
     /// Deletes the copy and its journal files, if any.

@@ -135,108 +135,136 @@ package final class SQLiteStore: StoreEngine {
             if writeAheadLog { try connection.switchToWAL() } else { try connection.execute("PRAGMA journal_mode=DELETE") }
         }
         var journalMode = ""
-        do {
-            let hasMetadata = try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0
-            if try CoreDataLayout.isCoreDataStore(connection) {
-                (metadata, naming) = try Self.openCoreDataStore(
-                    connection, entities: entities, model: model, path: path, expectedHash: expectedHash,
-                    historyTracking: historyTracking, migratesAutomatically: migratesAutomatically, switchJournal: switchJournal)
-            } else if hasMetadata > 0 {
-                for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) {
-                    metadata[k] = v
-                }
-                let needsMigration = metadata["modelVersionHash"] != expectedHash
-                let oldSchema = needsMigration ? StoredSchema(json: metadata["schema"]) : nil
-                if needsMigration {
-                    guard migratesAutomatically, oldSchema != nil else {
-                        let why =
-                            migratesAutomatically
-                            ? " It records no schema to migrate from (made by an older Coherence)."
-                            : " Automatic migration is off (StoreOptions.migratesAutomatically)."
+        // Another coordinator or program may make or migrate the file between this opener's look
+        // and its write: the write transaction looks again and, when it finds the file changed,
+        // writes nothing and the open starts over (a few times at most).
+        var restarts = 0
+        opening: while true {
+            do {
+                metadata = [:]
+                naming = .coherence
+                let hasMetadata = try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0
+                if try CoreDataLayout.isCoreDataStore(connection) {
+                    (metadata, naming) = try Self.openCoreDataStore(
+                        connection, entities: entities, model: model, path: path, expectedHash: expectedHash,
+                        historyTracking: historyTracking, migratesAutomatically: migratesAutomatically, switchJournal: switchJournal)
+                } else if hasMetadata > 0 {
+                    for (k, v) in try connection.prepare(generator.readMetadata).rows({ ($0.string(0), $0.string(1)) }) {
+                        metadata[k] = v
+                    }
+                    let needsMigration = metadata["modelVersionHash"] != expectedHash
+                    let oldSchema = needsMigration ? StoredSchema(json: metadata["schema"]) : nil
+                    if needsMigration {
+                        guard migratesAutomatically, oldSchema != nil else {
+                            let why =
+                                migratesAutomatically
+                                ? " It records no schema to migrate from (made by an older Coherence)."
+                                : " Automatic migration is off (StoreOptions.migratesAutomatically)."
+                            throw CoherenceError(
+                                .storeIncompatible,
+                                "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).\(why)",
+                                store: path)
+                        }
+                    }
+                    guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
+                        throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
+                    }
+                    // History is sticky: a store that records it is never written without recording.
+                    let hasHistory = try Self.hasHistoryTables(connection)
+                    if hasHistory && !historyTracking {
                         throw CoherenceError(
-                            .storeIncompatible,
-                            "The store was made for another model (store model hash \(metadata["modelVersionHash"] ?? "none"), this model's \(expectedHash)).\(why)",
+                            .historyTrackingRequired,
+                            "The store records persistent history; open it with StoreOptions.persistentHistoryTracking on (it was left as it was).",
                             store: path)
                     }
-                }
-                guard let uuidText = metadata["storeUUID"], UUID(uuidString: uuidText) != nil else {
-                    throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
-                }
-                // History is sticky: a store that records it is never written without recording.
-                let hasHistory = try Self.hasHistoryTables(connection)
-                if hasHistory && !historyTracking {
-                    throw CoherenceError(
-                        .historyTrackingRequired,
-                        "The store records persistent history; open it with StoreOptions.persistentHistoryTracking on (it was left as it was).",
-                        store: path)
-                }
-                if needsMigration, let oldSchema {
-                    let migration = try InferredMigration(old: oldSchema, entities: entities, model: model, store: path)
-                    let version = StoredSchema.versionMetadata(entities: entities, model: model)
-                    var updated = version
-                    updated["modelVersionHash"] = expectedHash
-                    try Self.migrate(connection, path: path) {
-                        try migration.run(on: connection)
-                        if model.versionIdentifier == nil {
-                            try connection.execute("DELETE FROM Z_METADATA WHERE Z_KEY = 'versionIdentifier'")
+                    if needsMigration, let oldSchema {
+                        let migration = try InferredMigration(old: oldSchema, entities: entities, model: model, store: path)
+                        let version = StoredSchema.versionMetadata(entities: entities, model: model)
+                        var updated = version
+                        updated["modelVersionHash"] = expectedHash
+                        let recordedHash = metadata["modelVersionHash"]
+                        Self.openHook.withLock { $0 }?(path, "migrate")
+                        let migrated = try Self.migrate(connection, path: path) { () throws -> Bool in
+                            // Migrated by another opener since this one looked: nothing to do here.
+                            guard try Self.recordedModelHash(connection) == recordedHash else { return false }
+                            try migration.run(on: connection)
+                            if model.versionIdentifier == nil {
+                                try connection.execute("DELETE FROM Z_METADATA WHERE Z_KEY = 'versionIdentifier'")
+                            }
+                            try Self.writeMetadata(updated, connection)
+                            return true
                         }
-                        try Self.writeMetadata(updated, connection)
+                        guard migrated else { throw OpenRace() }
+                        metadata["versionIdentifier"] = nil
+                        metadata.merge(updated) { _, new in new }
                     }
-                    metadata["versionIdentifier"] = nil
-                    metadata.merge(updated) { _, new in new }
-                }
-                try switchJournal()
-                // Stores made before versions were recorded get them now (same model).
-                var version = metadata["schema"] == nil ? StoredSchema.versionMetadata(entities: entities, model: model) : [:]
-                // A table without a column the model's layout has gets it (see StoreLayoutRepair).
-                let database = SQLiteMigrationDatabase(connection)
-                let lacksColumns = try !StoreLayoutRepair.missingColumns(on: database, entities: entities, generator: generator).isEmpty
-                if version.isEmpty, let schema = StoreLayoutRepair.repairedSchema(metadata["schema"], entities: entities) {
-                    version["schema"] = schema
-                }
-                if (historyTracking && !hasHistory) || !version.isEmpty || lacksColumns {
+                    try switchJournal()
+                    // Stores made before versions were recorded get them now (same model).
+                    var version = metadata["schema"] == nil ? StoredSchema.versionMetadata(entities: entities, model: model) : [:]
+                    // A table without a column the model's layout has gets it (see StoreLayoutRepair).
+                    let database = SQLiteMigrationDatabase(connection)
+                    let lacksColumns = try !StoreLayoutRepair.missingColumns(on: database, entities: entities, generator: generator).isEmpty
+                    if version.isEmpty, let schema = StoreLayoutRepair.repairedSchema(metadata["schema"], entities: entities) {
+                        version["schema"] = schema
+                    }
+                    if (historyTracking && !hasHistory) || !version.isEmpty || lacksColumns {
+                        try connection.writeTransaction {
+                            if historyTracking && !hasHistory { try Self.createHistoryTables(connection) }
+                            if lacksColumns {
+                                try StoreLayoutRepair.addMissingColumns(on: database, entities: entities, generator: generator)
+                            }
+                            try Self.writeMetadata(version, connection)
+                        }
+                        metadata.merge(version) { _, new in new }
+                    }
+                } else {
+                    let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
+                    guard tables == 0 else {
+                        // Made a store by another opener since this one looked.
+                        if try Self.hasMetadataTable(connection, generator) { throw OpenRace() }
+                        throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
+                    }
+                    try switchJournal()
+                    metadata = [
+                        "storeUUID": UUID().uuidString,
+                        "modelVersionHash": expectedHash,
+                        "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
+                        "storeType": "SQLite",
+                        "formatVersion": "1"
+                    ]
+                    metadata.merge(StoredSchema.versionMetadata(entities: entities, model: model)) { _, new in new }
+                    let meta = metadata
+                    Self.openHook.withLock { $0 }?(path, "create")
                     try connection.writeTransaction {
-                        if historyTracking && !hasHistory { try Self.createHistoryTables(connection) }
-                        if lacksColumns { try StoreLayoutRepair.addMissingColumns(on: database, entities: entities, generator: generator) }
-                        try Self.writeMetadata(version, connection)
-                    }
-                    metadata.merge(version) { _, new in new }
-                }
-            } else {
-                let tables = try connection.prepare(generator.userTableCount).rows { $0.int64(0) }.first ?? 0
-                guard tables == 0 else {
-                    throw CoherenceError(.storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
-                }
-                try switchJournal()
-                metadata = [
-                    "storeUUID": UUID().uuidString,
-                    "modelVersionHash": expectedHash,
-                    "configuration": configuration ?? ManagedObjectModel.defaultConfigurationName,
-                    "storeType": "SQLite",
-                    "formatVersion": "1"
-                ]
-                metadata.merge(StoredSchema.versionMetadata(entities: entities, model: model)) { _, new in new }
-                let meta = metadata
-                try connection.writeTransaction {
-                    for sql in generator.createMetadataTables() { try connection.execute(sql) }
-                    for sql in generator.createSchema(for: entities) { try connection.execute(sql) }
-                    if historyTracking { try Self.createHistoryTables(connection) }
-                    try Self.writeMetadata(meta, connection)
-                    let keys = try connection.prepare(generator.initPrimaryKey)
-                    for e in entities where e.superentity == nil {
-                        keys.bind(Int64(e.entityNumber), at: 1)
-                        keys.bind(e.name, at: 2)
-                        try keys.execute()
+                        // Another opener made the store (or tables) since this one looked.
+                        if try Self.hasMetadataTable(connection, generator) { throw OpenRace() }
+                        guard try connection.prepare(generator.userTableCount).rows({ $0.int64(0) }).first ?? 0 == 0 else {
+                            throw CoherenceError(
+                                .storeIncompatible, "The file is a SQLite database but not a Coherence store.", store: path)
+                        }
+                        for sql in generator.createMetadataTables() { try connection.execute(sql) }
+                        for sql in generator.createSchema(for: entities) { try connection.execute(sql) }
+                        if historyTracking { try Self.createHistoryTables(connection) }
+                        try Self.writeMetadata(meta, connection)
+                        let keys = try connection.prepare(generator.initPrimaryKey)
+                        for e in entities where e.superentity == nil {
+                            keys.bind(Int64(e.entityNumber), at: 1)
+                            keys.bind(e.name, at: 2)
+                            try keys.execute()
+                        }
                     }
                 }
+                journalMode = try connection.prepare("PRAGMA journal_mode").rows { $0.string(0) }.first?.lowercased() ?? ""
+                break opening
+            } catch let error as CoherenceError {
+                if hadLog { connection.leaveLogOnClose() }
+                throw error
+            } catch is OpenRace where restarts < 3 {
+                restarts += 1
+            } catch {
+                if hadLog { connection.leaveLogOnClose() }
+                throw Self.openError(error, path: path)
             }
-            journalMode = try connection.prepare("PRAGMA journal_mode").rows { $0.string(0) }.first?.lowercased() ?? ""
-        } catch let error as CoherenceError {
-            if hadLog { connection.leaveLogOnClose() }
-            throw error
-        } catch {
-            if hadLog { connection.leaveLogOnClose() }
-            throw Self.openError(error, path: path)
         }
         guard let uuidText = metadata["storeUUID"], let uuid = UUID(uuidString: uuidText) else {
             throw CoherenceError(.storeIncompatible, "The store's metadata has no valid store UUID.", store: path)
@@ -256,18 +284,20 @@ package final class SQLiteStore: StoreEngine {
 
     /// Runs a migration in one write transaction with foreign keys off (tables are renamed and
     /// dropped), and turns database errors into `.migrationFailed`.
-    static func migrate(_ connection: SQLiteConnection, path: String, _ body: () throws -> Void) throws(CoherenceError) {
+    static func migrate<T>(_ connection: SQLiteConnection, path: String, _ body: () throws -> T) throws(CoherenceError) -> T {
         do {
             try connection.execute("PRAGMA foreign_keys=OFF")
             defer { try? connection.execute("PRAGMA foreign_keys=ON") }
-            try connection.writeTransaction {
-                try body()
+            let result = try connection.writeTransaction { () throws -> T in
+                let result = try body()
                 let violations = try connection.prepare("PRAGMA foreign_key_check").rows { $0.string(0) }
                 if let table = violations.first {
                     throw CoherenceError(.migrationFailed, "The migrated table \(table) has rows whose keys point nowhere.", store: path)
                 }
+                return result
             }
             connection.clearStatementCache()
+            return result
         } catch let error as CoherenceError {
             connection.clearStatementCache()
             throw error
@@ -277,6 +307,30 @@ package final class SQLiteStore: StoreEngine {
             if let sqlite = error as? SQLiteError { e.underlyingErrors = [sqlite] }
             throw e
         }
+    }
+
+    /// Test hook: called with the store's path and `create` just before a new file's schema is
+    /// written, or `migrate` just before a migration's transaction begins.
+    package static let openHook = LockedValue<(@Sendable (_ path: String, _ step: String) -> Void)?>(nil)
+
+    /// The file changed between an opener's look and its write transaction (another opener made
+    /// or migrated the store): the open starts over.
+    private struct OpenRace: Error, CustomStringConvertible {
+        var description: String { "another program made or migrated the store while this one opened it" }
+    }
+
+    /// Whether the file has Coherence's metadata table.
+    private static func hasMetadataTable(_ connection: SQLiteConnection, _ generator: SQLGenerator) throws -> Bool {
+        try connection.prepare(generator.metadataTableExists).rows { $0.int64(0) }.first ?? 0 > 0
+    }
+
+    /// The model version hash the file's metadata records now.
+    private static func recordedModelHash(_ connection: SQLiteConnection) throws -> String? {
+        var metadata: [String: String] = [:]
+        for (k, v) in try connection.prepare(SQLGenerator(dialect: .sqlite).readMetadata).rows({ ($0.string(0), $0.string(1)) }) {
+            metadata[k] = v
+        }
+        return metadata["modelVersionHash"]
     }
 
     /// Writes metadata entries (inside the caller's transaction).
