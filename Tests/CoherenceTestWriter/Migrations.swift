@@ -60,13 +60,18 @@ func migrate(path: String, _ arguments: Arguments) -> Never {
     @Sendable func reached(_ point: String, stopAt: String?) {
         guard point == stopAt else { return }
         say("MIGRATING \(point)")
+        if arguments.stagedPauseAt != nil {
+            _ = readLine()
+            return
+        }
         DispatchSemaphore(value: 0).wait()
     }
     do {
-        if let point = arguments.stagedStopAt {
+        if let point = arguments.stagedStopAt ?? arguments.stagedPauseAt {
             let (manager, v3) = try stagedNoteMigration { reached("handler", stopAt: point) }
             InferredMigration.stepHook = { reached($0, stopAt: point) }
             StagedMigrationManager.stepHook = { reached($0, stopAt: point) }
+            MigrationCopy.lockWaitHook = { say("WAITING") }
             let coordinator = PersistentStoreCoordinator(managedObjectModel: v3)
             try coordinator.addPersistentStore(type: .sqlite, at: url, options: StoreOptions(stagedMigrationManager: manager))
         } else {

@@ -44,6 +44,9 @@ import Foundation
 //   --staged-stop-at POINT  instead of the rest: a staged migration with handlers (see
 //                   Migrations.swift); at POINT (`stage drop text`, `handler`, `copy RemoteNote`,
 //                   `replace`) reports MIGRATING POINT and blocks until killed; `none`: MIGRATED
+//   --staged-pause-at POINT  the same staged migration; at POINT reports MIGRATING POINT and waits
+//                   for a line on standard input, then goes on (MIGRATED, or the error, status 1)
+//                   (a staged migration reports WAITING when another one holds the store's lock)
 //   --hang-before-commit  after the rest, one more save inserting a note (sequence N + 1) that
 //                   stops inside the save, its rows and history written and COMMIT not run
 //                   (the coordinator's test hook), reports COMMITTING and blocks until killed
@@ -71,6 +74,7 @@ struct Arguments {
     var migrateStopAt: String?
     var migrateStopAfter: Int64?
     var stagedStopAt: String?
+    var stagedPauseAt: String?
 
     init(_ args: [String]) {
         var i = 1
@@ -90,6 +94,7 @@ struct Arguments {
             case "--migrate-stop-at": migrateStopAt = value; i += 1
             case "--migrate-stop-after": migrateStopAfter = value.flatMap { Int64($0) }; i += 1
             case "--staged-stop-at": stagedStopAt = value; i += 1
+            case "--staged-pause-at": stagedPauseAt = value; i += 1
             default: break
             }
             i += 1
@@ -109,7 +114,9 @@ func fail(_ message: String) -> Never {
 
 let arguments = Arguments(CommandLine.arguments)
 guard let path = arguments.store else { fail("--store PATH is required") }
-if arguments.migrateStopAt != nil || arguments.migrateStopAfter != nil || arguments.stagedStopAt != nil {
+if arguments.migrateStopAt != nil || arguments.migrateStopAfter != nil || arguments.stagedStopAt != nil
+    || arguments.stagedPauseAt != nil
+{
     migrate(path: path, arguments)
 }
 do {

@@ -18,6 +18,11 @@ import Darwin
 /// Another connection (another process) may still write to the store while the copy is migrated:
 /// the connection that made the copy stays open on the store, and a store that changed since
 /// (`PRAGMA data_version`) is not replaced, so that no save is lost.
+///
+/// One staged migration of a store runs at a time, in any process: the copy holds an exclusive
+/// `flock(2)` on the store's directory from before it is made until it is dropped, and a second
+/// migration waits for it (then finds the store migrated, or migrates it). Two at once deleted
+/// each other's copy, and one then put an empty file in the store's place.
 package struct MigrationCopy {
     /// The store the copy is of.
     package let original: URL
@@ -27,6 +32,11 @@ package struct MigrationCopy {
     private var connection: SQLiteConnection?
     /// The store's `PRAGMA data_version` on ``connection`` before the copy was made.
     private var dataVersion: Int64 = 0
+    /// The lock on the store's directory that keeps other migrations of the store out.
+    private var lock: DirectoryLock?
+
+    /// Test hook: called when another migration holds the lock, before waiting for it.
+    nonisolated(unsafe) package static var lockWaitHook: (() -> Void)?
 
     private init(original: URL, url: URL) {
         self.original = original
@@ -43,8 +53,9 @@ package struct MigrationCopy {
     /// - Throws: `.migrationFailed` naming the store when it cannot be read or copied.
     package static func make(of original: URL) throws(CoherenceError) -> MigrationCopy {
         var copy = MigrationCopy(original: original, url: location(of: original))
-        copy.discard()
         let path = original.path
+        copy.lock = try DirectoryLock(original.deletingLastPathComponent().path, store: path, waiting: lockWaitHook)
+        copy.discard()
         do {
             try OwnerOnlyFiles.createFile(atPath: copy.url.path)
             let connection = try SQLiteConnection(location: .file(path), switchesToWAL: false)
@@ -119,6 +130,39 @@ package struct MigrationCopy {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try? FileManager.default.removeItem(atPath: url.path + suffix)
         }
+    }
+
+    /// An exclusive `flock(2)` on a directory, held until the lock is released (the last copy
+    /// of its ``MigrationCopy`` dropped). The directory, not the store: closing a descriptor of
+    /// the store would drop SQLite's own (POSIX) locks on it in this process.
+    private final class DirectoryLock: @unchecked Sendable {
+        private let descriptor: Int32
+
+        /// Takes the lock, waiting while another process (or migration) holds it; `waiting` is
+        /// called first when it does.
+        /// - Throws: `.migrationFailed` naming `store` when the directory cannot be opened or locked.
+        init(_ path: String, store: String, waiting: (() -> Void)?) throws(CoherenceError) {
+            descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw CoherenceError(
+                    .migrationFailed,
+                    "Cannot open the store's directory to lock it for the migration: \(String(cString: strerror(errno))).",
+                    store: store)
+            }
+            if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+                waiting?()
+                while flock(descriptor, LOCK_EX) != 0 {
+                    guard errno == EINTR else {
+                        let message = String(cString: strerror(errno))
+                        close(descriptor)
+                        throw CoherenceError(
+                            .migrationFailed, "Cannot lock the store's directory for the migration: \(message).", store: store)
+                    }
+                }
+            }
+        }
+
+        deinit { close(descriptor) }
     }
 
     /// Flushes a file or directory to the disk (best effort).
