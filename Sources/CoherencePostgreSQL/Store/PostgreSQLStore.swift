@@ -119,6 +119,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
                 // A table without a column the model's layout has gets it (see StoreLayoutRepair).
                 try StoreLayoutRepair.addMissingColumns(
                     on: PostgreSQLMigrationDatabase(connection: connection), entities: entities, generator: generator)
+                // A unique index another program dropped is made again (see StoreLayoutRepair).
+                try StoreLayoutRepair.addMissingUniqueIndexes(
+                    on: PostgreSQLMigrationDatabase(connection: connection), entities: entities, generator: generator, store: location)
                 if let schema = StoreLayoutRepair.repairedSchema(metadata["schema"], entities: entities) {
                     metadata["schema"] = schema
                     try connection.execute(sql(generator.writeMetadata), [.text("schema"), .text(schema)])

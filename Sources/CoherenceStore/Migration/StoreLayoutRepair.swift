@@ -7,6 +7,11 @@ import Foundation
 /// PostgreSQL store then adds the column (every row without a partner) and its index, and
 /// records the relationship as a foreign key in the store's schema (``StoredSchema``), in the
 /// transaction of the open's other work.
+///
+/// The same open makes again a unique index of the model's uniqueness constraints that another
+/// program dropped: the store finds uniqueness conflicts through those indexes, and without one
+/// it saved duplicates silently. When the rows already break the constraint, the open fails
+/// (`.storeIncompatible`, naming the duplicates) and the store is left as it was.
 package enum StoreLayoutRepair {
     /// The to-one relationships that are their own inverse, declared by one of `entities`, with
     /// their entities.
@@ -73,5 +78,82 @@ package enum StoreLayoutRepair {
             }
         }
         return changed ? schema.json : nil
+    }
+
+    /// The statements making the unique indexes of `entities`' uniqueness constraints that the
+    /// store on `database` lacks, with their entity and constraint (tables that are not there
+    /// are left to the rest of the open).
+    package static func missingUniqueIndexes(
+        on database: any MigrationDatabase, entities: [EntityDescription], generator: SQLGenerator
+    ) throws -> [(entity: EntityDescription, constraint: [String], statement: String)] {
+        guard entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return [] }
+        let existing = Set(
+            try database.rows(generator.migrationCreatedIndexes, []).compactMap { row -> String? in
+                guard case .text(let name)? = row.first else { return nil }
+                return name
+            })
+        let statements = generator.createSchema(for: entities)
+        var missing: [(entity: EntityDescription, constraint: [String], statement: String)] = []
+        for e in entities {
+            for constraint in e.uniquenessConstraints {
+                let name = "Z_\(e.name)_UNIQUE_\(constraint.joined(separator: "_"))"
+                guard !existing.contains(storedName(name, generator.dialect)) else { continue }
+                let prefix = "CREATE UNIQUE INDEX \(generator.dialect.quote(name)) ON "
+                guard let made = statements.first(where: { $0.hasPrefix(prefix) }) else { continue }
+                let statement = made.replacingOccurrences(of: "CREATE UNIQUE INDEX ", with: "CREATE UNIQUE INDEX IF NOT EXISTS ")
+                let table = generator.naming.tableName(e.rootEntity)
+                guard try !database.texts(generator.migrationColumnsOfTable, [.text(table)]).isEmpty else { continue }
+                missing.append((e, constraint, statement))
+            }
+        }
+        return missing
+    }
+
+    /// An index name as the database keeps it: PostgreSQL cuts names to 63 bytes (whole
+    /// characters).
+    private static func storedName(_ name: String, _ dialect: SQLDialect) -> String {
+        guard dialect == .postgreSQL, name.utf8.count > 63 else { return name }
+        var result = ""
+        for scalar in name.unicodeScalars {
+            guard result.utf8.count + String(scalar).utf8.count <= 63 else { break }
+            result.unicodeScalars.append(scalar)
+        }
+        return result
+    }
+
+    /// Makes the missing unique indexes (see ``missingUniqueIndexes(on:entities:generator:)``)
+    /// on `database`, inside the caller's transaction.
+    /// - Returns: whether an index was made.
+    /// - Throws: `.storeIncompatible` naming the duplicates when the rows break a constraint whose
+    ///   index is missing (checked before any index is made).
+    @discardableResult
+    package static func addMissingUniqueIndexes(
+        on database: any MigrationDatabase, entities: [EntityDescription], generator: SQLGenerator, store: String
+    ) throws -> Bool {
+        let missing = try missingUniqueIndexes(on: database, entities: entities, generator: generator)
+        let q = generator.dialect.quote
+        for (e, constraint, _) in missing {
+            let columns = constraint.compactMap { e.propertiesByName[$0] }.map { q(generator.naming.columnName($0)) }
+            let numbers = e.descendantNumbers.map { String(generator.naming.storedNumber($0)) }.joined(separator: ", ")
+            // Rows with a NULL in the constraint's columns never clash (as in the index).
+            let notNull = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+            let sql = """
+                SELECT \(columns.map(generator.quotedText).joined(separator: " || ', ' || ")), count(*) FROM \(generator.table(e.rootEntity)) \
+                WHERE Z_ENT IN (\(numbers)) AND \(notNull) GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 10
+                """
+            let duplicates = try database.rows(sql, []).map { row -> String in
+                guard row.count == 2, case .text(let values) = row[0], case .integer(let count) = row[1] else { return "\(row)" }
+                return "(\(values)) × \(count)"
+            }
+            if !duplicates.isEmpty {
+                throw CoherenceError(
+                    .storeIncompatible,
+                    "The store lacks the unique index of '\(e.name)' [\(constraint.joined(separator: ", "))] (another program dropped it), "
+                        + "and its rows break that constraint: \(duplicates.joined(separator: "; ")). It was left as it was.",
+                    entity: e.name, property: constraint.first, store: store)
+            }
+        }
+        for (_, _, statement) in missing { try database.execute(statement) }
+        return !missing.isEmpty
     }
 }

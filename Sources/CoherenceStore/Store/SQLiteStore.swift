@@ -207,11 +207,19 @@ package final class SQLiteStore: StoreEngine {
                     if version.isEmpty, let schema = StoreLayoutRepair.repairedSchema(metadata["schema"], entities: entities) {
                         version["schema"] = schema
                     }
-                    if (historyTracking && !hasHistory) || !version.isEmpty || lacksColumns {
+                    // A unique index another program dropped is made again (see StoreLayoutRepair).
+                    let lacksUniqueIndexes = try !StoreLayoutRepair.missingUniqueIndexes(
+                        on: database, entities: entities, generator: generator
+                    ).isEmpty
+                    if (historyTracking && !hasHistory) || !version.isEmpty || lacksColumns || lacksUniqueIndexes {
                         try connection.writeTransaction {
                             if historyTracking && !hasHistory { try Self.createHistoryTables(connection) }
                             if lacksColumns {
                                 try StoreLayoutRepair.addMissingColumns(on: database, entities: entities, generator: generator)
+                            }
+                            if lacksUniqueIndexes {
+                                try StoreLayoutRepair.addMissingUniqueIndexes(
+                                    on: database, entities: entities, generator: generator, store: path)
                             }
                             try Self.writeMetadata(version, connection)
                         }
