@@ -75,6 +75,33 @@ import Testing
         #expect(coordinator.persistentStores.isEmpty)
     }
 
+    /// Dropped while a coordinator has the SQLite store open: its next save (which looks at the
+    /// schema when it changed) makes the index again, and a duplicate is a conflict.
+    @Test func aUniqueIndexDroppedWhileOpenIsMadeAgainByTheNextSave() throws {
+        let dir = try TemporaryDirectory("dropped-unique-open")
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let url = try #require(try dir.storeURL(.sqlite, "store"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            Town(context: context).name = "Paris"
+            try context.save()
+        }
+        try runForeignSQL("DROP INDEX \"\(Self.index)\"", at: url.path)
+        let error = context.performAndWait { () -> CoherenceError? in
+            Town(context: context).name = "Paris"
+            do {
+                try context.save()
+                return nil
+            } catch {
+                return error as? CoherenceError
+            }
+        }
+        #expect(error?.code == .conflict, "\(String(describing: error))")
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let names = try reader.performAndWait { try reader.fetch(FetchRequest<Town>()).map(\.name) }
+        #expect(names == ["Paris"])
+    }
+
     /// A unique index whose name passes PostgreSQL's 63 bytes (the server cuts it) is found at
     /// the next open, not made again, and still refuses duplicates.
     @Test(arguments: [StoreType.sqlite] + (PostgreSQLTestServer.enabled ? [StoreType.postgreSQL] : []))

@@ -33,8 +33,17 @@ extension SQLiteStore {
                 ? metadata["modelVersionHash"]
                 : try c.prepare("SELECT Z_VALUE FROM Z_METADATA WHERE Z_KEY = 'modelVersionHash'").rows { $0.string(0) }.first
             if hash == metadata["modelVersionHash"] && (tracksHistory || !hasHistory) {
+                // A unique index another program dropped since the open is made again, in this
+                // save's transaction (see StoreLayoutRepair); the save fails when the rows hold
+                // duplicates for it.
+                if !generator.naming.isCoreData {
+                    try StoreLayoutRepair.addMissingUniqueIndexes(
+                        on: SQLiteMigrationDatabase(c), entities: entities, generator: generator, store: path)
+                }
                 checkedSchemaVersion.withLock { $0 = version }
             }
+        } catch let error as CoherenceError {
+            throw error
         } catch {
             throw storeError(.storeWriteFailed, error, "Reading the store's schema failed")
         }
