@@ -136,6 +136,20 @@ struct SaveFailureRecoveryTests {
 /// refuse throws and writes nothing (it used to return as if saved), and saves once they are gone.
 @Suite("Save failure recovery: constraints from outside the model")
 struct ForeignConstraintSaveTests {
+    /// Makes the store of `dir` with towns old0, old1 and old2 (populations 1 to 3); its file.
+    private func seedThreeTowns(_ dir: TemporaryDirectory) throws -> URL {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir))
+        try context.performAndWait {
+            for i in 0..<3 {
+                let town = Town(context: context)
+                town.name = "old\(i)"
+                town.population = i + 1
+            }
+            try context.save()
+        }
+        return dir.file("store.sqlite")
+    }
+
     /// Inserts a town "new" (and a person in it) through a new coordinator into a store that
     /// `tamper` changed; then undoes the change and saves again. Returns both errors and what
     /// is stored then.
@@ -143,19 +157,7 @@ struct ForeignConstraintSaveTests {
         _ tamper: String, untamper: String
     ) throws -> (error: CoherenceError?, retry: CoherenceError?, towns: [String], people: [String]) {
         let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        do {
-            let seeding = try makeCoordinator(.sqlite, in: dir)
-            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: seeding)
-            try context.performAndWait {
-                for i in 0..<3 {
-                    let town = Town(context: context)
-                    town.name = "old\(i)"
-                    town.population = i + 1
-                }
-                try context.save()
-            }
-        }
+        let url = try seedThreeTowns(dir)
         let raw = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
         try raw.execute(tamper)
         let coordinator = try makeCoordinator(.sqlite, in: dir)
@@ -197,18 +199,7 @@ struct ForeignConstraintSaveTests {
     /// keys are reserved past the larger of the two, so no new row takes an old row's key.
     @Test func aPrimaryKeyCounterLoweredByAnotherProgram() throws {
         let dir = try TemporaryDirectory()
-        let url = dir.file("store.sqlite")
-        do {
-            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(.sqlite, in: dir))
-            try context.performAndWait {
-                for i in 0..<3 {
-                    let town = Town(context: context)
-                    town.name = "old\(i)"
-                    town.population = i + 1
-                }
-                try context.save()
-            }
-        }
+        let url = try seedThreeTowns(dir)
         let raw = try SQLiteConnection(location: .file(url.path), switchesToWAL: false)
         try raw.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = 0")
         let coordinator = try makeCoordinator(.sqlite, in: dir)

@@ -522,15 +522,7 @@ package struct InferredMigration {
                 let columns = constraint.compactMap { e.propertiesByName[$0] }.map { q($0.name) }
                 guard columns.count == constraint.count else { continue }
                 let numbers = e.descendantNumbers.map(String.init).joined(separator: ", ")
-                let notNull = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
-                let sql = """
-                    SELECT \(columns.map(generator.quotedText).joined(separator: " || ', ' || ")), count(*) FROM \(q(e.rootEntity.name)) \
-                    WHERE Z_ENT IN (\(numbers)) AND \(notNull) GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 10
-                    """
-                let duplicates = try c.rows(sql, []).map { row -> String in
-                    guard row.count == 2, case .text(let values) = row[0], case .integer(let count) = row[1] else { return "\(row)" }
-                    return "(\(values)) × \(count)"
-                }
+                let duplicates = try generator.duplicateGroups(in: q(e.rootEntity.name), columns: columns, numbers: numbers, on: c)
                 if !duplicates.isEmpty {
                     throw CoherenceError(
                         .migrationUniquenessViolated,

@@ -135,16 +135,8 @@ package enum StoreLayoutRepair {
         for (e, constraint, _) in missing {
             let columns = constraint.compactMap { e.propertiesByName[$0] }.map { q(generator.naming.columnName($0)) }
             let numbers = e.descendantNumbers.map { String(generator.naming.storedNumber($0)) }.joined(separator: ", ")
-            // Rows with a NULL in the constraint's columns never clash (as in the index).
-            let notNull = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
-            let sql = """
-                SELECT \(columns.map(generator.quotedText).joined(separator: " || ', ' || ")), count(*) FROM \(generator.table(e.rootEntity)) \
-                WHERE Z_ENT IN (\(numbers)) AND \(notNull) GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 10
-                """
-            let duplicates = try database.rows(sql, []).map { row -> String in
-                guard row.count == 2, case .text(let values) = row[0], case .integer(let count) = row[1] else { return "\(row)" }
-                return "(\(values)) × \(count)"
-            }
+            let duplicates = try generator.duplicateGroups(
+                in: generator.table(e.rootEntity), columns: columns, numbers: numbers, on: database)
             if !duplicates.isEmpty {
                 throw CoherenceError(
                     .storeIncompatible,

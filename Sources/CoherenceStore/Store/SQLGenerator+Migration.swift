@@ -47,6 +47,23 @@ extension SQLGenerator {
         return !s.utf8.contains(0)
     }
 
+    /// The first ten groups of rows of `table` with entity numbers `numbers` whose `columns`
+    /// (quoted, none NULL) hold the same values, read on `database` and spelled for an error:
+    /// `(values) × count`. Rows with a NULL in the columns never clash, as in a unique index.
+    package func duplicateGroups(
+        in table: String, columns: [String], numbers: String, on database: any MigrationDatabase
+    ) throws -> [String] {
+        let notNull = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+        let sql = """
+            SELECT \(columns.map(quotedText).joined(separator: " || ', ' || ")), count(*) FROM \(table) \
+            WHERE Z_ENT IN (\(numbers)) AND \(notNull) GROUP BY \(columns.joined(separator: ", ")) HAVING count(*) > 1 LIMIT 10
+            """
+        return try database.rows(sql, []).map { row -> String in
+            guard row.count == 2, case .text(let values) = row[0], case .integer(let count) = row[1] else { return "\(row)" }
+            return "(\(values)) × \(count)"
+        }
+    }
+
     /// The names of a table's indexes (one parameter: the table's name) that a migration sets
     /// aside when it renames the table: those made by statements (SQLite), every one, its
     /// primary key's included (PostgreSQL, where index names are the schema's).
