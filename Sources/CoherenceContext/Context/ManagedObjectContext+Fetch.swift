@@ -244,6 +244,15 @@ final class ParentSource: ContextSource, @unchecked Sendable {
         return try parent.performAndWait { () throws(CoherenceError) -> [ObjectID: ObjectSnapshot] in
             var result: [ObjectID: ObjectSnapshot] = [:]
             for id in ids {
+                // A temporary ID the parent does not hold is an ancestor's unsaved object, or
+                // names nothing: read it from the parent's own source, without making a fault
+                // under it here.
+                if id.isTemporaryID && parent.lookup(id) == nil {
+                    if parent.parent != nil, let snapshot = try parent.source.sourceSnapshots(for: [id])[id] {
+                        result[id] = snapshot
+                    }
+                    continue
+                }
                 let o = parent._object(for: id)
                 if o.isDeleted { continue }
                 do throws(CoherenceError) {

@@ -401,7 +401,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
         let found: ObjectSnapshot?
         do throws(CoherenceError) {
-            found = id.isTemporaryID ? nil : try source.sourceSnapshots(for: [id])[id]
+            // A temporary ID names no row, but a child reads its ancestors' unsaved objects.
+            found = id.isTemporaryID && parent == nil ? nil : try source.sourceSnapshots(for: [id])[id]
         } catch {
             if let o = lookup(id) {
                 _noteLoadFailure(o, error)

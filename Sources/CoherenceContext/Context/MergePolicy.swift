@@ -54,7 +54,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {
             if conflict.kind == .uniqueness {
                 try context.resolveUniqueness(conflict, policy: kind)
             } else {
-                context.resolveVersion(conflict, policy: kind)
+                try context.resolveVersion(conflict, policy: kind)
             }
         }
     }
@@ -62,7 +62,7 @@ open class MergePolicy: @unchecked Sendable, CustomStringConvertible {
 
 extension ManagedObjectContext {
     /// Applies a built-in policy to a version conflict.
-    func resolveVersion(_ conflict: SaveConflict, policy: MergePolicy.Kind) {
+    func resolveVersion(_ conflict: SaveConflict, policy: MergePolicy.Kind) throws(CoherenceError) {
         guard let object = lookup(conflict.objectID) else { return }
         guard let persisted = conflict.persistedValues else {
             // The row is gone: nothing can be written to it, and the objects related to it
@@ -117,6 +117,29 @@ extension ManagedObjectContext {
         // With overwrite, every property that differs from the stored row is now a change, so
         // the whole object is written (including properties only the store changed, even to nil).
         pendingChanges.refreshed[ObjectIdentifier(object)] = object
+        if object.isDeleted { try applyDeleteRulesToNewDestinations(of: object) }
+    }
+
+    /// A deleted object whose row changed since it was loaded may have destinations it did not
+    /// know when its delete rules ran (another context related objects to it): its cascade and
+    /// nullify rules reach them too, so that no row keeps a key of the deleted one.
+    private func applyDeleteRulesToNewDestinations(of object: ManagedObject) throws(CoherenceError) {
+        for r in object.entity.relationships where !r.isTransient && !r.hasForeignKey {
+            guard r.deleteRule == .cascade || r.deleteRule == .nullify, let inverse = r.inverseRelationship else { continue }
+            let known = Set(object._relatedObjects(at: r.slot).map(\.objectID))
+            let now = try persistentStoreCoordinator.related(r, of: [object.objectID])[object.objectID] ?? []
+            for id in now where !known.contains(id) {
+                let d = _object(for: id)
+                if d.isDeleted { continue }
+                if r.deleteRule == .cascade {
+                    delete(d)
+                } else if inverse.isToMany {
+                    d._primitiveRemove(object, from: inverse)
+                } else {
+                    d._primitiveSetToOne(inverse, nil)
+                }
+            }
+        }
     }
 
     /// Applies a built-in policy to a uniqueness conflict.
