@@ -116,9 +116,14 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
         let sort: [SortDescriptor<Person>] =
             variant.byScore
             ? [SortDescriptor(\Person.score, order: .reverse), SortDescriptor(\Person.name)] : [SortDescriptor(\Person.name)]
-        var request = FetchRequest<Person>(predicate: #Predicate { $0.age < 100 }, sortBy: sort)
-        request.fetchLimit = variant.limit
-        request.fetchOffset = variant.offset
+        // (Constants from here on: the closures below capture copies, never a variable another
+        // thread's block could be touching.)
+        let request = {
+            var r = FetchRequest<Person>(predicate: #Predicate { $0.age < 100 }, sortBy: sort)
+            r.fetchLimit = variant.limit
+            r.fetchOffset = variant.offset
+            return r
+        }()
         var sectionPath: KeyPath<Person, String>?
         if variant.sections { sectionPath = \Person.initial }
         let controller = FetchedResultsController<Person>(
@@ -195,6 +200,7 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
                 let names = (0..<3).map { _ in newName(&rng) }
                 let ages = (0..<3).map { _ in Int.random(in: 0..<150, using: &rng) }
                 let pick = Int.random(in: 0..<1000, using: &rng)
+                let rename = newName(&rng)
                 roundNames.append("merge \(names)")
                 try saveInBackground(coordinator) { c in
                     for (n, a) in zip(names, ages) {
@@ -207,7 +213,7 @@ final class SnapshotCollector: FetchedResultsControllerDelegate {
                         let p = all[pick % all.count]
                         p.age = p.age < 100 ? 120 : 5
                         c.delete(all[(pick / 7) % all.count])
-                        all[(pick / 3) % all.count].name = newName(&rng)
+                        all[(pick / 3) % all.count].name = rename
                     }
                 }
                 context.performAndWait {}
