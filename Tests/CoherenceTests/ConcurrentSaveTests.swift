@@ -8,9 +8,10 @@ import Testing
 
 /// Eight contexts of two coordinators on one SQLite file save at once, each inserting a person
 /// and adding one to a shared counter per save, under every merge policy: every save either
-/// commits or (the error policy only) reports a conflict; nothing else escapes (no
-/// `SQLITE_BUSY`), every insert is there exactly once, and under the error policy the counter
-/// equals the saves that committed (no lost update).
+/// commits or reports a conflict (under a resolving policy only when its last try still meets
+/// one) with nothing written; nothing else escapes (no `SQLITE_BUSY`), every insert is there
+/// exactly once, and under the error policy the counter equals the saves that committed (no
+/// lost update).
 @Suite("Saves: many contexts of two coordinators on one file", .timeLimit(.minutes(3)))
 struct ConcurrentSaveTests {
     static let policies: [String: MergePolicy] = [
@@ -37,6 +38,7 @@ struct ConcurrentSaveTests {
         let workers = 8, saves = 20
         let unexpected = LockedValue<[String]>([])
         let committed = LockedValue(0)
+        let exhausted = LockedValue(0)
         DispatchQueue.concurrentPerform(iterations: workers) { w in
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinators[w % 2])
             context.mergePolicy = policy
@@ -48,7 +50,11 @@ struct ConcurrentSaveTests {
                         town?.population += 1
                         try context.save()
                         committed.withLock { $0 += 1 }
-                    } catch let error as CoherenceError where error.code == .conflict && policyName == "error" {
+                    } catch let error as CoherenceError where error.code == .conflict {
+                        // The error policy's conflicts, or (any policy) those still there after
+                        // the last of the save's tries, when other writers kept moving the counter
+                        // between them (Contexts.md): nothing was written.
+                        if policyName != "error" { exhausted.withLock { $0 += 1 } }
                         context.rollback()
                         context.refreshAllObjects()
                     } catch {
@@ -70,7 +76,8 @@ struct ConcurrentSaveTests {
                 let population = try check.fetch(FetchRequest<Town>()).first?.population
                 #expect(population == n)
             } else {
-                #expect(n == workers * saves)
+                #expect(n + exhausted.withLock { $0 } == workers * saves)
+                #expect(n > 0)
             }
         }
     }
