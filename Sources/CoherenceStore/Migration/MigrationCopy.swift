@@ -135,6 +135,8 @@ package struct MigrationCopy {
     /// An exclusive `flock(2)` on a directory, held until the lock is released (the last copy
     /// of its ``MigrationCopy`` dropped). The directory, not the store: closing a descriptor of
     /// the store would drop SQLite's own (POSIX) locks on it in this process.
+    /// `@unchecked Sendable` is safe: its only state is a descriptor set once in `init` and
+    /// closed in `deinit`.
     private final class DirectoryLock: @unchecked Sendable {
         private let descriptor: Int32
 
