@@ -8,8 +8,8 @@ import Testing
 
 /// Eight contexts of two coordinators on one SQLite file save at once, each inserting a person
 /// and adding one to a shared counter per save, under every merge policy: every save either
-/// commits or reports a conflict (under a resolving policy only when its last try still meets
-/// one) with nothing written; nothing else escapes (no `SQLITE_BUSY`), every insert is there
+/// commits or reports a conflict (under a resolving policy only when its tries stop helping, see
+/// Contexts.md) with nothing written; nothing else escapes (no `SQLITE_BUSY`), every insert is there
 /// exactly once, and under the error policy the counter equals the saves that committed (no
 /// lost update).
 @Suite("Saves: many contexts of two coordinators on one file", .timeLimit(.minutes(3)))
@@ -51,9 +51,8 @@ struct ConcurrentSaveTests {
                         try context.save()
                         committed.withLock { $0 += 1 }
                     } catch let error as CoherenceError where error.code == .conflict {
-                        // The error policy's conflicts, or (any policy) those still there after
-                        // the last of the save's tries, when other writers kept moving the counter
-                        // between them (Contexts.md): nothing was written.
+                        // The error policy's conflicts, or (any policy) those still there when
+                        // the save's tries stopped helping (Contexts.md): nothing was written.
                         if policyName != "error" { exhausted.withLock { $0 += 1 } }
                         context.rollback()
                         context.refreshAllObjects()

@@ -358,10 +358,17 @@ extension ManagedObjectContext {
         return allRegisteredObjects.filter { keys.contains(ObjectIdentifier($0)) }
     }
 
-    /// Writes to the stores, resolving conflicts with the merge policy (a few rounds at most).
+    /// Writes to the stores, resolving conflicts with the merge policy and trying again.
     /// `validated` lists the updated objects validation found (see ``applyStoreResult``).
+    ///
+    /// A save tries five times, and goes on (up to ``conflictRoundLimit`` tries) while each
+    /// try meets other conflicts than the one before: other writers are saving the same rows
+    /// (each of their saves moves a version), so every try builds on newer rows, and the
+    /// save ends when they stop. The same conflicts twice after five tries mean that
+    /// resolving them does not help: the save throws them.
     func saveToStores(validated: [ManagedObject]) throws(CoherenceError) -> SavedObjects {
         var round = 0
+        var previous: Set<ConflictMark> = []
         while true {
             let (changes, updatedObjects) = buildChangeSet()
             do throws(CoherenceError) {
@@ -370,7 +377,11 @@ extension ManagedObjectContext {
                 saved.hadConflicts = round > 0
                 return saved
             } catch {
-                guard error.code == .conflict, !error.conflicts.isEmpty, round < 4 else { throw error }
+                guard error.code == .conflict, !error.conflicts.isEmpty else { throw error }
+                let marks = Set(error.conflicts.map(ConflictMark.init))
+                let moved = marks != previous
+                guard round < 4 || (moved && round < Self.conflictRoundLimit - 1) else { throw error }
+                previous = marks
                 round += 1
                 do {
                     try mergePolicy.resolve(conflicts: error.conflicts, in: self)
@@ -382,6 +393,24 @@ extension ManagedObjectContext {
                     throw e
                 }
             }
+        }
+    }
+
+    /// The most tries of one save whose conflicts keep moving (see ``saveToStores(validated:)``).
+    static let conflictRoundLimit = 100
+
+    /// What tells one try's conflict from another's: the row, the kind, the version the
+    /// store holds and the rows a uniqueness conflict names.
+    struct ConflictMark: Hashable {
+        let id: ObjectID
+        let uniqueness: Bool
+        let version: Int64
+        let others: [ObjectID]
+        init(_ c: SaveConflict) {
+            id = c.objectID
+            uniqueness = c.kind == .uniqueness
+            version = c.newVersion
+            others = c.conflictingObjectIDs
         }
     }
 
