@@ -166,14 +166,27 @@ extension ManagedObject {
     }
 
     /// The default value of the attribute at `slot`, for a typed read whose stored value does not
-    /// convert (a null in a non-optional attribute).
+    /// convert: a null in a non-optional attribute, or a value of another type that another
+    /// program wrote (text in an integer column, an `Int16` out of range). An accessor cannot
+    /// throw: the second is logged as an error, once per attribute name (`value(forKey:as:)` throws
+    /// `.typeMismatch` for it).
     @usableFromInline @inline(never)
     package final func _attributeDefault<Value: PersistentValue>(at slot: Int, as type: Value.Type) -> Value? {
-        guard slot < entity.properties.count, let a = entity.properties[slot] as? AttributeDescription,
-            let stored = a.defaultValue
-        else { return nil }
+        guard slot < entity.properties.count, let a = entity.properties[slot] as? AttributeDescription else { return nil }
+        let found = _storedValue(at: slot)
+        if !found.isNull && Self.loggedMismatches.withLock({ $0.insert(entity.name + "." + a.name).inserted }) {
+            CoherenceLogging.log(
+                .error, "context",
+                "'\(entity.name).\(a.name)' of \(_objectID.map { "\($0)" } ?? "a new object") holds \(found.kindName), which is not a \(Value.self): read as the attribute's default (logged once per attribute name)."
+            )
+        }
+        guard let stored = a.defaultValue else { return nil }
         return Value(storedValue: stored)
     }
+
+    /// The attributes (`Entity.attribute`) whose wrong-typed stored value a typed read has
+    /// logged (see ``_attributeDefault(at:as:)``): each is logged once in a process.
+    private static let loggedMismatches = LockedValue<Set<String>>([])
 
     /// Stops on a typed property the object's entity does not have: the object was created with
     /// an entity that does not match its class.
