@@ -27,6 +27,7 @@ struct ReinsertAfterResetTests {
                 Issue.record("The save succeeded.")
             } catch {
                 #expect((error as? CoherenceError)?.code == .conflict)
+                #expect((error as? CoherenceError)?.message.contains("the store holds a row with its key") == true)
             }
             #expect(context.hasChanges)
             return zed.objectID

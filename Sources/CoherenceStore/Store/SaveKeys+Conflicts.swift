@@ -46,6 +46,13 @@ extension SaveKeys {
             entity = e.superentity
         }
         if conflicts.isEmpty {
+            // The row's own key is taken: an object saved before and inserted again (after the
+            // context's `reset()`, say), as the in-memory store says it.
+            if let r = reportAs, !r.isTemporaryID, (try? current(id)) != nil {
+                throw CoherenceError(
+                    .conflict, "\(id) cannot be inserted: the store holds a row with its key.",
+                    entity: id.entity.name, objectID: id, store: location)
+            }
             throw CoherenceError(
                 .conflict, "A uniqueness constraint failed for \(id), but no conflicting row was found.",
                 entity: id.entity.name, objectID: id, store: location)
