@@ -19,10 +19,11 @@ import Darwin
 /// the connection that made the copy stays open on the store, and a store that changed since
 /// (`PRAGMA data_version`) is not replaced, so that no save is lost.
 ///
-/// One staged migration of a store runs at a time, in any process: the copy holds an exclusive
-/// `flock(2)` on the store's directory from before it is made until it is dropped, and a second
-/// migration waits for it (then finds the store migrated, or migrates it). Two at once deleted
-/// each other's copy, and one then put an empty file in the store's place.
+/// One staged migration of a store runs at a time, in any process: the copy holds a lock
+/// (``MigrationLock``: in this process, per store; across processes, an exclusive `flock(2)` on
+/// the store's directory) from before it is made until it is dropped, and a second migration
+/// waits for it (then finds the store migrated, or migrates it). Two at once deleted each other's
+/// copy, and one then put an empty file in the store's place.
 package struct MigrationCopy {
     /// The store the copy is of.
     package let original: URL
@@ -32,8 +33,8 @@ package struct MigrationCopy {
     private var connection: SQLiteConnection?
     /// The store's `PRAGMA data_version` on ``connection`` before the copy was made.
     private var dataVersion: Int64 = 0
-    /// The lock on the store's directory that keeps other migrations of the store out.
-    private var lock: DirectoryLock?
+    /// The lock that keeps other migrations of the store out.
+    private var lock: MigrationLock?
 
     /// Test hook: called when another migration holds the lock, before waiting for it.
     nonisolated(unsafe) package static var lockWaitHook: (() -> Void)?
@@ -54,7 +55,7 @@ package struct MigrationCopy {
     package static func make(of original: URL) throws(CoherenceError) -> MigrationCopy {
         var copy = MigrationCopy(original: original, url: location(of: original))
         let path = original.path
-        copy.lock = try DirectoryLock(original.deletingLastPathComponent().path, store: path, waiting: lockWaitHook)
+        copy.lock = try MigrationLock(directory: original.deletingLastPathComponent().path, store: path, waiting: lockWaitHook)
         copy.discard()
         do {
             try OwnerOnlyFiles.createFile(atPath: copy.url.path)
@@ -132,19 +133,131 @@ package struct MigrationCopy {
         }
     }
 
-    /// An exclusive `flock(2)` on a directory, held until the lock is released (the last copy
-    /// of its ``MigrationCopy`` dropped). The directory, not the store: closing a descriptor of
-    /// the store would drop SQLite's own (POSIX) locks on it in this process.
-    /// `@unchecked Sendable` is safe: its only state is a descriptor set once in `init` and
-    /// closed in `deinit`.
-    private final class DirectoryLock: @unchecked Sendable {
-        private let descriptor: Int32
+    /// The right to migrate one store, held until the last copy of its ``MigrationCopy`` is
+    /// dropped.
+    ///
+    /// In this process, one migration of a store runs at a time (the others wait). Across
+    /// processes, an exclusive `flock(2)` on the store's directory, which the first migration of
+    /// this process in that directory takes and the last one releases: another process's
+    /// migrations there wait for it, but this process's migrations of other stores in the
+    /// directory (a stage handler's, say) share it instead of waiting for themselves. The
+    /// directory, not the store: closing a descriptor of the store would drop SQLite's own
+    /// (POSIX) locks on it in this process.
+    /// `@unchecked Sendable` is safe: its state is two strings set once in `init`; the shared
+    /// state is behind ``state``'s lock.
+    private final class MigrationLock: @unchecked Sendable {
+        private let store: String
+        private let directory: String
 
-        /// Takes the lock, waiting while another process (or migration) holds it; `waiting` is
-        /// called first when it does.
+        /// The directories this process holds locked and the stores it migrates.
+        private struct State {
+            struct Directory {
+                var descriptor: Int32 = -1
+                var users = 0
+                /// A thread of this process is taking the `flock`: the others wait for it.
+                var acquiring = false
+            }
+            var directories: [String: Directory] = [:]
+            var stores: Set<String> = []
+            /// Threads waiting for a store or a directory; all are woken at each release (each
+            /// then looks again).
+            var waiters: [DispatchSemaphore] = []
+
+            mutating func wakeAll() {
+                for w in waiters { w.signal() }
+                waiters = []
+            }
+        }
+        private static let state = LockedValue(State())
+
+        /// Takes the lock, waiting while another migration of the store (in any process), or
+        /// another process's migration in the directory, holds it; `waiting` is called first
+        /// when it does.
         /// - Throws: `.migrationFailed` naming `store` when the directory cannot be opened or locked.
-        init(_ path: String, store: String, waiting: (() -> Void)?) throws(CoherenceError) {
-            descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        init(directory: String, store: String, waiting: (() -> Void)?) throws(CoherenceError) {
+            self.store = store
+            self.directory = directory
+            var announced = false
+            func wait(_ semaphore: DispatchSemaphore) {
+                if !announced { waiting?() }
+                announced = true
+                semaphore.wait()
+            }
+            // The store, in this process.
+            while let semaphore = Self.state.withLock({ s -> DispatchSemaphore? in
+                if s.stores.insert(store).inserted { return nil }
+                let w = DispatchSemaphore(value: 0)
+                s.waiters.append(w)
+                return w
+            }) {
+                wait(semaphore)
+            }
+            // The directory, across processes.
+            while true {
+                let next = Self.state.withLock { s -> DispatchSemaphore?? in
+                    var d = s.directories[directory] ?? State.Directory()
+                    if d.users > 0 {
+                        d.users += 1
+                        s.directories[directory] = d
+                        return .some(nil)  // shared with this process's other migrations there
+                    }
+                    if d.acquiring {
+                        let w = DispatchSemaphore(value: 0)
+                        s.waiters.append(w)
+                        return .some(w)
+                    }
+                    d.acquiring = true
+                    s.directories[directory] = d
+                    return .none  // this thread takes it
+                }
+                switch next {
+                case .some(nil): return
+                case .some(let semaphore?): wait(semaphore)
+                case .none:
+                    let descriptor: Int32
+                    do throws(CoherenceError) {
+                        descriptor = try Self.lockDirectory(directory, store: store) {
+                            if !announced { waiting?() }
+                            announced = true
+                        }
+                    } catch {
+                        Self.state.withLock { s in
+                            s.directories[directory] = nil
+                            s.stores.remove(store)
+                            s.wakeAll()
+                        }
+                        throw error
+                    }
+                    Self.state.withLock { s in
+                        s.directories[directory] = State.Directory(descriptor: descriptor, users: 1, acquiring: false)
+                        s.wakeAll()
+                    }
+                    return
+                }
+            }
+        }
+
+        deinit {
+            let directory = self.directory, store = self.store
+            Self.state.withLock { s in
+                s.stores.remove(store)
+                if var d = s.directories[directory] {
+                    d.users -= 1
+                    if d.users <= 0 {
+                        close(d.descriptor)
+                        s.directories[directory] = nil
+                    } else {
+                        s.directories[directory] = d
+                    }
+                }
+                s.wakeAll()
+            }
+        }
+
+        /// Opens `path` and takes an exclusive `flock` on it, calling `waiting` first when
+        /// another process holds it; returns the descriptor that holds it.
+        private static func lockDirectory(_ path: String, store: String, waiting: () -> Void) throws(CoherenceError) -> Int32 {
+            let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             guard descriptor >= 0 else {
                 throw CoherenceError(
                     .migrationFailed,
@@ -152,7 +265,7 @@ package struct MigrationCopy {
                     store: store)
             }
             if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                waiting?()
+                waiting()
                 while flock(descriptor, LOCK_EX) != 0 {
                     guard errno == EINTR else {
                         let message = String(cString: strerror(errno))
@@ -162,9 +275,8 @@ package struct MigrationCopy {
                     }
                 }
             }
+            return descriptor
         }
-
-        deinit { close(descriptor) }
     }
 
     /// Flushes a file or directory to the disk (best effort).
