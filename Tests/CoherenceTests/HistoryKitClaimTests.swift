@@ -24,7 +24,11 @@ struct HistoryKitClaimTests {
         let once = LockedValue(false)
         kit.engine.claimHook.withLock {
             $0 = {
-                guard !once.withLock({ done in defer { done = true }; return done }) else { return }
+                guard
+                    !once.withLock({ done in
+                        defer { done = true }; return done
+                    })
+                else { return }
                 _ = try? widget.insert(1)
             }
         }

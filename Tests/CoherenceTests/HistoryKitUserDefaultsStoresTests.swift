@@ -18,7 +18,8 @@ struct HistoryKitUserDefaultsStoresTests {
         let defaults = try #require(UserDefaults(suiteName: suite))
         defer { defaults.removePersistentDomain(forName: suite) }
         // The widget's other store, written before the app attaches it.
-        let other = GenericConnect<ContextStrategy.Direct>(name: "Other", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
+        let other = GenericConnect<ContextStrategy.Direct>(
+            name: "Other", managedObjectModel: try ManagedObjectModel(types: [RemoteNote.self]))
         let otherConfiguration = StoreConfiguration(fileName: "other.sqlite", options: kitStoreOptions)
         try other.attachPersistentStore(at: app.directory.url, for: otherConfiguration)
         func writeOther(_ sequence: Int) throws {
@@ -40,7 +41,11 @@ struct HistoryKitUserDefaultsStoresTests {
         defer { kit.stop() }
         let merged = LockedValue<[String]>([])
         await kit.registerMergeHook { input in
-            merged.withLock { $0 += input.transactions.flatMap { t in (t.changes ?? []).map { _ in "\(t.storeID == app.store.identifier ? "notes" : "other") \(t.transactionNumber)" } } }
+            merged.withLock {
+                $0 += input.transactions.flatMap { t in
+                    (t.changes ?? []).map { _ in "\(t.storeID == app.store.identifier ? "notes" : "other") \(t.transactionNumber)" }
+                }
+            }
             return .goOn
         }
         let rounds = RoundReader(kit.engine)

@@ -15,7 +15,8 @@ struct PostgreSQLDeferrableJoinTableTests {
     /// The join table of `Person.clubs` (the one table of the schema with columns Z_1 and Z_2).
     func joinTable(_ schema: String) throws -> String {
         let rows = try PostgreSQLTestServer.connection().execute(
-            "SELECT DISTINCT table_name::text FROM information_schema.columns WHERE table_schema = $1 AND column_name = 'z_1'", [.text(schema)]
+            "SELECT DISTINCT table_name::text FROM information_schema.columns WHERE table_schema = $1 AND column_name = 'z_1'",
+            [.text(schema)]
         ).rows
         guard rows.count == 1, case .text(let name)? = rows.first?.first else {
             throw CoherenceError(.invalidRequest, "no single join table in \(schema): \(rows)")
@@ -33,7 +34,8 @@ struct PostgreSQLDeferrableJoinTableTests {
         ).rows.first?.first
         guard case .text(let name)? = constraint else { throw CoherenceError(.invalidRequest, "no primary key on \(table)") }
         try c.execute(
-            "ALTER TABLE \(table) DROP CONSTRAINT \(q(name)), ADD CONSTRAINT \(q(name)) PRIMARY KEY (Z_1, Z_2) DEFERRABLE INITIALLY DEFERRED")
+            "ALTER TABLE \(table) DROP CONSTRAINT \(q(name)), ADD CONSTRAINT \(q(name)) PRIMARY KEY (Z_1, Z_2) DEFERRABLE INITIALLY DEFERRED"
+        )
     }
 
     func open(_ url: URL) throws -> ManagedObjectContext {
