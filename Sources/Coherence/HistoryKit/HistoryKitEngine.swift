@@ -58,6 +58,9 @@ final class HistoryKitEngine: Sendable {
     /// Test hook: called after a round merged and before it records progress; throwing stands
     /// for a crash there (the progress is not recorded).
     let beforeProgressHook = LockedValue<(@Sendable () throws -> Void)?>(nil)
+    /// Test hook: called as a kit claims its progress in a store, between its two reads of the
+    /// store's history (another writer committing there).
+    let claimHook = LockedValue<(@Sendable () -> Void)?>(nil)
 
     init(
         coordinator: PersistentStoreCoordinator, contexts: [ManagedObjectContext], currentAuthor: String, selection: HistoryKitSelection,
@@ -159,10 +162,13 @@ final class HistoryKitEngine: Sendable {
                 request.fetchLimit = 1
                 request.resultType = .transactionsOnly
                 let mark: HistoryKitMark
+                // The last number is read first: a transaction committed after it is then the
+                // oldest one found, or comes after the mark — never taken as processed.
+                let last = try coordinator.currentPersistentHistoryToken(fromStores: [store])?.transactionNumber ?? 0
+                claimHook.withLock { $0 }?()
                 if let oldest = try coordinator.execute(request).transactions.first {
                     mark = HistoryKitMark(transactionNumber: oldest.transactionNumber - 1, timestamp: oldest.timestamp)
                 } else {
-                    let last = try coordinator.currentPersistentHistoryToken(fromStores: [store])?.transactionNumber ?? 0
                     mark = HistoryKitMark(transactionNumber: last, timestamp: clock())
                 }
                 try book.record(mark, author: currentAuthor, in: store)

@@ -59,7 +59,8 @@ struct StoreProgressBook: HistoryKitProgressBook {
 /// author's last merged transaction under `uniqueString + author` (a `Date`), and next to it,
 /// under `uniqueString + author + ".token." + store UUID`, the transaction's number, which
 /// decides what is fetched. A record with a date and no number (written by PHTKit's scheme)
-/// is read by date.
+/// is read by date, unless the author has a number for another store: the date is then that
+/// store's progress, and the author has none in this one.
 struct UserDefaultsProgressBook: HistoryKitProgressBook, @unchecked Sendable {
     // @unchecked Sendable: UserDefaults is thread-safe; the value is only read and written through it.
     let defaults: UserDefaults
@@ -70,9 +71,17 @@ struct UserDefaultsProgressBook: HistoryKitProgressBook, @unchecked Sendable {
 
     func marks(of authors: [String], in store: PersistentStore) throws -> [String: HistoryKitMark] {
         var result: [String: HistoryKitMark] = [:]
+        var keys: Dictionary<String, Any>.Keys?
         for author in authors {
             guard let date = defaults.object(forKey: dateKey(author)) as? Date else { continue }
             let number = (defaults.object(forKey: tokenKey(author, store)) as? NSNumber)?.int64Value
+            if number == nil {
+                // The date is one for every store: with a number for another store and none for
+                // this one, it is that store's progress, and this store has none.
+                let others = uniqueString + author + ".token."
+                keys = keys ?? defaults.dictionaryRepresentation().keys
+                if keys?.contains(where: { $0.hasPrefix(others) }) == true { continue }
+            }
             result[author] = HistoryKitMark(transactionNumber: number, timestamp: date)
         }
         return result

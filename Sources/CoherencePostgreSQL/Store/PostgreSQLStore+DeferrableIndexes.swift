@@ -9,6 +9,9 @@ import Foundation
 /// plainly otherwise. A row that breaks the deferred constraint then fails the save at `COMMIT`
 /// (`.storeWriteFailed` with the server's 23505), leaving the store as it was.
 ///
+/// A join table with such a constraint gets its pairs by an `INSERT … SELECT` that skips a pair
+/// already there (what `ON CONFLICT DO NOTHING` did).
+///
 /// The tables are read as the store opens, at the start of each batch insert, and when a
 /// save's insert meets the refusal (a constraint added while the store is open): the save then
 /// runs once more.
@@ -36,6 +39,13 @@ extension PostgreSQLStore {
     /// unique or exclusion constraint).
     func insertsWithoutArbiter(_ entity: EntityDescription) -> Bool {
         let table = generator.naming.tableName(entity.rootEntity)
+        return deferrableTables.withLock { $0.contains(table) }
+    }
+
+    /// Whether pairs of `relationship` are inserted without `ON CONFLICT` (its join table has a
+    /// deferrable unique or exclusion constraint, such as its primary key made deferrable).
+    func insertsJoinWithoutArbiter(_ relationship: RelationshipDescription) -> Bool {
+        guard let table = generator.joinTableName(relationship) else { return false }
         return deferrableTables.withLock { $0.contains(table) }
     }
 

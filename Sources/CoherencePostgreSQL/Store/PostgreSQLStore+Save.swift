@@ -333,14 +333,21 @@ struct PostgreSQLSaveWriter {
     }
 
     private mutating func join(_ j: JoinChange, insert: Bool) throws {
-        guard let sql = insert ? generator.insertJoin(j.relationship) : generator.deleteJoin(j.relationship) else {
+        // A join table with another program's deferrable key takes no `ON CONFLICT`.
+        let plain = insert && store.insertsJoinWithoutArbiter(j.relationship)
+        let generated =
+            insert
+            ? (plain ? generator.insertJoinIfAbsent(j.relationship) : generator.insertJoin(j.relationship))
+            : generator.deleteJoin(j.relationship)
+        guard let sql = generated else {
             throw CoherenceError(.invalidRequest, "Relationship '\(j.relationship.name)' has no join table.", property: j.relationship.name)
         }
         let slot = j.relationship.slot
         guard let source = try keys.key(for: j.source, from: j.source, slot: slot),
             let destination = try keys.key(for: j.destination, from: j.source, slot: slot)
         else { return }
-        try enqueue(store.numbered(sql), [.integer(source), .integer(destination)], .join)
+        let pair: [StoredValue] = [.integer(source), .integer(destination)]
+        try enqueue(store.numbered(sql), plain ? pair + pair : pair, .join)
     }
 
     // MARK: Conflicts

@@ -509,6 +509,20 @@ package struct SQLGenerator: Sendable {
         }
     }
 
+    /// Insert into a join table without `ON CONFLICT` (PostgreSQL refuses it on a table with a
+    /// deferrable key), skipping a pair the table holds already; parameters: source key,
+    /// destination key, and both again.
+    package func insertJoinIfAbsent(_ r: RelationshipDescription) -> String? {
+        guard let (jt, src, dst) = joinTable(r) else { return nil }
+        return "INSERT INTO \(jt) (\(src), \(dst)) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM \(jt) WHERE \(src) = ? AND \(dst) = ?)"
+    }
+
+    /// The unquoted name of a relationship's join table (nil: it has none).
+    package func joinTableName(_ r: RelationshipDescription) -> String? {
+        guard case .joinTable(let name, _) = r.storage else { return nil }
+        return naming.joinTables[name]?.table ?? name
+    }
+
     /// Delete from a join table; parameters: source key, destination key.
     package func deleteJoin(_ r: RelationshipDescription) -> String? {
         guard let (jt, src, dst) = joinTable(r) else { return nil }
