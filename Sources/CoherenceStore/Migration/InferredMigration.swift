@@ -238,8 +238,14 @@ package struct InferredMigration {
     func source(of a: AttributeDescription, owners: [EntityDescription], allEntities: Bool) throws(CoherenceError) -> Source {
         var oldNames = Set<String>()
         var wasOptional = false
+        // Old numbers of the entities whose rows had no such attribute (it moved up to a parent):
+        // theirs take the default, as an added attribute's do.
+        var lacking: [Int] = []
         for e in owners {
-            guard let found = oldAttribute(a, of: e) else { continue }
+            guard let found = oldAttribute(a, of: e) else {
+                if let number = sources[e.name]?.number { lacking.append(number) }
+                continue
+            }
             guard let oldType = AttributeType.named(found.type), oldType.widens(to: a.type) else {
                 throw CoherenceError(
                     .migrationNotInferable,
@@ -258,6 +264,10 @@ package struct InferredMigration {
         let defaultSQL = a.defaultValue.flatMap { $0.isNull ? nil : generator.literal($0, type: a.type) }
         let column = oldNames.first.map { "o." + generator.dialect.quote($0) }
         switch (column, defaultSQL) {
+        case (let column?, let d?) where !lacking.isEmpty:
+            let value = !a.isOptional && wasOptional ? "COALESCE(\(column), \(d))" : column
+            let numbers = lacking.map(String.init).joined(separator: ", ")
+            return .expression("CASE WHEN o.Z_ENT IN (\(numbers)) THEN \(d) ELSE \(value) END")
         case (let column?, let d?) where !a.isOptional && wasOptional:
             return .expression("COALESCE(\(column), \(d))")
         case (_?, _):
@@ -441,6 +451,7 @@ package struct InferredMigration {
             }
         }
 
+        try dropKeysOfRowsGone(on: c, plans: plans)
         try keepOneObjectPerDestination(on: c)
         try checkUniqueness(on: c)
         Self.stepHook?("indexes")
@@ -482,6 +493,32 @@ package struct InferredMigration {
     static func indexName(in statement: String) -> String? {
         guard let start = statement.firstIndex(of: "\""), let on = statement.range(of: "\" ON ") else { return nil }
         return String(statement[statement.index(after: start)..<on.lowerBound]).replacingOccurrences(of: "\"\"", with: "\"")
+    }
+
+    /// Sets to nil each to-one whose destination row is gone or is no longer of the destination
+    /// entity: a removed sub-entity's rows are not copied, and an entity moved out of a hierarchy
+    /// takes its rows to another table. Only relationships whose destination table was made
+    /// again, or whose destination changed, are looked at.
+    func dropKeysOfRowsGone(on c: any MigrationDatabase, plans: [TablePlan]) throws {
+        let q = generator.dialect.quote
+        for e in entities {
+            for r in e.relationships where r.entity === e && !r.isTransient && !r.isToMany {
+                guard case .foreignKey = r.storage, let destination = r.destinationEntity,
+                    let (entity, rel, reversed) = oldRelationship(r)
+                else { continue }
+                let oldDestination = reversed ? entity : rel.destination
+                let rebuilt = plans.contains { $0.root === destination.rootEntity && $0.mode == .rebuild }
+                guard rebuilt || sources[destination.name]?.name != oldDestination else { continue }
+                let table = q(e.rootEntity.name)
+                let column = q(r.name)
+                let numbers = destination.descendantNumbers.map(String.init).joined(separator: ", ")
+                try c.execute(
+                    """
+                    UPDATE \(table) SET \(column) = NULL WHERE \(column) IS NOT NULL AND NOT EXISTS \
+                    (SELECT 1 FROM \(q(destination.rootEntity.name)) d WHERE d.Z_PK = \(table).\(column) AND d.Z_ENT IN (\(numbers)))
+                    """)
+            }
+        }
     }
 
     /// Whether an old relationship was one-to-one (a to-one whose inverse is a to-one).
