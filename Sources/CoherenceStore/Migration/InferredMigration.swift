@@ -152,8 +152,30 @@ package struct InferredMigration {
         }
     }
 
+    /// Throws when a relationship kept from the old version (same name, or its renaming
+    /// identifier) now leads to an entity whose rows come from another table than its old
+    /// destination's: its keys would name unrelated objects of the new destination.
+    func checkDestinations() throws(CoherenceError) {
+        let byName = old.entitiesByName
+        for e in entities {
+            for r in e.relationships where r.entity === e && !r.isTransient {
+                guard let destination = r.destinationEntity, let (entity, rel, reversed) = oldRelationship(r) else { continue }
+                let oldDestination = reversed ? entity : rel.destination
+                let oldTable = byName[oldDestination]?.root
+                let newTable = SQLGenerator.hierarchy(of: destination.rootEntity).lazy.compactMap { self.sources[$0.name]?.root }.first
+                guard oldTable != newTable else { continue }
+                throw CoherenceError(
+                    .migrationNotInferable,
+                    "Relationship '\(e.name).\(r.name)' now leads to '\(destination.name)', whose rows do not come from those of '\(oldDestination)', "
+                        + "which it led to: its objects cannot be found. Give it another name to start it empty.",
+                    entity: e.name, property: r.name, store: store)
+            }
+        }
+    }
+
     /// Plans every table of the new model, and the relationships whose pairs must be copied.
     func plan() throws(CoherenceError) -> (tables: [TablePlan], pairs: [PairsSource]) {
+        try checkDestinations()
         var plans: [TablePlan] = []
         var pairSources: [PairsSource] = []
         let oldByName = old.entitiesByName
