@@ -157,4 +157,26 @@ struct MigrationHierarchyTests {
             #expect(error?.code == .conflict)
         }
     }
+
+    /// `sound` moves from Animal down to Dog, then up again: the Cat's old value, hidden while
+    /// Cats had no sound, does not come back (the Cat has none, as in Core Data).
+    @Test(arguments: storedTypes)
+    func anAttributeMovedDownThenUpAgainDoesNotBringBackOldValues(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let url = try migrationStoreURL(type, dir)
+        let sound = { AttributeDescription(name: "sound", type: .string, isOptional: true) }
+        try withMigrationStore(try Self.zoo(sound: sound()), at: url) { context in
+            try insertObject(context, "Cat", ["name": "Tom", "sound": "meow"])
+            try insertObject(context, "Dog", ["name": "Rex", "sound": "woof"])
+            try context.save()
+        }
+        let dogs = try withMigrationStore(try Self.zoo(), at: url) { context in
+            try fetchByName(context, "Dog").map { (try? $0.value(forKey: "sound")) as? String }
+        }
+        #expect(dogs == ["woof"])
+        let sounds = try withMigrationStore(try Self.zoo(sound: sound()), at: url) { context in
+            try fetchByName(context, "Animal").map { (try? $0.value(forKey: "sound")) as? String }
+        }
+        #expect(sounds == ["woof", nil])
+    }
 }

@@ -285,6 +285,28 @@ package struct InferredMigration {
         }
         let defaultSQL = a.defaultValue.flatMap { $0.isNull ? nil : generator.literal($0, type: a.type) }
         let column = oldNames.first.map { "o." + generator.dialect.quote($0) }
+        let kept = try source(
+            of: a, oldName: oldNames.first, column: column, defaultSQL: defaultSQL, wasOptional: wasOptional, lacking: lacking,
+            owners: owners,
+            allEntities: allEntities)
+        // Rows of entities that had the attribute and no longer do (it moved down to a
+        // sub-entity) keep no value: one moved up again later must not find it.
+        let ownerNumbers = owners.compactMap { sources[$0.name]?.number }
+        guard let oldName = oldNames.first, let oldRoot = owners.lazy.compactMap({ self.sources[$0.name]?.root }).first else { return kept }
+        let others = old.entities.filter { e in
+            e.root == oldRoot && !e.isAbstract && !ownerNumbers.contains(e.number)
+                && old.allAttributes(of: e.name).contains { $0.name == oldName }
+        }
+        guard !others.isEmpty else { return kept }
+        return .expression("CASE WHEN o.Z_ENT IN (\(ownerNumbers.map(String.init).joined(separator: ", "))) THEN \(sql(kept)) END")
+    }
+
+    /// The source of an attribute's column from what ``source(of:owners:allEntities:)`` found.
+    private func source(
+        of a: AttributeDescription, oldName: String?, column: String?, defaultSQL: String?, wasOptional: Bool, lacking: [Int],
+        owners: [EntityDescription],
+        allEntities: Bool
+    ) throws(CoherenceError) -> Source {
         switch (column, defaultSQL) {
         case (let column?, let d?) where !lacking.isEmpty:
             let value = !a.isOptional && wasOptional ? "COALESCE(\(column), \(d))" : column
@@ -293,7 +315,7 @@ package struct InferredMigration {
         case (let column?, let d?) where !a.isOptional && wasOptional:
             return .expression("COALESCE(\(column), \(d))")
         case (_?, _):
-            return .column(oldNames.first ?? a.name)
+            return .column(oldName ?? a.name)
         case (nil, let d?):
             if allEntities { return .expression(d) }
             let numbers = owners.compactMap { sources[$0.name]?.number }.map(String.init).joined(separator: ", ")
@@ -392,7 +414,7 @@ package struct InferredMigration {
         // Tables that are kept (unchanged, or only gaining columns) exist already.
         let keptTables = Set(plans.filter { $0.mode != .rebuild }.map { "CREATE TABLE \(generator.table($0.root)) (" })
         for statement in schema where statement.hasPrefix("CREATE TABLE ") && !keptTables.contains(where: statement.hasPrefix) {
-            try c.execute("CREATE TABLE IF NOT EXISTS " + statement.dropFirst("CREATE TABLE ".count))
+            try c.execute(statement)
         }
         for (i, pairs) in pairSources.enumerated() {
             try c.execute("CREATE TABLE \(Self.pairsTable(i)) AS \(pairs.select(oldTable))")
