@@ -9,8 +9,10 @@ import Testing
 
 /// Inferred migrations that change an entity hierarchy: a sub-entity removed or moved out of it
 /// leaves no to-one pointing at its rows, an attribute moved up to the parent gives the other
-/// sub-entities' rows its default, and a sub-entity's uniqueness constraint ignores its siblings.
-@Suite("Migrations: sub-entities removed, moved out or up")
+/// sub-entities' rows its default, attributes and relationships moved down and up again keep
+/// their values and bring back no others, and a sub-entity's uniqueness constraint ignores its
+/// siblings.
+@Suite("Migrations: sub-entities removed or moved, properties moved up or down")
 struct MigrationHierarchyTests {
     /// Owners with a pet and friends (Animals); Cat and Dog under Animal. `dog: false` removes
     /// Dog, `dogUnder: false` makes it a root entity; `sound` moves from Dog up to Animal.
@@ -178,5 +180,38 @@ struct MigrationHierarchyTests {
             try fetchByName(context, "Animal").map { (try? $0.value(forKey: "sound")) as? String }
         }
         #expect(sounds == ["woof", nil])
+    }
+
+    /// A to-one `friend` moves from Animal down to Dog, then up again: the Dog keeps its friend
+    /// both times, and the Cat's old friend, hidden while Cats had none, does not come back.
+    @Test(arguments: storedTypes)
+    func aRelationshipMovedDownThenUpAgainKeepsItsObjectsAndNoOthers(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let url = try migrationStoreURL(type, dir)
+        func model(friendOnAnimal: Bool) throws -> ManagedObjectModel {
+            let friend = [RelationshipDescription(name: "friend", destination: "Owner")]
+            return try ManagedObjectModel(entities: [
+                EntityDescription(name: "Owner", properties: [AttributeDescription(name: "name", type: .string)]),
+                EntityDescription(
+                    name: "Animal", properties: [AttributeDescription(name: "name", type: .string)] + (friendOnAnimal ? friend : [])),
+                EntityDescription(name: "Cat", superentity: "Animal", properties: []),
+                EntityDescription(name: "Dog", superentity: "Animal", properties: friendOnAnimal ? [] : friend)
+            ])
+        }
+        try withMigrationStore(try model(friendOnAnimal: true), at: url) { context in
+            let ann = try insertObject(context, "Owner", ["name": "Ann"])
+            try insertObject(context, "Cat", ["name": "Tom"]).relate("friend", to: [ann])
+            try insertObject(context, "Dog", ["name": "Rex"]).relate("friend", to: [ann])
+            try context.save()
+        }
+        let dogs = try withMigrationStore(try model(friendOnAnimal: false), at: url) { context in
+            try fetchByName(context, "Dog").map { $0.related("friend").map(\.nameValue) }
+        }
+        #expect(dogs == [["Ann"]])
+        // The Dog's friend was lost when the relationship moved up (it was looked for on Animal only).
+        let friends = try withMigrationStore(try model(friendOnAnimal: true), at: url) { context in
+            try fetchByName(context, "Animal").map { $0.related("friend").map(\.nameValue) }
+        }
+        #expect(friends == [["Ann"], []])
     }
 }

@@ -108,10 +108,14 @@ package struct InferredMigration {
     /// (found through the inverse).
     func oldRelationship(_ r: RelationshipDescription) -> (entity: String, relationship: StoredSchema.Relationship, reversed: Bool)? {
         func find(_ r: RelationshipDescription) -> (String, StoredSchema.Relationship)? {
-            guard let owner = r.entity, let source = sources[owner.name] else { return nil }
-            let all = old.allRelationships(of: source.name)
-            for name in [r.renamingIdentifier, r.name].compactMap({ $0 }) {
-                if let found = all.first(where: { $0.relationship.name == name }) { return (found.declaredBy, found.relationship) }
+            guard let owner = r.entity else { return nil }
+            // The entity's own, or a sub-entity's (the relationship moved up to the entity).
+            for e in SQLGenerator.hierarchy(of: owner) {
+                guard let source = sources[e.name] else { continue }
+                let all = old.allRelationships(of: source.name)
+                for name in [r.renamingIdentifier, r.name].compactMap({ $0 }) {
+                    if let found = all.first(where: { $0.relationship.name == name }) { return (found.declaredBy, found.relationship) }
+                }
             }
             return nil
         }
@@ -205,7 +209,7 @@ package struct InferredMigration {
                         continue
                     }
                     if rel.storage == "fk" && !reversed {
-                        columns.append((p, .column(rel.name)))
+                        columns.append((p, onlyForOwners(.column(rel.name), oldName: rel.name, owners: owners)))
                     } else if let pairs = pairs(of: entity, rel, reversed: reversed) {
                         columns.append((p, .pairs(pairSources.count)))
                         pairSources.append(pairs)
@@ -289,16 +293,23 @@ package struct InferredMigration {
             of: a, oldName: oldNames.first, column: column, defaultSQL: defaultSQL, wasOptional: wasOptional, lacking: lacking,
             owners: owners,
             allEntities: allEntities)
-        // Rows of entities that had the attribute and no longer do (it moved down to a
-        // sub-entity) keep no value: one moved up again later must not find it.
+        guard let oldName = oldNames.first else { return kept }
+        return onlyForOwners(kept, oldName: oldName, owners: owners)
+    }
+
+    /// `source`, for the rows of `owners` only, when rows of other entities of the table had the
+    /// old property `oldName` (it moved down to a sub-entity): those keep no value, so that one
+    /// moved up again later does not find it.
+    func onlyForOwners(_ source: Source, oldName: String, owners: [EntityDescription]) -> Source {
         let ownerNumbers = owners.compactMap { sources[$0.name]?.number }
-        guard let oldName = oldNames.first, let oldRoot = owners.lazy.compactMap({ self.sources[$0.name]?.root }).first else { return kept }
+        guard let oldRoot = owners.lazy.compactMap({ self.sources[$0.name]?.root }).first else { return source }
         let others = old.entities.filter { e in
             e.root == oldRoot && !e.isAbstract && !ownerNumbers.contains(e.number)
-                && old.allAttributes(of: e.name).contains { $0.name == oldName }
+                && (old.allAttributes(of: e.name).contains { $0.name == oldName }
+                    || old.allRelationships(of: e.name).contains { $0.relationship.name == oldName && $0.relationship.storage == "fk" })
         }
-        guard !others.isEmpty else { return kept }
-        return .expression("CASE WHEN o.Z_ENT IN (\(ownerNumbers.map(String.init).joined(separator: ", "))) THEN \(sql(kept)) END")
+        guard !others.isEmpty else { return source }
+        return .expression("CASE WHEN o.Z_ENT IN (\(ownerNumbers.map(String.init).joined(separator: ", "))) THEN \(sql(source)) END")
     }
 
     /// The source of an attribute's column from what ``source(of:owners:allEntities:)`` found.
