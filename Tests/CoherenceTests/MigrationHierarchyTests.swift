@@ -214,4 +214,32 @@ struct MigrationHierarchyTests {
         }
         #expect(friends == [["Ann"], []])
     }
+
+    /// A to-many without inverse (a join table) moved up from Dog to Animal keeps its pairs.
+    @Test(arguments: storedTypes)
+    func aToManyMovedUpToTheParentKeepsItsObjects(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let url = try migrationStoreURL(type, dir)
+        func model(friendsOnAnimal: Bool) throws -> ManagedObjectModel {
+            let friends = [RelationshipDescription(name: "friends", destination: "Owner", isToMany: true)]
+            return try ManagedObjectModel(entities: [
+                EntityDescription(name: "Owner", properties: [AttributeDescription(name: "name", type: .string)]),
+                EntityDescription(
+                    name: "Animal", properties: [AttributeDescription(name: "name", type: .string)] + (friendsOnAnimal ? friends : [])),
+                EntityDescription(name: "Cat", superentity: "Animal", properties: []),
+                EntityDescription(name: "Dog", superentity: "Animal", properties: friendsOnAnimal ? [] : friends)
+            ])
+        }
+        try withMigrationStore(try model(friendsOnAnimal: false), at: url) { context in
+            let ann = try insertObject(context, "Owner", ["name": "Ann"])
+            let bo = try insertObject(context, "Owner", ["name": "Bo"])
+            try insertObject(context, "Cat", ["name": "Tom"])
+            try insertObject(context, "Dog", ["name": "Rex"]).relate("friends", to: [ann, bo])
+            try context.save()
+        }
+        let friends = try withMigrationStore(try model(friendsOnAnimal: true), at: url) { context in
+            try fetchByName(context, "Animal").map { $0.related("friends").map(\.nameValue).sorted() }
+        }
+        #expect(friends == [["Ann", "Bo"], []])
+    }
 }
