@@ -108,10 +108,14 @@ package struct InferredMigration {
     /// (found through the inverse).
     func oldRelationship(_ r: RelationshipDescription) -> (entity: String, relationship: StoredSchema.Relationship, reversed: Bool)? {
         func find(_ r: RelationshipDescription) -> (String, StoredSchema.Relationship)? {
-            guard let owner = r.entity, let source = sources[owner.name] else { return nil }
-            let all = old.allRelationships(of: source.name)
-            for name in [r.renamingIdentifier, r.name].compactMap({ $0 }) {
-                if let found = all.first(where: { $0.relationship.name == name }) { return (found.declaredBy, found.relationship) }
+            guard let owner = r.entity else { return nil }
+            // The entity's own, or a sub-entity's (the relationship moved up to the entity).
+            for e in SQLGenerator.hierarchy(of: owner) {
+                guard let source = sources[e.name] else { continue }
+                let all = old.allRelationships(of: source.name)
+                for name in [r.renamingIdentifier, r.name].compactMap({ $0 }) {
+                    if let found = all.first(where: { $0.relationship.name == name }) { return (found.declaredBy, found.relationship) }
+                }
             }
             return nil
         }
@@ -152,8 +156,30 @@ package struct InferredMigration {
         }
     }
 
+    /// Throws when a relationship kept from the old version (same name, or its renaming
+    /// identifier) now leads to an entity whose rows come from another table than its old
+    /// destination's: its keys would name unrelated objects of the new destination.
+    func checkDestinations() throws(CoherenceError) {
+        let byName = old.entitiesByName
+        for e in entities {
+            for r in e.relationships where r.entity === e && !r.isTransient {
+                guard let destination = r.destinationEntity, let (entity, rel, reversed) = oldRelationship(r) else { continue }
+                let oldDestination = reversed ? entity : rel.destination
+                let oldTable = byName[oldDestination]?.root
+                let newTable = SQLGenerator.hierarchy(of: destination.rootEntity).lazy.compactMap { self.sources[$0.name]?.root }.first
+                guard oldTable != newTable else { continue }
+                throw CoherenceError(
+                    .migrationNotInferable,
+                    "Relationship '\(e.name).\(r.name)' now leads to '\(destination.name)', whose rows do not come from those of '\(oldDestination)', "
+                        + "which it led to: its objects cannot be found. Give it another name to start it empty.",
+                    entity: e.name, property: r.name, store: store)
+            }
+        }
+    }
+
     /// Plans every table of the new model, and the relationships whose pairs must be copied.
     func plan() throws(CoherenceError) -> (tables: [TablePlan], pairs: [PairsSource]) {
+        try checkDestinations()
         var plans: [TablePlan] = []
         var pairSources: [PairsSource] = []
         let oldByName = old.entitiesByName
@@ -183,7 +209,7 @@ package struct InferredMigration {
                         continue
                     }
                     if rel.storage == "fk" && !reversed {
-                        columns.append((p, .column(rel.name)))
+                        columns.append((p, onlyForOwners(.column(rel.name), oldName: rel.name, owners: owners)))
                     } else if let pairs = pairs(of: entity, rel, reversed: reversed) {
                         columns.append((p, .pairs(pairSources.count)))
                         pairSources.append(pairs)
@@ -238,8 +264,14 @@ package struct InferredMigration {
     func source(of a: AttributeDescription, owners: [EntityDescription], allEntities: Bool) throws(CoherenceError) -> Source {
         var oldNames = Set<String>()
         var wasOptional = false
+        // Old numbers of the entities whose rows had no such attribute (it moved up to a parent):
+        // theirs take the default, as an added attribute's do.
+        var lacking: [Int] = []
         for e in owners {
-            guard let found = oldAttribute(a, of: e) else { continue }
+            guard let found = oldAttribute(a, of: e) else {
+                if let number = sources[e.name]?.number { lacking.append(number) }
+                continue
+            }
             guard let oldType = AttributeType.named(found.type), oldType.widens(to: a.type) else {
                 throw CoherenceError(
                     .migrationNotInferable,
@@ -257,11 +289,44 @@ package struct InferredMigration {
         }
         let defaultSQL = a.defaultValue.flatMap { $0.isNull ? nil : generator.literal($0, type: a.type) }
         let column = oldNames.first.map { "o." + generator.dialect.quote($0) }
+        let kept = try source(
+            of: a, oldName: oldNames.first, column: column, defaultSQL: defaultSQL, wasOptional: wasOptional, lacking: lacking,
+            owners: owners,
+            allEntities: allEntities)
+        guard let oldName = oldNames.first else { return kept }
+        return onlyForOwners(kept, oldName: oldName, owners: owners)
+    }
+
+    /// `source`, for the rows of `owners` only, when rows of other entities of the table had the
+    /// old property `oldName` (it moved down to a sub-entity): those keep no value, so that one
+    /// moved up again later does not find it.
+    func onlyForOwners(_ source: Source, oldName: String, owners: [EntityDescription]) -> Source {
+        let ownerNumbers = owners.compactMap { sources[$0.name]?.number }
+        guard let oldRoot = owners.lazy.compactMap({ self.sources[$0.name]?.root }).first else { return source }
+        let others = old.entities.filter { e in
+            e.root == oldRoot && !e.isAbstract && !ownerNumbers.contains(e.number)
+                && (old.allAttributes(of: e.name).contains { $0.name == oldName }
+                    || old.allRelationships(of: e.name).contains { $0.relationship.name == oldName && $0.relationship.storage == "fk" })
+        }
+        guard !others.isEmpty else { return source }
+        return .expression("CASE WHEN o.Z_ENT IN (\(ownerNumbers.map(String.init).joined(separator: ", "))) THEN \(sql(source)) END")
+    }
+
+    /// The source of an attribute's column from what ``source(of:owners:allEntities:)`` found.
+    private func source(
+        of a: AttributeDescription, oldName: String?, column: String?, defaultSQL: String?, wasOptional: Bool, lacking: [Int],
+        owners: [EntityDescription],
+        allEntities: Bool
+    ) throws(CoherenceError) -> Source {
         switch (column, defaultSQL) {
+        case (let column?, let d?) where !lacking.isEmpty:
+            let value = !a.isOptional && wasOptional ? "COALESCE(\(column), \(d))" : column
+            let numbers = lacking.map(String.init).joined(separator: ", ")
+            return .expression("CASE WHEN o.Z_ENT IN (\(numbers)) THEN \(d) ELSE \(value) END")
         case (let column?, let d?) where !a.isOptional && wasOptional:
             return .expression("COALESCE(\(column), \(d))")
         case (_?, _):
-            return .column(oldNames.first ?? a.name)
+            return .column(oldName ?? a.name)
         case (nil, let d?):
             if allEntities { return .expression(d) }
             let numbers = owners.compactMap { sources[$0.name]?.number }.map(String.init).joined(separator: ", ")
@@ -360,7 +425,7 @@ package struct InferredMigration {
         // Tables that are kept (unchanged, or only gaining columns) exist already.
         let keptTables = Set(plans.filter { $0.mode != .rebuild }.map { "CREATE TABLE \(generator.table($0.root)) (" })
         for statement in schema where statement.hasPrefix("CREATE TABLE ") && !keptTables.contains(where: statement.hasPrefix) {
-            try c.execute("CREATE TABLE IF NOT EXISTS " + statement.dropFirst("CREATE TABLE ".count))
+            try c.execute(statement)
         }
         for (i, pairs) in pairSources.enumerated() {
             try c.execute("CREATE TABLE \(Self.pairsTable(i)) AS \(pairs.select(oldTable))")
@@ -441,6 +506,7 @@ package struct InferredMigration {
             }
         }
 
+        try dropKeysOfRowsGone(on: c, plans: plans)
         try keepOneObjectPerDestination(on: c)
         try checkUniqueness(on: c)
         Self.stepHook?("indexes")
@@ -482,6 +548,32 @@ package struct InferredMigration {
     static func indexName(in statement: String) -> String? {
         guard let start = statement.firstIndex(of: "\""), let on = statement.range(of: "\" ON ") else { return nil }
         return String(statement[statement.index(after: start)..<on.lowerBound]).replacingOccurrences(of: "\"\"", with: "\"")
+    }
+
+    /// Sets to nil each to-one whose destination row is gone or is no longer of the destination
+    /// entity: a removed sub-entity's rows are not copied, and an entity moved out of a hierarchy
+    /// takes its rows to another table. Only relationships whose destination table was made
+    /// again, or whose destination changed, are looked at.
+    func dropKeysOfRowsGone(on c: any MigrationDatabase, plans: [TablePlan]) throws {
+        let q = generator.dialect.quote
+        for e in entities {
+            for r in e.relationships where r.entity === e && !r.isTransient && !r.isToMany {
+                guard case .foreignKey = r.storage, let destination = r.destinationEntity,
+                    let (entity, rel, reversed) = oldRelationship(r)
+                else { continue }
+                let oldDestination = reversed ? entity : rel.destination
+                let rebuilt = plans.contains { $0.root === destination.rootEntity && $0.mode == .rebuild }
+                guard rebuilt || sources[destination.name]?.name != oldDestination else { continue }
+                let table = q(e.rootEntity.name)
+                let column = q(r.name)
+                let numbers = destination.descendantNumbers.map(String.init).joined(separator: ", ")
+                try c.execute(
+                    """
+                    UPDATE \(table) SET \(column) = NULL WHERE \(column) IS NOT NULL AND NOT EXISTS \
+                    (SELECT 1 FROM \(q(destination.rootEntity.name)) d WHERE d.Z_PK = \(table).\(column) AND d.Z_ENT IN (\(numbers)))
+                    """)
+            }
+        }
     }
 
     /// Whether an old relationship was one-to-one (a to-one whose inverse is a to-one).
