@@ -142,8 +142,22 @@ final class QueryBuilder {
 
     var dialect: SQLDialect { generator.dialect }
 
+    /// Whether an expression is an object this store holds no row of: one of another store, or
+    /// one not saved yet (a temporary ID).
+    private func isForeignObject(_ e: QueryExpression) -> Bool {
+        if case .object(let id?) = e { return id.storeIdentifier != storeIdentifier }
+        return false
+    }
+
     /// SQL for an expression.
     func sql(_ e: QueryExpression) throws(CoherenceError) -> String {
+        // An object of no row here is equal to no row's object, nor to no object: its `NULL`
+        // would make `==` (null-safe) match every row without one.
+        if case .compare(let op, let a, let b) = e, op == .equal || op == .notEqual, isForeignObject(a) || isForeignObject(b) {
+            var equal = false
+            if case .object(let x) = a, case .object(let y) = b { equal = x == y }
+            return equal == (op == .equal) ? dialect.trueSQL : dialect.falseSQL
+        }
         if dialect == .postgreSQL, let translated = try postgreSQL(e) { return translated }
         switch e {
         case .constant(let v):
