@@ -390,13 +390,16 @@ enum KeyPathResolver {
 
     /// Whether reading `keyPath` on an object returns exactly the value stored in `attribute`
     /// (and not, say, a computed property derived from it). Checked for the built-in value
-    /// types by storing two marker values, one of them the type's zero or empty value, and
-    /// reading each back (`age == 0 ? 18 : age` passes the first and fails the second).
+    /// types by storing marker values — the type's zero or empty value, a negative number, text
+    /// with spaces and capitals, nil for an optional attribute — and reading each back
+    /// (`age == 0 ? 18 : age` fails at zero, `max(age, 0)` at a negative age,
+    /// `name.lowercased()` at capitals, `email ?? ""` at nil).
     static func readsAttribute(_ keyPath: AnyKeyPath, _ attribute: AttributeDescription, entity: EntityDescription) -> Bool {
         let valueType = type(of: keyPath).valueType
-        guard builtinTypes.contains(ObjectIdentifier(valueType)), let markers = markers(for: attribute.type),
+        guard builtinTypes.contains(ObjectIdentifier(valueType)), var markers = markers(for: attribute.type),
             attribute.slot >= 0, entity.properties.count > attribute.slot
         else { return true }
+        if attribute.isOptional { markers.append(.null) }
         let object = entity.managedObjectClass.init(entity: entity)
         guard object._state.values.count > attribute.slot else { return true }
         for marker in markers {
@@ -432,12 +435,12 @@ enum KeyPathResolver {
 
     private static func markers(for type: AttributeType) -> [StoredValue]? {
         switch type.kind {
-        case .integer16, .integer32, .integer64: return [.integer(12_345), .integer(0)]
+        case .integer16, .integer32, .integer64: return [.integer(12_345), .integer(0), .integer(-7)]
         case .boolean: return [.integer(1), .integer(0)]
-        case .double, .float, .date: return [.real(1234.5), .real(0)]
-        case .string: return [.text("\u{1}coherence-probe"), .text("")]
+        case .double, .float, .date: return [.real(1234.5), .real(0), .real(-0.5)]
+        case .string: return [.text("\u{1}coherence-probe"), .text(""), .text(" Coherence Probe\u{1} ")]
         case .uri: return [.text("coherence-probe:marker"), .text("coherence-probe:other")]
-        case .decimal: return [.text("12345.5"), .text("0")]
+        case .decimal: return [.text("12345.5"), .text("0"), .text("-0.5")]
         case .binaryData: return [.blob(Data([0xC0, 0x4E, 0x01])), .blob(Data())]
         case .uuid: return [.blob(Data(repeating: 0xAB, count: 16)), .blob(Data(repeating: 0, count: 16))]
         case .transformable: return nil
