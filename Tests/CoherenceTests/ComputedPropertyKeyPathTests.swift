@@ -17,6 +17,12 @@ extension OracleItem {
     var optIntOrZeroOptional: Int? { optInt ?? 0 }
 }
 
+extension OracleOwner {
+    /// A computed property that reads the owner's name.
+    var lowercasedName: String { name.lowercased() }
+    var reversedName: String { String(name.reversed()) }
+}
+
 /// A key path to a computed property is refused with `.unsupportedPredicate` (Predicates.md),
 /// also when the property returns its stored one unchanged for many values.
 @Suite("Key paths to computed properties")
@@ -59,6 +65,28 @@ struct ComputedPropertyKeyPathTests {
             let sorted: [SortDescriptor<OracleItem>] = [SortDescriptor(\.t), SortDescriptor(\.date), SortDescriptor(\.optInt)]
             #expect(try context.count(for: FetchRequest(predicate: stored, sortBy: sorted)) > 0)
             #expect(try context.count(for: FetchRequest(predicate: optional, sortBy: sorted)) > 0)
+        }
+    }
+
+    /// A sort descriptor or key-path builder reaching a computed property through a to-one
+    /// relationship (`\.owner?.reversedName`) was translated as the attribute it reads
+    /// (`owner.name`), unchecked: the items came sorted by the owners' names, not reversed.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func computedPropertiesThroughRelationshipsAreRefused(_ type: StoreType) throws {
+        try PredicateOracleProbeTests.withItems(type) { (context: ManagedObjectContext) throws in
+            let sorts = [SortDescriptor(\OracleItem.owner?.reversedName), SortDescriptor(\OracleItem.owner?.lowercasedName)]
+            for sort in sorts {
+                let error = #expect(throws: CoherenceError.self) { try context.fetch(FetchRequest(sortBy: [sort])) }
+                #expect(error?.code == .unsupportedPredicate && error?.message.contains("owner.name") == true)
+            }
+            let builder: Predicate<OracleItem> = \.owner?.lowercasedName == "ann"
+            let error = #expect(throws: CoherenceError.self) { try context.fetch(FetchRequest(predicate: builder)) }
+            #expect(error?.code == .unsupportedPredicate)
+            // The attribute itself still sorts and compares.
+            let sorted = try context.fetch(FetchRequest<OracleItem>(sortBy: [SortDescriptor(\.owner?.name), SortDescriptor(\.n)]))
+            #expect(sorted.map { $0.owner?.name ?? "" } == sorted.map { $0.owner?.name ?? "" }.sorted { Array($0.utf8).lexicographicallyPrecedes($1.utf8) })
+            let named: Predicate<OracleItem> = \.owner?.name == "Ann"
+            #expect(try context.count(for: FetchRequest(predicate: named)) > 0)
         }
     }
 }

@@ -126,7 +126,7 @@ package enum PredicateCompiler {
             let described = (relationships.map(\.name) + [property.name]).joined(separator: ".")
             if let attribute = property as? AttributeDescription {
                 guard KeyPathResolver.valueType(valueType, fits: attribute),
-                    relationships.isEmpty ? KeyPathResolver.readsAttribute(keyPath, attribute, entity: entity) : true
+                    KeyPathResolver.readsAttribute(keyPath, attribute, entity: entity, through: relationships)
                 else {
                     throw CoherenceError(
                         .unsupportedPredicate,
@@ -394,17 +394,28 @@ enum KeyPathResolver {
     /// with spaces and capitals, nil for an optional attribute — and reading each back
     /// (`age == 0 ? 18 : age` fails at zero, `max(age, 0)` at a negative age,
     /// `name.lowercased()` at capitals, `email ?? ""` at nil).
-    static func readsAttribute(_ keyPath: AnyKeyPath, _ attribute: AttributeDescription, entity: EntityDescription) -> Bool {
+    /// A key path through to-one `relationships` (a sort descriptor's `\Person.town?.name`) is
+    /// read on a chain of objects, with the markers at its end.
+    static func readsAttribute(
+        _ keyPath: AnyKeyPath, _ attribute: AttributeDescription, entity: EntityDescription,
+        through relationships: [RelationshipDescription] = []
+    ) -> Bool {
         let valueType = type(of: keyPath).valueType
-        guard builtinTypes.contains(ObjectIdentifier(valueType)), var markers = markers(for: attribute.type),
-            attribute.slot >= 0, entity.properties.count > attribute.slot
+        guard builtinTypes.contains(ObjectIdentifier(valueType)), var markers = markers(for: attribute.type), attribute.slot >= 0
         else { return true }
         if attribute.isOptional { markers.append(.null) }
-        let object = entity.managedObjectClass.init(entity: entity)
-        guard object._state.values.count > attribute.slot else { return true }
+        let root = entity.managedObjectClass.init(entity: entity)
+        var object = root
+        for relationship in relationships {
+            guard let destination = relationship.destinationEntity, relationship.slot >= 0 else { return true }
+            let next = destination.managedObjectClass.init(entity: destination)
+            object._setRelatedObjects([next], at: relationship.slot)
+            object = next
+        }
+        guard object.entity.properties.count > attribute.slot, object._state.values.count > attribute.slot else { return true }
         for marker in markers {
             object._setStoredValue(marker, at: attribute.slot)
-            guard let read = object[keyPath: keyPath], let value = read as? any PersistentValue, value.storedValue == marker else {
+            guard let read = root[keyPath: keyPath], let value = read as? any PersistentValue, value.storedValue == marker else {
                 return false
             }
         }
