@@ -124,6 +124,12 @@ package enum PredicateCompiler {
                     entity: entity.name)
             }
             let described = (relationships.map(\.name) + [property.name]).joined(separator: ".")
+            if property.isTransient {
+                throw CoherenceError(
+                    .unsupportedPredicate,
+                    "Unsupported sort key path \(keyPath): '\(described)' is transient: it is not stored, so it cannot be translated to SQL.",
+                    entity: entity.name, property: property.name)
+            }
             if let attribute = property as? AttributeDescription {
                 guard KeyPathResolver.valueType(valueType, fits: attribute),
                     KeyPathResolver.readsAttribute(keyPath, attribute, entity: entity, through: relationships)
