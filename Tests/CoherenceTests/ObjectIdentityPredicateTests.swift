@@ -71,4 +71,21 @@ struct ObjectIdentityPredicateTests {
             #expect(try context.count(for: FetchRequest<OracleItem>(predicate: \.owner == owner)) == 1)
         }
     }
+
+    /// `existing(_:withIDs:)` compared keys only in SQL: an ID of another entity (an owner's)
+    /// returned the item that has the same primary key, which the in-memory store and the
+    /// method's documentation leave out.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func idOfAnotherEntityIsNoObjectOfTheFetchedOne(_ type: StoreType) throws {
+        try PredicateOracleProbeTests.withItems(type) { (context: ManagedObjectContext) throws in
+            let owners = try context.fetch(FetchRequest<OracleOwner>())
+            let tags = try context.fetch(FetchRequest<OracleTag>())
+            #expect(try context.existing(OracleItem.self, withIDs: [owners[0].objectID]).isEmpty)
+            #expect(try context.existing(OracleItem.self, withIDs: [owners[0].objectID, tags[1].objectID]).isEmpty)
+            let item = try #require(try context.fetch(FetchRequest<OracleItem>(fetchLimit: 1)).first)
+            let mixed = try context.existing(OracleItem.self, withIDs: [owners[1].objectID, item.objectID, tags[0].objectID])
+            #expect(mixed.map(\.key) == [item.key])
+            #expect(try context.existing(OracleOwner.self, withIDs: owners.map(\.objectID)).count == owners.count)
+        }
+    }
 }
