@@ -84,7 +84,9 @@ struct ComputedPropertyKeyPathTests {
             #expect(error?.code == .unsupportedPredicate)
             // The attribute itself still sorts and compares.
             let sorted = try context.fetch(FetchRequest<OracleItem>(sortBy: [SortDescriptor(\.owner?.name), SortDescriptor(\.n)]))
-            #expect(sorted.map { $0.owner?.name ?? "" } == sorted.map { $0.owner?.name ?? "" }.sorted { Array($0.utf8).lexicographicallyPrecedes($1.utf8) })
+            #expect(
+                sorted.map { $0.owner?.name ?? "" }
+                    == sorted.map { $0.owner?.name ?? "" }.sorted { Array($0.utf8).lexicographicallyPrecedes($1.utf8) })
             let named: Predicate<OracleItem> = \.owner?.name == "Ann"
             #expect(try context.count(for: FetchRequest(predicate: named)) > 0)
         }

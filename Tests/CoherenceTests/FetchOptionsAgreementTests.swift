@@ -31,7 +31,8 @@ struct FetchOptionsAgreementTests {
                         return
                     }
                     let listed = dictionary[name] as? V
-                    #expect(listed.map { same($0, value) } == true, "\(type) \(item.key).\(name): \(String(describing: listed)) for \(value)")
+                    #expect(
+                        listed.map { same($0, value) } == true, "\(type) \(item.key).\(name): \(String(describing: listed)) for \(value)")
                 }
                 check("key", item.key)
                 check("d", item.d) { $0.bitPattern == $1.bitPattern }

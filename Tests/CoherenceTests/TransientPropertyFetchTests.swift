@@ -48,7 +48,8 @@ struct TransientPropertyFetchTests {
                 #expect(ids?.code == .unsupportedPredicate, "\(type) \(name)")
             }
             let batch = #expect(throws: CoherenceError.self) {
-                try context.execute(BatchUpdateRequest<TransientNote>(predicate: #Predicate { $0.scratch == 0 }, propertiesToUpdate: ["name": "x"]))
+                try context.execute(
+                    BatchUpdateRequest<TransientNote>(predicate: #Predicate { $0.scratch == 0 }, propertiesToUpdate: ["name": "x"]))
             }
             #expect(batch?.code == .unsupportedPredicate)
             var dictionaries = FetchRequest<TransientNote>()

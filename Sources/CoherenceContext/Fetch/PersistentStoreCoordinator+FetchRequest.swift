@@ -38,7 +38,8 @@ extension PersistentStoreCoordinator {
                 }
                 if p.isTransient {
                     throw CoherenceError(
-                        .unknownKey, "'\(name)' of '\(fetch.entity.name)' is transient, so it is not stored: a dictionary fetch cannot read it.",
+                        .unknownKey,
+                        "'\(name)' of '\(fetch.entity.name)' is transient, so it is not stored: a dictionary fetch cannot read it.",
                         entity: fetch.entity.name, property: name)
                 }
                 return p
