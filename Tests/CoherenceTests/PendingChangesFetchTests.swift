@@ -220,3 +220,43 @@ struct PendingChangesFetchTests {
         }
     }
 }
+
+extension PendingChangesFetchTests {
+    /// A request with a limit or offset but no sort descriptor counts in primary-key order (then
+    /// inserted objects), with unsaved changes too. It counted in the order of the store's
+    /// answer, read without the limit (no order at all on PostgreSQL), with changed objects
+    /// that match only now after the inserted ones: `fetchLimit: 2` skipped the changed item.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func unsortedLimitWithPendingChangesCountsInKeyOrder(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory("UnsortedLimitPending")
+        let coordinator = try PredicateOracleProbeTests.populatedCoordinator(type, in: dir, twoStores: false)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let atLeast30 = #Predicate<OracleItem> { $0.int >= 30 }
+        try context.performAndWait {
+            let all = try context.fetch(FetchRequest<OracleItem>()).sorted { $0.n < $1.n }
+            // i03 (Int.max), i05 (42), i08 (100), i09 (30), i10 (30), i16 (99), i17 (1000) match.
+            let added = OracleItem(context: context)
+            added.key = "new"
+            added.int = 40
+            all[2].int = 31  // i02 matches only now
+            all[8].int = 0  // i08 no longer matches
+            let want = ["i02", "i03", "i05", "i09", "i10", "i16", "i17", "new"]
+            for (limit, offset) in [(2, 0), (3, 1), (0, 6), (100, 0)] {
+                let request = FetchRequest<OracleItem>(predicate: atLeast30, fetchLimit: limit, fetchOffset: offset)
+                let expected = Array(want.dropFirst(offset).prefix(limit > 0 ? limit : want.count))
+                let got = try context.fetch(request).map(\.key)
+                #expect(got == expected, "\(type) limit \(limit) offset \(offset)")
+                #expect(try context.fetchObjectIDs(request) == context.fetch(request).map(\.objectID))
+                #expect(try context.count(for: request) == expected.count)
+            }
+        }
+        // A child context of this one counts the same way, over its own changes too.
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: context, name: "child")
+        try child.performAndWait {
+            let i04 = try #require(try child.fetch(FetchRequest<OracleItem>(predicate: #Predicate { $0.key == "i04" })).first)
+            i04.int = 50
+            let request = FetchRequest<OracleItem>(predicate: atLeast30, fetchLimit: 3, fetchOffset: 1)
+            #expect(try child.fetch(request).map(\.key) == ["i03", "i04", "i05"], "\(type) child")
+        }
+    }
+}

@@ -184,6 +184,10 @@ extension ManagedObjectContext {
                 if QueryEvaluator.areInIncreasingOrder(b, a, keys: keys) { return false }
                 return Self.tieOrder(a.objectID, b.objectID)
             }
+        } else if fetch.offset > 0 || fetch.limit != nil {
+            // No sort descriptor: a limit or offset counts in tie order, as the stores' own
+            // answer does (which, read without them, came in no particular order).
+            results.sort { Self.tieOrder($0.objectID, $1.objectID) }
         }
         if fetch.offset > 0 { results = Array(results.dropFirst(fetch.offset)) }
         if let limit = fetch.limit, results.count > limit { results = Array(results.prefix(limit)) }

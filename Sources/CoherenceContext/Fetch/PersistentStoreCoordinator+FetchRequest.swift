@@ -36,6 +36,12 @@ extension PersistentStoreCoordinator {
                         .unknownKey, "'\(name)' is not an attribute or to-one relationship of '\(fetch.entity.name)'.",
                         entity: fetch.entity.name, property: name)
                 }
+                if p.isTransient {
+                    throw CoherenceError(
+                        .unknownKey,
+                        "'\(name)' of '\(fetch.entity.name)' is transient, so it is not stored: a dictionary fetch cannot read it.",
+                        entity: fetch.entity.name, property: name)
+                }
                 return p
             }
         } else {

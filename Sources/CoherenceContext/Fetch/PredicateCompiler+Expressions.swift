@@ -50,6 +50,10 @@ extension PredicateExpressions.KeyPath: QueryCompilable {
                 throw context.unsupported(
                     Self.self, "key path \(anyKeyPath) is not an attribute or relationship of entity '\(entity.name)'")
             }
+            if property.isTransient {
+                throw context.unsupported(
+                    Self.self, "'\(entity.name).\(property.name)' is transient: it is not stored, so it cannot be translated to SQL")
+            }
             if let attribute = property as? AttributeDescription {
                 guard KeyPathResolver.valueType(Output.self, fits: attribute),
                     KeyPathResolver.readsAttribute(anyKeyPath, attribute, entity: entity)

@@ -124,9 +124,15 @@ package enum PredicateCompiler {
                     entity: entity.name)
             }
             let described = (relationships.map(\.name) + [property.name]).joined(separator: ".")
+            if property.isTransient {
+                throw CoherenceError(
+                    .unsupportedPredicate,
+                    "Unsupported sort key path \(keyPath): '\(described)' is transient: it is not stored, so it cannot be translated to SQL.",
+                    entity: entity.name, property: property.name)
+            }
             if let attribute = property as? AttributeDescription {
                 guard KeyPathResolver.valueType(valueType, fits: attribute),
-                    relationships.isEmpty ? KeyPathResolver.readsAttribute(keyPath, attribute, entity: entity) : true
+                    KeyPathResolver.readsAttribute(keyPath, attribute, entity: entity, through: relationships)
                 else {
                     throw CoherenceError(
                         .unsupportedPredicate,
@@ -390,18 +396,32 @@ enum KeyPathResolver {
 
     /// Whether reading `keyPath` on an object returns exactly the value stored in `attribute`
     /// (and not, say, a computed property derived from it). Checked for the built-in value
-    /// types by storing two marker values, one of them the type's zero or empty value, and
-    /// reading each back (`age == 0 ? 18 : age` passes the first and fails the second).
-    static func readsAttribute(_ keyPath: AnyKeyPath, _ attribute: AttributeDescription, entity: EntityDescription) -> Bool {
+    /// types by storing marker values — the type's zero or empty value, a negative number, text
+    /// with spaces and capitals, nil for an optional attribute — and reading each back
+    /// (`age == 0 ? 18 : age` fails at zero, `max(age, 0)` at a negative age,
+    /// `name.lowercased()` at capitals, `email ?? ""` at nil).
+    /// A key path through to-one `relationships` (a sort descriptor's `\Person.town?.name`) is
+    /// read on a chain of objects, with the markers at its end.
+    static func readsAttribute(
+        _ keyPath: AnyKeyPath, _ attribute: AttributeDescription, entity: EntityDescription,
+        through relationships: [RelationshipDescription] = []
+    ) -> Bool {
         let valueType = type(of: keyPath).valueType
-        guard builtinTypes.contains(ObjectIdentifier(valueType)), let markers = markers(for: attribute.type),
-            attribute.slot >= 0, entity.properties.count > attribute.slot
+        guard builtinTypes.contains(ObjectIdentifier(valueType)), var markers = markers(for: attribute.type), attribute.slot >= 0
         else { return true }
-        let object = entity.managedObjectClass.init(entity: entity)
-        guard object._state.values.count > attribute.slot else { return true }
+        if attribute.isOptional { markers.append(.null) }
+        let root = entity.managedObjectClass.init(entity: entity)
+        var object = root
+        for relationship in relationships {
+            guard let destination = relationship.destinationEntity, relationship.slot >= 0 else { return true }
+            let next = destination.managedObjectClass.init(entity: destination)
+            object._setRelatedObjects([next], at: relationship.slot)
+            object = next
+        }
+        guard object.entity.properties.count > attribute.slot, object._state.values.count > attribute.slot else { return true }
         for marker in markers {
             object._setStoredValue(marker, at: attribute.slot)
-            guard let read = object[keyPath: keyPath], let value = read as? any PersistentValue, value.storedValue == marker else {
+            guard let read = root[keyPath: keyPath], let value = read as? any PersistentValue, value.storedValue == marker else {
                 return false
             }
         }
@@ -432,12 +452,12 @@ enum KeyPathResolver {
 
     private static func markers(for type: AttributeType) -> [StoredValue]? {
         switch type.kind {
-        case .integer16, .integer32, .integer64: return [.integer(12_345), .integer(0)]
+        case .integer16, .integer32, .integer64: return [.integer(12_345), .integer(0), .integer(-7)]
         case .boolean: return [.integer(1), .integer(0)]
-        case .double, .float, .date: return [.real(1234.5), .real(0)]
-        case .string: return [.text("\u{1}coherence-probe"), .text("")]
+        case .double, .float, .date: return [.real(1234.5), .real(0), .real(-0.5)]
+        case .string: return [.text("\u{1}coherence-probe"), .text(""), .text(" Coherence Probe\u{1} ")]
         case .uri: return [.text("coherence-probe:marker"), .text("coherence-probe:other")]
-        case .decimal: return [.text("12345.5"), .text("0")]
+        case .decimal: return [.text("12345.5"), .text("0"), .text("-0.5")]
         case .binaryData: return [.blob(Data([0xC0, 0x4E, 0x01])), .blob(Data())]
         case .uuid: return [.blob(Data(repeating: 0xAB, count: 16)), .blob(Data(repeating: 0, count: 16))]
         case .transformable: return nil

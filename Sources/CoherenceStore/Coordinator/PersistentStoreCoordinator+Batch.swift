@@ -66,7 +66,20 @@ extension PersistentStoreCoordinator {
         case .update(let update):
             return try holding(update.fetch.entity).map { ($0, request) }
         case .delete(let delete):
-            if let fetch = delete.fetch { return try holding(fetch.entity).map { ($0, request) } }
+            if let fetch = delete.fetch {
+                let stores = try holding(fetch.entity)
+                guard stores.count > 1, fetch.limit != nil || fetch.offset > 0 else { return stores.map { ($0, request) } }
+                // A limit or offset counts the objects of every store together, in the fetch's
+                // order (each store applying it to its own rows would delete others, and more):
+                // the objects are chosen first, and each store deletes its own by ID.
+                var byStore: [UUID: [ObjectID]] = [:]
+                for (id, _) in try fetchRows(fetch, from: stores) {
+                    if let sid = id.storeIdentifier { byStore[sid, default: []].append(id) }
+                }
+                return stores.compactMap { store in
+                    byStore[store.identifier].map { (store, .delete(StoreBatchRequest.Delete(objectIDs: $0))) }
+                }
+            }
             var order: [UUID] = []
             var byStore: [UUID: [ObjectID]] = [:]
             for id in delete.objectIDs {

@@ -283,7 +283,12 @@ public final class PersistentStoreCoordinator: Sendable {
     /// entity.
     /// - Throws: `.noStoreForEntity` when no attached store holds the entity.
     package func fetchRows(_ fetch: StoreFetch) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
-        let stores = try readStores(for: fetch.entity)
+        try fetchRows(fetch, from: try readStores(for: fetch.entity))
+    }
+
+    /// The rows of `stores` a fetch matches, merged across them (sorted, limit and offset
+    /// applied to them all together).
+    func fetchRows(_ fetch: StoreFetch, from stores: [PersistentStore]) throws(CoherenceError) -> [(id: ObjectID, row: StoreRow)] {
         if stores.count == 1, let store = stores.first {
             return try store.engine.fetch(fetch).map {
                 (ObjectID(entity: $0.entity, storeIdentifier: store.identifier, primaryKey: $0.primaryKey), $0)

@@ -142,8 +142,30 @@ final class QueryBuilder {
 
     var dialect: SQLDialect { generator.dialect }
 
+    /// Whether `e` is an object that no row `other` stands for can be: one of another store, one
+    /// not saved yet (a temporary ID), or one of an entity outside the hierarchy of the objects
+    /// `other` reaches (object IDs are equal only within one hierarchy, whose rows share keys).
+    private func matchesNoRow(_ e: QueryExpression, of other: QueryExpression) -> Bool {
+        guard case .object(let id?) = e else { return false }
+        if id.storeIdentifier != storeIdentifier { return true }
+        guard case .path(let p) = other, p.attribute == nil else { return false }
+        let entity = p.relationships.last?.destinationEntity ?? (scopes.indices.contains(p.scope) ? scopes[p.scope].entity : nil)
+        return entity.map { $0.rootEntity !== id.entity.rootEntity } ?? false
+    }
+
     /// SQL for an expression.
     func sql(_ e: QueryExpression) throws(CoherenceError) -> String {
+        // An object of no row here is equal to no row's object, nor to no object: its `NULL`
+        // would make `==` (null-safe) match every row without one, and its key alone rows of
+        // another entity.
+        if case .compare(let op, let a, let b) = e, op == .equal || op == .notEqual, matchesNoRow(a, of: b) || matchesNoRow(b, of: a) {
+            var equal = false
+            if case .object(let x) = a, case .object(let y) = b { equal = x == y }
+            return equal == (op == .equal) ? dialect.trueSQL : dialect.falseSQL
+        }
+        if case .inList(let x, let values) = e, values.contains(where: { matchesNoRow($0, of: x) }) {
+            return try sql(.inList(x, values.filter { !matchesNoRow($0, of: x) }))
+        }
         if dialect == .postgreSQL, let translated = try postgreSQL(e) { return translated }
         switch e {
         case .constant(let v):
