@@ -280,7 +280,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         if concurrencyType == .mainQueue {
             return DispatchQueue.getSpecific(key: Self.mainQueueKey) != nil || Thread.isMainThread
         }
-        return DispatchQueue.getSpecific(key: Self.queueKey) === token
+        // (A block of this context's further down the thread's stack, with another context's
+        // block in between, holds the executor too.)
+        return DispatchQueue.getSpecific(key: Self.queueKey) === token || HeldExecutors.holds(token)
     }
 
     /// Stops (in debug builds) when the context is used off its executor.
@@ -338,7 +340,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     }
 
     /// Runs `block` on the context's executor and waits for it. Re-entrant: calling it from the
-    /// executor runs the block at once.
+    /// executor runs the block at once, also from another context's block called from this
+    /// one's (`parent.performAndWait { child.performAndWait { try child.fetch(request) } }`).
     public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
         if isOnExecutor { return try run(block) }
         let result: Result<T, E> = withoutActuallyEscaping(block) { escapable in
@@ -356,6 +359,11 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     /// Runs work on the executor, posting pending change notifications when the outermost block ends.
     @inline(__always)
     func run<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        try HeldExecutors.holding(token) { () throws(E) -> T in try runHeld(body) }
+    }
+
+    @inline(__always)
+    private func runHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         performDepth += 1
         let start = performDepth == 1 ? DispatchTime.now().uptimeNanoseconds : 0
         defer {
