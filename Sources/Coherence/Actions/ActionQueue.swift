@@ -14,13 +14,19 @@ final class ActionQueue: Sendable {
         var pending: [Job] = []
         var running = 0
         var suspended = false
-        var idleWaiters: [DispatchSemaphore] = []
+        /// Waiters and how many running jobs each lets run on (1 for a job waiting for its own
+        /// queue, as `stop()` called from inside an action does).
+        var idleWaiters: [(semaphore: DispatchSemaphore, allowance: Int)] = []
         /// The most jobs seen running at once (for tests and diagnostics).
         var peak = 0
     }
 
     let label: String
     private let state: LockedValue<State>
+
+    /// The queue whose job the current code runs (nil outside actions); inherited by the task
+    /// an async action runs in.
+    @TaskLocal static var current: ActionQueue?
 
     init(label: String, width: Int) {
         self.label = label
@@ -67,12 +73,14 @@ final class ActionQueue: Sendable {
     var pendingProxies: [ActionProxy] { state.withLock { $0.pending.map(\.proxy) } }
 
     /// Blocks until nothing runs and nothing is queued (queued jobs are expected to have been
-    /// cancelled first).
+    /// cancelled first). Called from inside one of this queue's jobs (an action that stops its
+    /// connect), it waits for the others only: waiting for itself would never end.
     func waitUntilIdle() {
         let semaphore = DispatchSemaphore(value: 0)
+        let allowance = ActionQueue.current === self ? 1 : 0
         let idle = state.withLock { s -> Bool in
-            if s.running == 0 && (s.pending.isEmpty || s.suspended) { return true }
-            s.idleWaiters.append(semaphore)
+            if s.running <= allowance && (s.pending.isEmpty || s.suspended) { return true }
+            s.idleWaiters.append((semaphore, allowance))
             return false
         }
         if !idle { semaphore.wait() }
@@ -80,9 +88,11 @@ final class ActionQueue: Sendable {
 
     private func signalIdleIfNeeded() {
         let waiters = state.withLock { s -> [DispatchSemaphore] in
-            guard s.running == 0 && (s.pending.isEmpty || s.suspended) else { return [] }
-            defer { s.idleWaiters = [] }
-            return s.idleWaiters
+            guard s.pending.isEmpty || s.suspended else { return [] }
+            let running = s.running
+            let ready = s.idleWaiters.filter { running <= $0.allowance }.map(\.semaphore)
+            s.idleWaiters.removeAll { running <= $0.allowance }
+            return ready
         }
         for w in waiters { w.signal() }
     }
@@ -101,10 +111,12 @@ final class ActionQueue: Sendable {
             // synchronous web-service call) never starve the global pool, which on Linux has
             // one thread per core and grows slowly. `width` still bounds how many run at once.
             DispatchQueue(label: "Coherence.actions.\(label)").async {
-                job.run { [self] in
-                    self.state.withLock { $0.running -= 1 }
-                    self.signalIdleIfNeeded()
-                    self.pump()
+                ActionQueue.$current.withValue(self) {
+                    job.run { [self] in
+                        self.state.withLock { $0.running -= 1 }
+                        self.signalIdleIfNeeded()
+                        self.pump()
+                    }
                 }
             }
         }
