@@ -410,14 +410,7 @@ enum KeyPathResolver {
         guard builtinTypes.contains(ObjectIdentifier(valueType)), var markers = markers(for: attribute.type), attribute.slot >= 0
         else { return true }
         if attribute.isOptional { markers.append(.null) }
-        let root = entity.managedObjectClass.init(entity: entity)
-        var object = root
-        for relationship in relationships {
-            guard let destination = relationship.destinationEntity, relationship.slot >= 0 else { return true }
-            let next = destination.managedObjectClass.init(entity: destination)
-            object._setRelatedObjects([next], at: relationship.slot)
-            object = next
-        }
+        guard let (root, object) = chain(from: entity, through: relationships) else { return true }
         guard object.entity.properties.count > attribute.slot, object._state.values.count > attribute.slot else { return true }
         for marker in markers {
             object._setStoredValue(marker, at: attribute.slot)
@@ -464,11 +457,12 @@ enum KeyPathResolver {
         }
     }
 
-    /// The property a key path reads on the object reached from an object of `entity` through
-    /// `relationships` (all to-one): builds that chain of objects, with a probe at its end.
-    static func probe(_ keyPath: AnyKeyPath, entity: EntityDescription, through relationships: [RelationshipDescription])
-        -> PropertyDescription?
-    {
+    /// A new object of `entity` (`root`) and the objects reached from it through `relationships`
+    /// (all to-one), each made and set as the one before's destination; `end` is the last (the
+    /// root without relationships). Nil when a relationship has no destination entity or slot.
+    static func chain(
+        from entity: EntityDescription, through relationships: [RelationshipDescription]
+    ) -> (root: ManagedObject, end: ManagedObject)? {
         let root = entity.managedObjectClass.init(entity: entity)
         var object = root
         for relationship in relationships {
@@ -477,6 +471,15 @@ enum KeyPathResolver {
             object._setRelatedObjects([next], at: relationship.slot)
             object = next
         }
+        return (root, object)
+    }
+
+    /// The property a key path reads on the object reached from an object of `entity` through
+    /// `relationships` (all to-one): builds that chain of objects, with a probe at its end.
+    static func probe(_ keyPath: AnyKeyPath, entity: EntityDescription, through relationships: [RelationshipDescription])
+        -> PropertyDescription?
+    {
+        guard let (root, object) = chain(from: entity, through: relationships) else { return nil }
         let recorder = KeyPathProbe.Recorder()
         object._becomeProbe(recorder)
         _ = root[keyPath: keyPath]
