@@ -35,7 +35,8 @@ struct HistoryKitClaimTests {
         let rounds = RoundReader(kit.engine)
         kit.start()
         #expect(once.withLock { $0 })
-        #expect(try app.progress()["app"] == 0)
+        // (The kit's first round may have merged the widget's first transaction by now: its
+        // progress is 0 or 1 here; what matters is that the transaction is merged, below.)
         try widget.insert(2)
         #expect(await rounds.until { merged.withLock { $0.contains(2) } })
         #expect(merged.withLock { $0 } == [1, 2])
