@@ -13,6 +13,8 @@ final class RetryTally: ManagedObject {
 /// A policy that, before resolving, lets another writer save the same row (the first
 /// `interruptions` times) and then resolves as `basedOn`; with `resolves: false` it changes
 /// nothing, so the next try meets the same conflict.
+/// `@unchecked Sendable` is safe: `calls` is read and written only on the saving context's queue
+/// (a policy resolves on its context's executor), and the test reads it after the save returned.
 final class InterruptedPolicy: MergePolicy, @unchecked Sendable {
     let interrupt: () throws -> Void
     let resolves: Bool
