@@ -372,6 +372,22 @@ package struct InferredMigration {
             renamed.contains(name) || oldJoinTables.contains(name) ? q(Self.oldPrefix + name) : q(name)
         }
 
+        // Rows of an entity that is abstract now, before anything is written: no object could be
+        // made of them, and no migration can choose a sub-entity for them.
+        for plan in plans {
+            guard let oldRoot = plan.oldRoot else { continue }
+            for e in SQLGenerator.hierarchy(of: plan.root) where e.isAbstract {
+                guard let source = sources[e.name] else { continue }
+                let count = try c.integer("SELECT count(*) FROM \(q(oldRoot)) WHERE Z_ENT = \(source.number)")
+                if count > 0 {
+                    throw CoherenceError(
+                        .migrationNotInferable,
+                        "Entity '\(e.name)' is abstract in the new model, but the store holds \(count) row\(count == 1 ? "" : "s") of '\(source.name)': a migration cannot choose a sub-entity for them (a custom stage of a staged migration can copy them into a sub-entity and delete them first).",
+                        entity: e.name, store: store)
+                }
+            }
+        }
+
         // Required attributes without values, before anything is written.
         for plan in plans {
             guard let oldRoot = plan.oldRoot else { continue }
