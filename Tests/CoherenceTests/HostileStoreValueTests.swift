@@ -206,6 +206,70 @@ import Testing
         }
     }
 
+    /// SQLite keeps what another program writes into the `INTEGER` version column as it is:
+    /// rows whose version was text, a real number or a blob could never be saved (each save and
+    /// batch update met a `.conflict`, the version compared as written, read as an integer). They
+    /// are saved now, again and again, and a change by another context still conflicts.
+    @Test func rowsWithAVersionThatIsNoIntegerCanBeSaved() throws {
+        let dir = try TemporaryDirectory()
+        let url = try #require(try dir.storeURL(.sqlite))
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let ids = try context.performAndWait { () throws -> [ObjectID] in
+            let people = (0..<5).map { n -> Person in
+                let person = Person(context: context)
+                person.name = "p\(n)"
+                return person
+            }
+            try context.save()
+            return people.map(\.objectID)
+        }
+        try runForeignSQL(
+            """
+            UPDATE Person SET Z_OPT = 'x' WHERE name = 'p0'; UPDATE Person SET Z_OPT = '7 ' WHERE name = 'p1';
+            UPDATE Person SET Z_OPT = 2.5 WHERE name = 'p2'; UPDATE Person SET Z_OPT = x'00' WHERE name = 'p3';
+            UPDATE Person SET Z_OPT = 1e30 WHERE name = 'p4'
+            """, at: url.path)
+        let editor = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try editor.performAndWait {
+            for (i, id) in ids.enumerated() {
+                let person = try #require(try editor.existingObject(with: id) as? Person)
+                person.age = 10 + i
+                try editor.save()
+                person.age = 20 + i
+                try editor.save()
+            }
+            _ = try editor.execute(BatchUpdateRequest<Person>(propertiesToUpdate: ["score": 1.5]))
+            editor.reset()
+            let first = try #require(try editor.existingObject(with: ids[0]) as? Person)
+            first.age = 30
+            try editor.save()
+        }
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let stale = try context.performAndWait { () throws -> Person in
+            context.reset()
+            let person = try #require(try context.existingObject(with: ids[1]) as? Person)
+            person.age = 40
+            return person
+        }
+        try other.performAndWait {
+            let person = try #require(try other.existingObject(with: ids[1]) as? Person)
+            person.age = 50
+            try other.save()
+        }
+        context.performAndWait {
+            let error = #expect(throws: CoherenceError.self) { try context.save() }
+            #expect(error?.code == .conflict)
+            _ = stale
+        }
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            let people = try reader.fetch(FetchRequest<Person>(sortBy: [SortDescriptor(\.name)]))
+            #expect(people.map(\.age) == [30, 50, 22, 23, 24])
+            #expect(people.map(\.score) == [1.5, 1.5, 1.5, 1.5, 1.5])
+        }
+    }
+
     /// A store made by Core Data declares `Z_OPT` without `NOT NULL`; rows another program
     /// wrote there without a version can be updated and deleted (every save of them failed
     /// with a `.conflict`, whatever the merge policy), and a save that meets one another

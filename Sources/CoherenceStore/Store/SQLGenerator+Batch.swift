@@ -54,7 +54,7 @@ extension SQLGenerator {
     /// UPDATE of some columns of the rows whose keys are bound as one list; parameters: the
     /// values in `properties` order, then the key list. Every row's version moves on by one.
     package func updateRows(_ entity: EntityDescription, properties: [PropertyDescription]) -> String {
-        let sets = properties.map { "\(column($0)) = ?" } + [Self.nextVersion]
+        let sets = properties.map { "\(column($0)) = ?" } + [nextVersion]
         return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE \(dialect.inList("Z_PK"))"
     }
 

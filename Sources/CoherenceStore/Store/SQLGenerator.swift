@@ -469,7 +469,7 @@ package struct SQLGenerator: Sendable {
     /// a temporary table for it on every execution; the writer works the new version out.
     /// PostgreSQL returns the new Z_OPT.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
-        let sets = properties.map { "\(column($0)) = ?" } + [Self.nextVersion]
+        let sets = properties.map { "\(column($0)) = ?" } + [nextVersion]
         return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?"
             + (checkVersion ? " AND \(storedVersion) = ?" : "")
             + (dialect == .postgreSQL ? " RETURNING Z_OPT" : "")
@@ -477,18 +477,28 @@ package struct SQLGenerator: Sendable {
 
     /// Moves a row's version on by one; from the largest integer (a version another program
     /// wrote) back to 1, as ``nextVersion(after:)`` does: `Z_OPT + 1` would leave SQLite a REAL
-    /// (no version a reader could expect) and fail PostgreSQL's update.
-    package static let nextVersion = "Z_OPT = CASE WHEN Z_OPT < \(Int64.max) THEN Z_OPT + 1 ELSE 1 END"
+    /// (no version a reader could expect) and fail PostgreSQL's update. SQLite reads the version
+    /// as the store reads it (``storedVersion``), so that a row whose version another program
+    /// wrote as text or a real number moves on from the version its objects were loaded at.
+    var nextVersion: String {
+        let version = dialect == .sqlite ? "CAST(Z_OPT AS INTEGER)" : "Z_OPT"
+        return "Z_OPT = CASE WHEN \(version) < \(Int64.max) THEN \(version) + 1 ELSE 1 END"
+    }
 
     /// The version ``nextVersion`` gives a row at `version`.
     @inline(__always) package static func nextVersion(after version: Int64) -> Int64 {
         version == .max ? 1 : version + 1
     }
 
-    /// The row version a check compares: a store made by Core Data declares `Z_OPT` without
-    /// `NOT NULL`, and a row another program inserted there may have none, which reads as version
-    /// 0 (`Z_OPT = 0` would never match it, so the row could never be saved).
-    var storedVersion: String { naming.isCoreData ? "COALESCE(Z_OPT, 0)" : "Z_OPT" }
+    /// The row version a check compares, as the store reads it (`sqlite3_column_int64`): a store
+    /// made by Core Data declares `Z_OPT` without `NOT NULL`, and a row another program inserted
+    /// there may have none, which reads as version 0 (`Z_OPT = 0` would never match it, so the
+    /// row could never be saved); SQLite keeps text, real numbers and blobs another program
+    /// writes in an `INTEGER` column as they are, which read as the integer `CAST` makes of them.
+    var storedVersion: String {
+        guard dialect == .sqlite else { return naming.isCoreData ? "COALESCE(Z_OPT, 0)" : "Z_OPT" }
+        return naming.isCoreData ? "COALESCE(CAST(Z_OPT AS INTEGER), 0)" : "CAST(Z_OPT AS INTEGER)"
+    }
 
     /// DELETE of one row; parameters: Z_PK, then (when `checkVersion`) the expected Z_OPT.
     package func delete(_ entity: EntityDescription, checkVersion: Bool) -> String {
