@@ -464,12 +464,14 @@ package struct SQLGenerator: Sendable {
         return "INSERT INTO \(table(entity)) (\(cols.joined(separator: ", "))) VALUES (\(marks))\(onConflict)"
     }
 
-    /// UPDATE of some columns; parameters: the values in `properties` order, then Z_PK, then
-    /// (when `checkVersion`) the expected Z_OPT. (No RETURNING clause for SQLite: it would build
-    /// a temporary table for it on every execution; the writer works the new version out.
-    /// PostgreSQL returns the new Z_OPT.)
+    /// UPDATE of some columns; parameters: the values in `properties` order, then (SQLite, when
+    /// `checkVersion`) the new Z_OPT, then Z_PK, then (when `checkVersion`) the expected Z_OPT.
+    /// (No RETURNING clause for SQLite: it would build a temporary table for it on every
+    /// execution; the writer works the new version out, ``nextVersion(after:)`` of the expected
+    /// one, and binds it. PostgreSQL returns the new Z_OPT.)
     package func update(_ entity: EntityDescription, properties: [PropertyDescription], checkVersion: Bool) -> String {
-        let sets = properties.map { "\(column($0)) = ?" } + [nextVersion]
+        let version = checkVersion && dialect == .sqlite ? "Z_OPT = ?" : nextVersion
+        let sets = properties.map { "\(column($0)) = ?" } + [version]
         return "UPDATE \(table(entity)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?"
             + (checkVersion ? " AND \(storedVersion) = ?" : "")
             + (dialect == .postgreSQL ? " RETURNING Z_OPT" : "")

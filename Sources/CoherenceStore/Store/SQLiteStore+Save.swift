@@ -232,8 +232,14 @@ private struct SaveWriter {
                 index += 1
             }
         }
-        st.bind(u.objectID.primaryKey, at: index)
-        if let v = u.expectedVersion { st.bind(v, at: index + 1) }
+        // A checked update binds the new version (see `SQLGenerator.update`).
+        if let v = u.expectedVersion {
+            st.bind(SQLGenerator.nextVersion(after: v), at: index)
+            st.bind(u.objectID.primaryKey, at: index + 1)
+            st.bind(v, at: index + 2)
+        } else {
+            st.bind(u.objectID.primaryKey, at: index)
+        }
         do {
             try st.execute()
         } catch {
