@@ -599,6 +599,12 @@ extension ManagedObjectContext {
                 // pushed with it, and setting them in the parent sets this side.)
                 case .toMany(let m):
                     guard m.objects != nil || !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty else { continue }
+                    if !inserted, r.isOrdered {
+                        // (Whole, when the child changed its members or their order.)
+                        let current = o._toMany(r).filter { !$0.isDeleted }.map(\.objectID)
+                        if current != m.committed { toMany.append(PushedToMany(slot: slot, targets: current)) }
+                        continue
+                    }
                     if !inserted, let inverse = r.inverseRelationship, !inverse.isToMany {
                         if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty {
                             keptElsewhere = true
@@ -610,10 +616,6 @@ extension ManagedObjectContext {
                     let current = o._toMany(r).filter { !$0.isDeleted }.map(\.objectID)
                     guard !inserted, let committed = m.committed else {
                         toMany.append(PushedToMany(slot: slot, targets: current))
-                        continue
-                    }
-                    if r.isOrdered {
-                        if current != committed { toMany.append(PushedToMany(slot: slot, targets: current)) }
                         continue
                     }
                     let before = Set(committed), after = Set(current)
