@@ -555,31 +555,81 @@ extension ManagedObjectContext {
         var values: [StoredValue]
         var changedSlots: [Int]
         var toOne: [(slot: Int, target: ObjectID?)]
-        var toMany: [(slot: Int, targets: [ObjectID])]
+        var toMany: [PushedToMany]
+    }
+
+    /// A to-many relationship as handed to the parent: the whole list of destinations
+    /// (`targets`, for an inserted object or an ordered relationship), or the destinations added
+    /// and removed since the child read it, applied to the parent's relationship as it is now —
+    /// which keeps what the parent (or another child) changed there since.
+    struct PushedToMany: Sendable {
+        var slot: Int
+        var targets: [ObjectID]?
+        var added: [ObjectID] = []
+        var removed: [ObjectID] = []
     }
 
     /// Pushes the changes into the parent's memory (on the parent's executor).
     func pushToParent(_ parent: ManagedObjectContext) throws(CoherenceError) -> SavedObjects {
         var pushed: [PushedObject] = []
         var saved = SavedObjects()
-        func relationships(_ o: ManagedObject) -> ([(slot: Int, target: ObjectID?)], [(slot: Int, targets: [ObjectID])]) {
+        // An inserted object's relationships go whole; an updated object's only as far as the
+        // child changed them (a destination it read and left as it was, or a to-many member the
+        // parent added since the child read the relationship, is not undone in the parent).
+        // `keptElsewhere`: a relationship the child changed that is pushed through the
+        // destinations (the object is still one the child updated).
+        func relationships(_ o: ManagedObject, inserted: Bool) -> (
+            toOne: [(slot: Int, target: ObjectID?)], toMany: [PushedToMany], keptElsewhere: Bool
+        ) {
             var toOne: [(slot: Int, target: ObjectID?)] = []
-            var toMany: [(slot: Int, targets: [ObjectID])] = []
-            guard let relations = o._state.relations else { return ([], []) }
+            var toMany: [PushedToMany] = []
+            var keptElsewhere = false
+            guard let relations = o._state.relations else { return ([], [], false) }
             for (slot, state) in relations {
+                guard let r = o.entity.properties[slot] as? RelationshipDescription else { continue }
                 switch state {
-                case .toOne(let t): toOne.append((slot, t?.objectID))
+                case .toOne(let t):
+                    if inserted {
+                        toOne.append((slot, t?.objectID))
+                    } else if r.hasForeignKey, t?.objectID != o._committedToOneID(r) {
+                        toOne.append((slot, t?.objectID))
+                    }
+                // (A relationship kept in the destinations' keys — a one-to-one kept on the other
+                // side, a to-many with a to-one inverse — changes the destinations' keys: they are
+                // pushed with it, and setting them in the parent sets this side.)
                 case .toMany(let m):
-                    if m.objects != nil || !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty {
-                        guard let r = o.entity.properties[slot] as? RelationshipDescription else { continue }
-                        toMany.append((slot, o._toMany(r).filter { !$0.isDeleted }.map(\.objectID)))
+                    guard m.objects != nil || !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty else { continue }
+                    if !inserted, r.isOrdered {
+                        // (Whole, when the child changed its members or their order.)
+                        let current = o._toMany(r).filter { !$0.isDeleted }.map(\.objectID)
+                        if current != m.committed { toMany.append(PushedToMany(slot: slot, targets: current)) }
+                        continue
+                    }
+                    if !inserted, let inverse = r.inverseRelationship, !inverse.isToMany {
+                        if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty {
+                            keptElsewhere = true
+                        } else if let objects = m.objects, Set(objects.map(\.objectID)) != Set(m.committed ?? []) {
+                            keptElsewhere = true
+                        }
+                        continue
+                    }
+                    let current = o._toMany(r).filter { !$0.isDeleted }.map(\.objectID)
+                    guard !inserted, let committed = m.committed else {
+                        toMany.append(PushedToMany(slot: slot, targets: current))
+                        continue
+                    }
+                    let before = Set(committed), after = Set(current)
+                    let added = current.filter { !before.contains($0) }
+                    let removed = committed.filter { !after.contains($0) }
+                    if !added.isEmpty || !removed.isEmpty {
+                        toMany.append(PushedToMany(slot: slot, targets: nil, added: added, removed: removed))
                     }
                 }
             }
-            return (toOne, toMany)
+            return (toOne, toMany, keptElsewhere)
         }
         for o in insertedList {
-            let (toOne, toMany) = relationships(o)
+            let (toOne, toMany, _) = relationships(o, inserted: true)
             pushed.append(
                 PushedObject(
                     kind: .insert, id: o.objectID, values: o._state.values,
@@ -587,9 +637,9 @@ extension ManagedObjectContext {
             saved.inserted.append(o)
         }
         for o in updatedCandidates.values where !o.isInserted && !o.isDeleted {
-            let (toOne, toMany) = relationships(o)
+            let (toOne, toMany, keptElsewhere) = relationships(o, inserted: false)
             let slots = Array(changedSlots(o).keys)
-            guard !slots.isEmpty || !toOne.isEmpty || !toMany.isEmpty else { continue }
+            guard !slots.isEmpty || !toOne.isEmpty || !toMany.isEmpty || keptElsewhere else { continue }
             pushed.append(
                 PushedObject(
                     kind: .update, id: o.objectID, values: o._state.values, changedSlots: slots,
@@ -640,7 +690,7 @@ extension ManagedObjectContext {
         for p in pushed {
             if p.kind != .insert && unknown(p.id) { return p.id }
             for (_, target) in p.toOne { if let target, unknown(target) { return target } }
-            for (_, targets) in p.toMany { if let t = targets.first(where: unknown) { return t } }
+            for m in p.toMany { if let t = ((m.targets ?? []) + m.added).first(where: unknown) { return t } }
         }
         return nil
     }
@@ -675,9 +725,15 @@ extension ManagedObjectContext {
                 guard let r = o.entity.properties[slot] as? RelationshipDescription else { continue }
                 o._setToOne(r, target.map { _object(for: $0) })
             }
-            for (slot, targets) in p.toMany {
-                guard let r = o.entity.properties[slot] as? RelationshipDescription else { continue }
-                o._setToMany(r, targets.map { _object(for: $0) })
+            for m in p.toMany {
+                guard let r = o.entity.properties[m.slot] as? RelationshipDescription else { continue }
+                if let targets = m.targets {
+                    o._setToMany(r, targets.map { _object(for: $0) })
+                    continue
+                }
+                let members = Set(o._toMany(r).map(\.objectID))
+                for id in m.removed where members.contains(id) { o._removeRelated(_object(for: id), r) }
+                for id in m.added where !members.contains(id) { o._addRelated(_object(for: id), r) }
             }
         }
         for p in pushed where p.kind == .delete {

@@ -12,8 +12,8 @@ extension PersistentStoreCoordinator {
     /// - Throws: `.historyTokenExpired` (fetching after a token whose following transactions
     ///   were deleted, see ``CoherenceError/Code/historyTokenExpired``); `.invalidHistoryToken`
     ///   (a token of a store that is not attached, or not among ``PersistentHistoryChangeRequest/affectedStores``);
-    ///   `.invalidRequest` (no store to read that tracks history, a negative fetch limit, or
-    ///   filters on a delete); `.unknownEntity` (an entity name the model lacks);
+    ///   `.invalidRequest` (no store to read that tracks history, a negative fetch limit,
+    ///   filters on a delete, or a date that is not a number); `.unknownEntity` (an entity name the model lacks);
     ///   `.storeReadFailed` / `.storeWriteFailed`.
     @discardableResult
     public func execute(_ request: PersistentHistoryChangeRequest) throws(CoherenceError) -> PersistentHistoryResult {
@@ -123,6 +123,11 @@ extension PersistentStoreCoordinator {
 
     /// The request as each store runs it.
     private func historyQuery(for request: PersistentHistoryChangeRequest) throws(CoherenceError) -> HistoryQuery {
+        // (A NaN date is before and after nothing: SQLite and PostgreSQL took every
+        // transaction as written before it, and a delete emptied the history.)
+        if let date = request.date, date.timeIntervalSinceReferenceDate.isNaN {
+            throw CoherenceError(.invalidRequest, "The date of \(request) is not a number (NaN); nothing was read or deleted.")
+        }
         var query: HistoryQuery
         switch (request.operation, request.bound) {
         case (.fetch, .token(let t)): query = HistoryQuery(bound: .afterNumber(t?.transactionNumber))

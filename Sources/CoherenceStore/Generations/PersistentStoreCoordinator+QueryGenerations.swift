@@ -8,7 +8,9 @@ extension PersistentStoreCoordinator {
     /// this long is released after the coordinator's next save, or at its next pin; its contexts move to the
     /// generation current at their next read, as after
     /// ``ManagedObjectContext/setQueryGeneration(from:)`` with ``QueryGenerationToken/current``,
-    /// and a warning is logged.
+    /// and a warning is logged. `.infinity` (or a value that is not a number) keeps snapshots
+    /// however long they go unused, as Core Data does; zero or less releases an unused one at
+    /// the next check.
     ///
     /// ```swift
     /// coordinator.queryGenerationIdleTimeout = 60  // a minute without a read releases a snapshot

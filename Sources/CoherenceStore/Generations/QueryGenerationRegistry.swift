@@ -83,8 +83,12 @@ package final class QueryGenerationRegistry: Sendable {
         // A generation added meanwhile is looked at by the next call.
         guard liveGenerations.load(ordering: .relaxed) > 0 else { return 0 }
         let timeout = idleTimeout.withLock { $0 }
+        // A timeout the nanosecond clock never reaches (infinite, too large) or that is not a
+        // number releases nothing; a negative one releases at the next check, as zero does.
+        let nanoseconds = max(0, timeout) * 1e9
+        guard !timeout.isNaN, nanoseconds < Double(UInt64.max) else { return 0 }
         let now = self.now()
-        let limit = UInt64(max(0, timeout) * 1e9)
+        let limit = UInt64(nanoseconds)
         guard now > limit else { return 0 }
         let since = now - limit
         let idle = state.withLock { s -> [QueryGeneration] in

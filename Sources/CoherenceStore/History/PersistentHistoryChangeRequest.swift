@@ -121,7 +121,10 @@ public struct PersistentHistoryChangeRequest: Sendable, CustomStringConvertible 
         let what: String
         switch bound {
         case .token(let t): what = t.map { "\($0)" } ?? "nil"
-        case .date(let d): what = "\(d)"
+        // (Foundation's description of a NaN date stops the process.)
+        case .date(let d):
+            let t = d.timeIntervalSinceReferenceDate
+            what = t.isNaN ? "Date(timeIntervalSinceReferenceDate: \(t))" : "\(d)"
         }
         return operation == .fetch ? "fetchHistory(after: \(what))" : "deleteHistory(before: \(what))"
     }
