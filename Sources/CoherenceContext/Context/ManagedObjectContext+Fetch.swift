@@ -441,6 +441,13 @@ package struct RowRegistration: ~Copyable {
             let snapshot = ObjectSnapshot(id: id, values: exchange(&values, with: []), version: version, toOne: toOne)
             o._install(snapshot, asFault: asFaults, keepRelations: true)
             if !asFaults { awaken.append((o, false)) }
+        } else if flags.contains(.fault) && !flags.contains(.inserted) && !flags.contains(.loadFailed) {
+            // A prefilled fault holds the values of an earlier read, which nobody has seen yet:
+            // it takes this row's, which may be newer (another context saved since), so that
+            // the object reads what the fetch matched, as a Core Data fault would.
+            let snapshot = ObjectSnapshot(id: id, values: exchange(&values, with: []), version: version, toOne: toOne)
+            o._install(snapshot, asFault: true, keepRelations: true)
+            if !asFaults { awaken.append((o, true)) }
         } else if flags.contains(.fault) && !asFaults {
             awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
         }
