@@ -257,7 +257,8 @@ package struct SQLGenerator: Sendable {
                         // refuses a reference to it): such a relationship never holds pairs, as
                         // relationships do not cross stores.
                         func references(_ entity: EntityDescription) -> String {
-                            roots.contains(ObjectIdentifier(entity.rootEntity)) ? " REFERENCES \(table(entity))(Z_PK) ON DELETE CASCADE" : ""
+                            roots.contains(ObjectIdentifier(entity.rootEntity))
+                                ? " REFERENCES \(table(entity))(Z_PK) ON DELETE CASCADE" : ""
                         }
                         let first = sourceIsFirst ? e : dest
                         let second = sourceIsFirst ? dest : e
