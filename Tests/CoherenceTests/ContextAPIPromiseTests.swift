@@ -220,4 +220,36 @@ struct ContextAPIPromiseTests {
             }
         }
     }
+
+    /// An object inserted again after a rollback keeps the permanent ID it had and is found by
+    /// it, as one just given the ID is: `registeredObject(for:)` was nil, `existingObject(with:)`
+    /// threw `.objectNotFound` and `object(with:)` made a second object for it.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func anObjectInsertedAgainAfterARollbackIsFoundByItsID(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let context = try SavedPeople.context(dir, type)
+        let id = try context.performAndWait {
+            let p = Person(context: context)
+            p.name = "again"
+            try context.obtainPermanentIDs(for: [p])
+            let id = p.objectID
+            context.rollback()
+            #expect(context.registeredObject(for: id) == nil)
+            context.insert(p)
+            #expect(p.objectID == id)
+            #expect(context.registeredObject(for: id) === p)
+            #expect(try context.existingObject(with: id) === p)
+            #expect(context.object(with: id) === p)
+            #expect(context.insertedObjects == [p] && context.registeredObjects.filter { $0 === p }.count == 1)
+            #expect(try context.fetch(FetchRequest<Person>(predicate: #Predicate { $0.name == "again" })) == [p])
+            try context.save()
+            #expect(context.registeredObject(for: id) === p)
+            return id
+        }
+        let reader = try SavedPeople.reader(context)
+        try reader.performAndWait { () throws in
+            #expect((try reader.existingObject(with: id) as? Person)?.name == "again")
+            #expect(try reader.count(for: FetchRequest<Person>(predicate: #Predicate { $0.name == "again" })) == 1)
+        }
+    }
 }

@@ -695,7 +695,12 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
         object._context = self
         object._state.beginInserted()
-        _ = object.objectID  // a temporary ID; the object is found through insertedList
+        // A temporary ID: the object is found through insertedList. An object inserted again
+        // after a rollback keeps the permanent ID `obtainPermanentIDs(for:)` gave it, and is
+        // registered under it, as `obtainPermanentIDs(for:)` registers it (unless another
+        // object is: its row's, when an object of a reset context is inserted again).
+        let id = object.objectID
+        if !id.isTemporaryID && registered[id] == nil { registered[id] = object }
         appendInserted(object)
         pendingChanges.inserted.append(object)
         object.awakeFromInsert()
