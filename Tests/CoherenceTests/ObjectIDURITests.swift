@@ -76,4 +76,38 @@ struct ObjectIDURITests {
         try coordinator.remove(store)
         #expect(coordinator.managedObjectID(forURIRepresentation: uri) == nil)
     }
+
+    /// A URI naming an entity that its store's configuration does not hold names no object:
+    /// `existingObject(with:)` throws `.objectNotFound` and the fault is gone, instead of a
+    /// `.storeReadFailed` ("no such table") that left the fault unreadable, retried for ever.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aURIOfAnEntityTheStoreDoesNotHold(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let model = try ManagedObjectModel(types: [Person.self, Town.self, Club.self], configurations: ["Clubs": ["Club"]])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let clubs = try coordinator.addPersistentStore(type: type, configuration: "Clubs", at: try dir.storeURL(type))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let uri = try #require(URL(string: "x-coredata://\(clubs.identifier.uuidString)/Person/p1"))
+        try context.performAndWait {
+            let club = Club(context: context)
+            club.title = "chess"
+            try context.save()
+            guard let id = coordinator.managedObjectID(forURIRepresentation: uri) else { return }
+            do {
+                _ = try context.existingObject(with: id)
+                Issue.record("no error")
+            } catch let error as CoherenceError {
+                #expect(error.code == .objectNotFound, "\(error)")
+            }
+            let fault = context.object(with: id)
+            do {
+                try fault.fulfillFault()
+                Issue.record("no error")
+            } catch let error as CoherenceError {
+                #expect(error.code == .objectNotFound, "\(error)")
+            }
+            #expect(!context.hasChanges)
+            #expect(try context.fetch(FetchRequest<Club>()).map(\.title) == ["chess"])
+        }
+    }
 }

@@ -109,4 +109,39 @@ struct SiblingEntityRowTests {
         let square = try #require(try f.coordinator.rows(for: [f.squareID])[f.squareID])
         #expect(named(square)["label"] == .text("s"))
     }
+
+    /// A fault `object(with:)` made for an ID of the wrong sub-entity (from a stale or edited
+    /// URI) does not hide the row's own object: a fetch of the right entity returns it, and
+    /// `object(with:)` and `existingObject(with:)` with its right ID find it (the fetch returned
+    /// nothing and `existingObject` threw `.objectNotFound` for an object that exists).
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aStandInOfTheWrongSubEntityHidesNoObject(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let f = try Self.fixture(type, in: dir)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: f.coordinator)
+        let squareKeyAsCircle = f.wrongID
+        try context.performAndWait {
+            // Fired: it finds no row.
+            let standIn = context.object(with: squareKeyAsCircle)
+            #expect(throws: CoherenceError.self) { try standIn.fulfillFault() }
+            let squares = try context.fetch(FetchRequest<Square>())
+            #expect(squares.count == 1)
+            #expect(squares.first?.side == 3)
+            #expect(context.object(with: f.squareID) === squares.first)
+            #expect(try context.count(for: FetchRequest<Shape>()) == 2)
+            #expect(try context.fetch(FetchRequest<Shape>()).count == 2)
+            context.reset()
+
+            // Not fired yet.
+            _ = context.object(with: squareKeyAsCircle)
+            #expect((try context.existingObject(with: f.squareID) as? Square)?.side == 3)
+            context.reset()
+
+            // Fired, then asked for by the right ID.
+            _ = (context.object(with: squareKeyAsCircle) as? Circle)?.radius
+            let square = context.object(with: f.squareID)
+            #expect((square as? Square)?.side == 3)
+            #expect(try context.existingObject(with: f.squareID) === square)
+        }
+    }
 }

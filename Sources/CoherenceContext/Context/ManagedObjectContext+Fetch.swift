@@ -386,8 +386,14 @@ package struct RowRegistration: ~Copyable {
     private mutating func register(_ id: consuming ObjectID, values: consuming [StoredValue], version: Int64, toOne: [ObjectID?]?) {
         let hash = IdentityMap.hash(id)
         if mayBeRegistered, let o = context._registered.object(for: id, hash: hash) {
-            reuse(o, id: id, values: &values, version: version, toOne: toOne)
-            return
+            if o.entity === id.entity || id.entity.isKindOf(o.entity) || o.isInserted {
+                reuse(o, id: id, values: &values, version: version, toOne: toOne)
+                return
+            }
+            // Registered under this key is an object of another entity of the hierarchy: a
+            // stand-in that `object(with:)` made for an ID naming the wrong entity (a Square
+            // ID with a Circle's key), which has no row. The row gets its own object.
+            context._registered.remove(id)
         }
         if id.entity !== classEntity {
             classEntity = id.entity
@@ -441,6 +447,13 @@ package struct RowRegistration: ~Copyable {
             let snapshot = ObjectSnapshot(id: id, values: exchange(&values, with: []), version: version, toOne: toOne)
             o._install(snapshot, asFault: asFaults, keepRelations: true)
             if !asFaults { awaken.append((o, false)) }
+        } else if flags.contains(.fault) && !flags.contains(.inserted) && !flags.contains(.loadFailed) {
+            // A prefilled fault holds the values of an earlier read, which nobody has seen yet:
+            // it takes this row's, which may be newer (another context saved since), so that
+            // the object reads what the fetch matched, as a Core Data fault would.
+            let snapshot = ObjectSnapshot(id: id, values: exchange(&values, with: []), version: version, toOne: toOne)
+            o._install(snapshot, asFault: true, keepRelations: true)
+            if !asFaults { awaken.append((o, true)) }
         } else if flags.contains(.fault) && !asFaults {
             awaken.append((o, true))  // a prefilled fault: a non-faulting fetch realizes it
         }

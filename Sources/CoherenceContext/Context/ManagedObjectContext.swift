@@ -393,6 +393,13 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
     ///   when it cannot be read (`.storeNotAttached`, `.storeReadFailed`, …).
     public func existingObject(with id: ObjectID) throws(CoherenceError) -> ManagedObject {
         assertOnExecutor()
+        if let o = lookup(id), !o.entity.isKindOf(id.entity) && !id.entity.isKindOf(o.entity), !o.isInserted {
+            // It may be a stand-in `object(with:)` made for an ID naming another entity of the
+            // hierarchy (a Square ID with a Circle's key): read, it has no row, and the row is
+            // looked for under this ID's entity.
+            if o._state.flags.contains(.fault) && !o._state.flags.contains(.prefilled) { _fulfill(o) }
+            if o._state.flags.contains(.inaccessible) && unloaded[ObjectIdentifier(o)] == nil { registered[id] = nil }
+        }
         if let o = lookup(id) {
             // IDs of one hierarchy are equal by key: the registered object may be a sibling's.
             if !o.entity.isKindOf(id.entity) && !id.entity.isKindOf(o.entity) {
@@ -479,7 +486,14 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
 
     /// The registered object, or a new fault for `id`.
     package func _object(for id: ObjectID) -> ManagedObject {
-        if let o = lookup(id) { return o }
+        if let o = lookup(id) {
+            // Not a stand-in of another entity of the hierarchy found to have no row (see
+            // `existingObject(with:)`): the ID's own entity may have one.
+            guard o.entity !== id.entity, !o.entity.isKindOf(id.entity), !id.entity.isKindOf(o.entity), !o.isInserted,
+                o._state.flags.contains(.inaccessible), unloaded[ObjectIdentifier(o)] == nil
+            else { return o }
+            registered[id] = nil
+        }
         // An object inserted here that an ancestor's save just made permanent.
         if parent != nil, !id.isTemporaryID, pendingPermanentIDs.withLock({ !$0.isEmpty }) {
             applyPendingPermanentIDs()
@@ -681,7 +695,12 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         }
         object._context = self
         object._state.beginInserted()
-        _ = object.objectID  // a temporary ID; the object is found through insertedList
+        // A temporary ID: the object is found through insertedList. An object inserted again
+        // after a rollback keeps the permanent ID `obtainPermanentIDs(for:)` gave it, and is
+        // registered under it, as `obtainPermanentIDs(for:)` registers it (unless another
+        // object is: its row's, when an object of a reset context is inserted again).
+        let id = object.objectID
+        if !id.isTemporaryID && registered[id] == nil { registered[id] = object }
         appendInserted(object)
         pendingChanges.inserted.append(object)
         object.awakeFromInsert()

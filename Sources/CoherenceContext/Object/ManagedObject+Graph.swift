@@ -135,12 +135,24 @@ extension ManagedObject {
     /// Whether the object is inserted, deleted or updated.
     public var hasChanges: Bool { isInserted || isDeleted || isUpdated }
 
-    /// The attributes and to-one relationships whose values differ from the last saved (or
-    /// fetched) state, by name. Relationships map to their destination object (or `NSNull`-free
-    /// `Optional<ManagedObject>.none` for nil).
+    /// The attributes and relationships whose values differ from the last saved (or fetched)
+    /// state, by name, as Core Data's `changedValues()`. To-one relationships map to their
+    /// destination object (or `NSNull`-free `Optional<ManagedObject>.none` for nil), to-many
+    /// ones to the set of their current destinations (`Set<ManagedObject>`), also when the
+    /// change was made from the other side (`club.members.insert(ann)` changes `ann.clubs`).
     public func changedValues() -> [String: Any] {
-        guard !_state.flags.contains(.fault) else { return [:] }
         var result: [String: Any] = [:]
+        if let relations = _state.relations {
+            for (slot, state) in relations {
+                guard case .toMany(let m) = state, let r = entity.properties[slot] as? RelationshipDescription, !r.isTransient
+                else { continue }
+                let changed =
+                    !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty
+                    || (m.objects.map { objects in m.committed.map { Set(objects.map(\.objectID)) != Set($0) } ?? false } ?? false)
+                if changed { result[r.name] = Set(_toMany(r)) }
+            }
+        }
+        guard !_state.flags.contains(.fault) else { return result }
         let committed = _state.committedValues()
         for a in entity.attributes where !a.isTransient {
             let current = _state.values[a.slot]

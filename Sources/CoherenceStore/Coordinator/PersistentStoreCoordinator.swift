@@ -392,7 +392,9 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw Self.detachedStoreError(sid, entity: groups.values.first?.0)
             }
             let snapshot = queryGeneration?.snapshot(of: sid)
-            for (_, (entity, keys)) in groups {
+            // A store whose configuration holds no entity of the hierarchy (an ID made from a
+            // URI naming such an entity) holds no such row: it is gone, not unreadable.
+            for (_, (entity, keys)) in groups where SQLGenerator.hierarchy(of: entity).contains(where: store.holds) {
                 for row in try store.engine.rows(of: entity, keys: keys, in: snapshot) {
                     let id = ObjectID(entity: row.entity, storeIdentifier: sid, primaryKey: row.primaryKey)
                     result[id] = row

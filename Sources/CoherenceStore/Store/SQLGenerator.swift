@@ -253,12 +253,19 @@ package struct SQLGenerator: Sendable {
                     if case .joinTable(let jname, let sourceIsFirst) = r.storage, !r.isTransient, joinTables.insert(jname).inserted,
                         let dest = r.destinationEntity
                     {
-                        let first = sourceIsFirst ? table(e) : table(dest)
-                        let second = sourceIsFirst ? table(dest) : table(e)
+                        // A destination of another configuration has no table here (PostgreSQL
+                        // refuses a reference to it): such a relationship never holds pairs, as
+                        // relationships do not cross stores.
+                        func references(_ entity: EntityDescription) -> String {
+                            roots.contains(ObjectIdentifier(entity.rootEntity))
+                                ? " REFERENCES \(table(entity))(Z_PK) ON DELETE CASCADE" : ""
+                        }
+                        let first = sourceIsFirst ? e : dest
+                        let second = sourceIsFirst ? dest : e
                         joinStatements.append(
                             """
-                            CREATE TABLE \(dialect.quote(jname)) (Z_1 \(key) NOT NULL REFERENCES \(first)(Z_PK) ON DELETE CASCADE, \
-                            Z_2 \(key) NOT NULL REFERENCES \(second)(Z_PK) ON DELETE CASCADE, PRIMARY KEY (Z_1, Z_2))\(dialect == .sqlite ? " WITHOUT ROWID" : "")
+                            CREATE TABLE \(dialect.quote(jname)) (Z_1 \(key) NOT NULL\(references(first)), \
+                            Z_2 \(key) NOT NULL\(references(second)), PRIMARY KEY (Z_1, Z_2))\(dialect == .sqlite ? " WITHOUT ROWID" : "")
                             """)
                         joinStatements.append("CREATE INDEX \(dialect.quote("\(jname)_Z_2")) ON \(dialect.quote(jname)) (Z_2, Z_1)")
                     }
