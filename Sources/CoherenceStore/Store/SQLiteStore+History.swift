@@ -23,8 +23,11 @@ extension SQLiteStore {
         let hash: String?
         do {
             let st = try c.cachedStatement("PRAGMA schema_version")
-            defer { st.reset() }
-            let version = try st.step() ? st.int64(0) : -1
+            // (Reset at once: a statement still running keeps `DROP INDEX` below from running.)
+            let version = try {
+                defer { st.reset() }
+                return try st.step() ? st.int64(0) : -1
+            }()
             guard version != checkedSchemaVersion.withLock({ $0 }) else { return }
             hasHistory = try Self.hasHistoryTables(c)
             // (A store made by Core Data records its version in a property list, not compared here.)
