@@ -80,22 +80,59 @@ import Testing
         #expect(try Self.names(coordinator) == ["Paris"])
     }
 
-    /// Replaced while a coordinator has the SQLite store open: its next save makes the right
-    /// index again, as it does for a dropped one.
-    @Test(arguments: impostors.indices)
-    func aUniqueIndexReplacedWhileOpenIsMadeAgainByTheNextSave(_ impostor: Int) throws {
-        let dir = try TemporaryDirectory("replaced-unique-open-\(impostor)")
-        let coordinator = try makeCoordinator(.sqlite, in: dir)
-        let url = try #require(try dir.storeURL(.sqlite, "store"))
+    /// Dropped (nil) or replaced while a coordinator has the store open: its next save makes the
+    /// right index again (on PostgreSQL too, where a dropped one used to let duplicates in).
+    static let whileOpenCases: [(StoreType, Int?)] = storeTypes().flatMap { type in
+        [(type, nil)] + impostors.indices.map { (type, $0) }
+    }
+
+    @Test(arguments: whileOpenCases)
+    func aUniqueIndexReplacedWhileOpenIsMadeAgainByTheNextSave(_ type: StoreType, _ impostor: Int?) throws {
+        let dir = try TemporaryDirectory("replaced-unique-open-\(type)-\(impostor ?? -1)")
+        let coordinator = try makeCoordinator(type, in: dir)
+        let url = try #require(try dir.storeURL(type, "store"))
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
             Town(context: context).name = "Paris"
             try context.save()
         }
-        try Self.runForeign(["DROP INDEX \"\(Self.index)\"", Self.impostors[impostor]], .sqlite, at: url)
+        try Self.runForeign(["DROP INDEX \"\(Self.index)\""] + (impostor.map { [Self.impostors[$0]] } ?? []), type, at: url)
         let error = Self.saveSecondParis(coordinator)
         #expect(error?.code == .conflict, "\(String(describing: error))")
         #expect(try Self.names(coordinator) == ["Paris"])
+        // The index stays made: the next save of a duplicate is refused too.
+        let again = Self.saveSecondParis(coordinator)
+        #expect(again?.code == .conflict, "\(String(describing: again))")
+    }
+
+    /// Duplicates another program saved after dropping the index while the store is open: the
+    /// next save is a typed error and writes nothing.
+    @Test(arguments: storeTypes())
+    func duplicatesSavedWhileOpenAreATypedSaveError(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory("replaced-unique-open-dup-\(type)")
+        let coordinator = try makeCoordinator(type, in: dir)
+        let url = try #require(try dir.storeURL(type, "store"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            Town(context: context).name = "Paris"
+            try context.save()
+        }
+        try Self.runForeign(
+            [
+                "DROP INDEX \"\(Self.index)\"",
+                "INSERT INTO \"Town\" (Z_PK, Z_ENT, Z_OPT, name, population) SELECT Z_PK + 100, Z_ENT, 1, name, 7 FROM \"Town\""
+            ], type, at: url)
+        let error = context.performAndWait { () -> CoherenceError? in
+            Town(context: context).name = "Lyon"
+            do {
+                try context.save()
+                return nil
+            } catch {
+                return error as? CoherenceError
+            }
+        }
+        #expect(error?.code == .storeIncompatible && "\(String(describing: error))".contains("Paris"), "\(String(describing: error))")
+        #expect(try Self.names(coordinator).sorted() == ["Paris", "Paris"])
     }
 
     /// Duplicates saved while the impostor stood are a typed open error, the store left as it was.

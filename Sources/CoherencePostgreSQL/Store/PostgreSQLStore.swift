@@ -60,6 +60,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// The server's ID of the writer connection's open transaction (`txid_current()`, taken
     /// with its `BEGIN`), so that a `COMMIT` whose connection is lost can be looked up.
     let writerTransactionID = LockedValue<Int64?>(nil)
+    /// The unique indexes of the model's uniqueness constraints as last checked (see
+    /// `PostgreSQLStore+UniqueIndexes.swift`); nil until the first write transaction checks them.
+    let checkedUniqueIndexes = LockedValue<String?>(nil)
 
     /// Opens the store in the URL's schema, creating the schema and its tables when the schema
     /// has none. Openers are serialized by an advisory lock on the schema's name, so that two

@@ -147,6 +147,14 @@ package enum StoreLayoutRepair {
         }
     }
 
+    /// The names of the unique indexes that `entities`' uniqueness constraints make, as the
+    /// database keeps them.
+    package static func uniqueIndexNames(of entities: [EntityDescription], dialect: SQLDialect) -> [String] {
+        entities.flatMap { e in
+            e.uniquenessConstraints.map { storedName("Z_\(e.name)_UNIQUE_\($0.joined(separator: "_"))", dialect) }
+        }
+    }
+
     /// An index name as the database keeps it: PostgreSQL cuts names to 63 bytes (whole
     /// characters).
     private static func storedName(_ name: String, _ dialect: SQLDialect) -> String {

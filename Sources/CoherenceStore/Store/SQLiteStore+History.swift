@@ -39,11 +39,13 @@ extension SQLiteStore {
                 // A unique index another program dropped since the open is made again, in this
                 // save's transaction (see StoreLayoutRepair); the save fails when the rows hold
                 // duplicates for it.
-                if !generator.naming.isCoreData {
-                    try StoreLayoutRepair.addMissingUniqueIndexes(
+                // (An index made here is lost when the save rolls back: the version is then
+                // recorded only by a later save that finds every index there.)
+                let repaired =
+                    try !generator.naming.isCoreData
+                    && StoreLayoutRepair.addMissingUniqueIndexes(
                         on: SQLiteMigrationDatabase(c), entities: entities, generator: generator, store: path)
-                }
-                checkedSchemaVersion.withLock { $0 = version }
+                if !repaired { checkedSchemaVersion.withLock { $0 = version } }
             }
         } catch let error as CoherenceError {
             throw error
