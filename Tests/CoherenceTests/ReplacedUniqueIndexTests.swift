@@ -196,6 +196,49 @@ import Testing
     }
 }
 
+/// A store made by Core Data whose model has a uniqueness constraint and whose table lacks its
+/// unique index (another program dropped it, or it was never made): duplicates were saved
+/// silently, since stores of Core Data's layout were never given the index, at open or by a
+/// save. They are now, as stores of Coherence's layout are.
+@Suite struct CoreDataLayoutUniqueIndexTests {
+    @Test func aCoreDataStoreGetsTheUniqueIndexOfItsConstraint() throws {
+        let dir = try TemporaryDirectory("core-data-unique")
+        let url = dir.file("authors.sqlite")
+        try CoreDataStoreTests.makeCoreDataStore(
+            at: url, entities: [(1, "Author", 0, 1)],
+            [
+                "CREATE TABLE ZAUTHOR (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR)",
+                "INSERT INTO ZAUTHOR VALUES (1, 1, 1, 'Ursula')"
+            ])
+        let model = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Author", properties: [AttributeDescription(name: "name", type: .string)], uniquenessConstraints: [["name"]])
+        ])
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: .sqlite, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        func saveUrsula() -> CoherenceError? {
+            context.performAndWait { () -> CoherenceError? in
+                do {
+                    try context.insertNewObject(forEntityName: "Author").setValue("Ursula", forKey: "name")
+                    try context.save()
+                    return nil
+                } catch {
+                    context.rollback()
+                    return error as? CoherenceError
+                }
+            }
+        }
+        let atOpen = saveUrsula()
+        #expect(atOpen?.code == .conflict, "\(String(describing: atOpen))")
+        try runForeignSQL("DROP INDEX \"Z_Author_UNIQUE_name\"", at: url.path)
+        let whileOpen = saveUrsula()
+        #expect(whileOpen?.code == .conflict, "\(String(describing: whileOpen))")
+        let c = try SQLiteConnection(location: .file(url.path), readOnly: true)
+        #expect(try c.prepare("SELECT ZNAME FROM ZAUTHOR").rows { $0.string(0) } == ["Ursula"])
+    }
+}
+
 class UniqueBadge: ManagedObject {
     @Attribute var label: String = ""
     override class var isAbstractEntity: Bool { self == UniqueBadge.self }

@@ -142,7 +142,9 @@ package enum StoreLayoutRepair {
         /// Whether this index keeps the constraint of `expected` (the index the model makes).
         func keeps(_ expected: IndexShape, ignoringCase: Bool) -> Bool {
             let fold = { (names: [String]) in ignoringCase ? names.map { $0.lowercased() } : names }
-            return isUnique && isPartial == expected.isPartial && fold([table]) == fold([expected.table])
+            // (A whole index where a partial one is expected keeps the constraint, more strictly:
+            // Core Data makes one so for a sub-entity's constraint.)
+            return isUnique && (!isPartial || expected.isPartial) && fold([table]) == fold([expected.table])
                 && fold(columns) == fold(expected.columns)
         }
     }

@@ -51,10 +51,8 @@ extension SQLiteStore {
                 // duplicates for it.
                 // (An index made here is lost when the save rolls back: the version is then
                 // recorded only by a later save that finds every index there.)
-                let repaired =
-                    try !generator.naming.isCoreData
-                    && StoreLayoutRepair.addMissingUniqueIndexes(
-                        on: SQLiteMigrationDatabase(c), entities: entities, generator: generator, store: path)
+                let repaired = try StoreLayoutRepair.addMissingUniqueIndexes(
+                    on: SQLiteMigrationDatabase(c), entities: entities, generator: generator, store: path)
                 if !repaired { checkedSchemaVersion.withLock { $0 = version } }
             }
         } catch let error as CoherenceError {
