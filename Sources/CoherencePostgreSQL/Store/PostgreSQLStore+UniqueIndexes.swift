@@ -10,7 +10,10 @@ import Foundation
 extension PostgreSQLStore {
     /// The query reading the unique indexes' object IDs, one text (`-` for an index that is not
     /// there); nil when the model has no uniqueness constraints.
-    var uniqueIndexFingerprintQuery: String? {
+    var uniqueIndexFingerprintQuery: String? { Self.uniqueIndexFingerprintQuery(of: entities) }
+
+    /// ``uniqueIndexFingerprintQuery`` for a store of `entities` (opening records the IDs with it).
+    static func uniqueIndexFingerprintQuery(of entities: [EntityDescription]) -> String? {
         let names = StoreLayoutRepair.uniqueIndexNames(of: entities, dialect: .postgreSQL)
         guard !names.isEmpty else { return nil }
         // Each name quoted as an identifier (`to_regclass` parses it), then as a literal.
