@@ -47,6 +47,11 @@ import Foundation
 //   --staged-pause-at POINT  the same staged migration; at POINT reports MIGRATING POINT and waits
 //                   for a line on standard input, then goes on (MIGRATED, or the error, status 1)
 //                   (a staged migration reports WAITING when another one holds the store's lock)
+//   --increment N   N saves, each adding 1 to `sequence` of the note of author `counter` (made
+//                   by the parent) fetched anew, under the merge policy --policy P (`error`, the
+//                   default, `objectTrump`, `storeTrump`, `overwrite`, `rollback`); a save that
+//                   throws `.conflict` is retried after a refresh; reports INCREMENTED <saves
+//                   committed> <conflicts> (with --step, one line on standard input first)
 //   --hang-before-commit  after the rest, one more save inserting a note (sequence N + 1) that
 //                   stops inside the save, its rows and history written and COMMIT not run
 //                   (the coordinator's test hook), reports COMMITTING and blocks until killed
@@ -75,6 +80,8 @@ struct Arguments {
     var migrateStopAfter: Int64?
     var stagedStopAt: String?
     var stagedPauseAt: String?
+    var increment: Int?
+    var policy = "error"
 
     init(_ args: [String]) {
         var i = 1
@@ -95,6 +102,8 @@ struct Arguments {
             case "--migrate-stop-after": migrateStopAfter = value.flatMap { Int64($0) }; i += 1
             case "--staged-stop-at": stagedStopAt = value; i += 1
             case "--staged-pause-at": stagedPauseAt = value; i += 1
+            case "--increment": increment = value.flatMap { Int($0) }; i += 1
+            case "--policy": policy = value ?? policy; i += 1
             default: break
             }
             i += 1
@@ -166,6 +175,32 @@ do {
                 context.delete(note)
             }
         }
+    }
+    if let increments = arguments.increment {
+        let policies: [String: MergePolicy] = [
+            "error": .error, "objectTrump": .mergeByPropertyObjectTrump, "storeTrump": .mergeByPropertyStoreTrump,
+            "overwrite": .overwrite, "rollback": .rollback
+        ]
+        guard let policy = policies[arguments.policy] else { fail("unknown policy \(arguments.policy)") }
+        if arguments.step && readLine() == nil { fail("standard input closed before the increments") }
+        context.mergePolicy = policy
+        var committed = 0, conflicts = 0
+        try context.performAndWait {
+            while committed < increments {
+                let counter = try context.fetch(FetchRequest<RemoteNote>(predicate: #Predicate { $0.author == "counter" }))
+                guard let note = counter.first else { fail("no counter note") }
+                note.sequence += 1
+                do {
+                    try context.save()
+                    committed += 1
+                } catch let error as CoherenceError where error.code == .conflict {
+                    conflicts += 1
+                    context.rollback()
+                    context.refreshAllObjects()
+                }
+            }
+        }
+        say("INCREMENTED \(committed) \(conflicts)")
     }
     if let others = arguments.awaitOthers {
         let author = arguments.author

@@ -26,9 +26,11 @@ extension PostgreSQLStore {
     /// store does: migrated it to another model version (this store's rows would be taken for
     /// other entities' or lost), or, for a store opened without history, turned history on (its
     /// writes would be missing from the history others now read; history is sticky, as when
-    /// opening). Either refuses the write.
+    /// opening). Either refuses the write. A unique index of the model's uniqueness constraints
+    /// that another program dropped or made again since the last check is checked and made again
+    /// first (see `PostgreSQLStore+UniqueIndexes.swift`).
     /// - Throws: `.storeWriteFailed` (as `what`), `.corruptRow` (no key counter for the entity),
-    ///   `.storeIncompatible` (migrated elsewhere), `.historyTrackingRequired` (history turned on
+    ///   `.storeIncompatible` (migrated elsewhere, or duplicates where a unique index is missing), `.historyTrackingRequired` (history turned on
     ///   elsewhere), `.connectionLost`, `.storeNotAttached`.
     func beginWriterTransaction(
         _ what: String, reserving keys: (root: EntityDescription, count: Int)?
@@ -49,6 +51,11 @@ extension PostgreSQLStore {
             statements.append(
                 ("SELECT CASE WHEN to_regclass($1) IS NULL THEN 0 ELSE 1 END", [.text(HistorySQL.transactionTable.lowercased())]))
         }
+        // The unique indexes' object IDs, compared with those last checked (see
+        // PostgreSQLStore+UniqueIndexes.swift).
+        let indexCheck = statements.count
+        let fingerprintQuery = uniqueIndexFingerprintQuery
+        if let fingerprintQuery { statements.append((fingerprintQuery, [])) }
         if let keys {
             statements.append(
                 (numbered(generator.allocatePrimaryKeys(keys.root)), [.integer(Int64(keys.count)), .integer(Int64(keys.root.entityNumber))])
@@ -89,6 +96,15 @@ extension PostgreSQLStore {
                 "Another coordinator turned persistent history on for this store since it was opened without it; "
                     + "open it again with StoreOptions.persistentHistoryTracking on (nothing was written).",
                 store: locationDescription)
+        }
+        if fingerprintQuery != nil, results.count > indexCheck {
+            let fingerprint: String? = if case .text(let text)? = results[indexCheck].rows.first?.first { text } else { nil }
+            if fingerprint != checkedUniqueIndexes.withLock({ $0 }) {
+                // Checked and made again in a transaction of their own; then the write starts over.
+                _ = try? c.execute("ROLLBACK")
+                try repairUniqueIndexes(on: c)
+                return try beginWriterTransaction(what, reserving: keys)
+            }
         }
         guard let keys else { return (c, nil) }
         guard results.count == statements.count, let last = results[statements.count - 1].firstInteger else {

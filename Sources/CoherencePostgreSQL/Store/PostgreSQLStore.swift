@@ -60,6 +60,9 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// The server's ID of the writer connection's open transaction (`txid_current()`, taken
     /// with its `BEGIN`), so that a `COMMIT` whose connection is lost can be looked up.
     let writerTransactionID = LockedValue<Int64?>(nil)
+    /// The unique indexes of the model's uniqueness constraints as last checked (see
+    /// `PostgreSQLStore+UniqueIndexes.swift`), as the open left them.
+    let checkedUniqueIndexes = LockedValue<String?>(nil)
 
     /// Opens the store in the URL's schema, creating the schema and its tables when the schema
     /// has none. Openers are serialized by an advisory lock on the schema's name, so that two
@@ -93,6 +96,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         let expectedHash = model.versionHash(forConfiguration: configurationName) ?? model.versionHash
         var metadata: [String: String] = [:]
         var deferrable: Set<String> = []
+        var uniqueIndexes: String?
         let functions = generator.createFunctions()
         let functionsHash = StableHash.hex(functions.joined(separator: "\n"))
         do {
@@ -153,6 +157,12 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
             }
             try Self.prepareHistory(on: connection, tracking: options.persistentHistoryTracking, store: location)
             deferrable = try Self.deferrableTables(configuration.schema, on: connection)
+            // The unique indexes as this open left them: the first write need not check them.
+            if let query = Self.uniqueIndexFingerprintQuery(of: entities),
+                case .text(let text)? = try connection.execute(query).rows.first?.first
+            {
+                uniqueIndexes = text
+            }
             try connection.execute("COMMIT")
         } catch let error as CoherenceError {
             _ = try? connection.execute("ROLLBACK")
@@ -173,6 +183,7 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
         self.tracksHistory = options.persistentHistoryTracking
         self.writer = PostgreSQLConnectionBox(connection)
         self.deferrableTables = LockedValue(deferrable)
+        self.checkedUniqueIndexes.withLock { $0 = uniqueIndexes }
     }
 
     /// The metadata key of a hash of the store's SQL functions (``SQLGenerator/createFunctions()``):

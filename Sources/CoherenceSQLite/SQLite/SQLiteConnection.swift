@@ -245,6 +245,15 @@ package final class SQLiteConnection {
     /// Whether a transaction is open.
     package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    /// Whether the database file was renamed, moved or deleted since this connection opened it
+    /// — another file put at its path, say (`SQLITE_FCNTL_HAS_MOVED`: one `stat` of the path);
+    /// false for a database without a file.
+    package var fileHasMoved: Bool {
+        var moved: Int32 = 0
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK else { return false }
+        return moved != 0
+    }
+
     /// Throws what `COMMIT` would throw when the open transaction breaks a deferred foreign
     /// key (one another program added with `DEFERRABLE INITIALLY DEFERRED`, say), so that a
     /// write spanning several files can be refused before any of them commits.

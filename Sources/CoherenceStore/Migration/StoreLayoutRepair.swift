@@ -9,8 +9,9 @@ import Foundation
 /// transaction of the open's other work.
 ///
 /// The same open makes again a unique index of the model's uniqueness constraints that another
-/// program dropped: the store finds uniqueness conflicts through those indexes, and without one
-/// it saved duplicates silently. When the rows already break the constraint, the open fails
+/// program dropped, or replaced by an index of the same name that does not keep the constraint
+/// (not unique, partial, on other columns): the store finds uniqueness conflicts through those
+/// indexes, and without one it saved duplicates silently. When the rows already break the constraint, the open fails
 /// (`.storeIncompatible`, naming the duplicates) and the store is left as it was.
 package enum StoreLayoutRepair {
     /// The to-one relationships that are their own inverse, declared by one of `entities`, with
@@ -82,31 +83,78 @@ package enum StoreLayoutRepair {
 
     /// The statements making the unique indexes of `entities`' uniqueness constraints that the
     /// store on `database` lacks, with their entity and constraint (tables that are not there
-    /// are left to the rest of the open).
+    /// are left to the rest of the open). An index of the name that does not keep the constraint
+    /// — another program made it again not unique, partial, on other columns or on another table
+    /// — is lacking too: `drops` are the statements that remove it first.
     package static func missingUniqueIndexes(
         on database: any MigrationDatabase, entities: [EntityDescription], generator: SQLGenerator
-    ) throws -> [(entity: EntityDescription, constraint: [String], statement: String)] {
+    ) throws -> [(entity: EntityDescription, constraint: [String], statement: String, drops: [String])] {
         guard entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return [] }
-        let existing = Set(
-            try database.rows(generator.migrationCreatedIndexes, []).compactMap { row -> String? in
-                guard case .text(let name)? = row.first else { return nil }
-                return name
-            })
+        var existing: [String: IndexShape] = [:]
+        for row in try database.rows(generator.migrationIndexShapes, []) {
+            guard row.count == 5, case .text(let name) = row[0], case .text(let table) = row[1] else { continue }
+            func flag(_ value: StoredValue) -> Bool { if case .integer(let n) = value { return n != 0 } else { return false } }
+            guard case .text(let columns) = row[4] else {
+                existing[name] = IndexShape(table: table, isUnique: false, isPartial: flag(row[3]), columns: [])
+                continue
+            }
+            existing[name] = IndexShape(
+                table: table, isUnique: flag(row[2]), isPartial: flag(row[3]),
+                columns: columns.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
+        }
         let statements = generator.createSchema(for: entities)
-        var missing: [(entity: EntityDescription, constraint: [String], statement: String)] = []
+        let q = generator.dialect.quote
+        var missing: [(entity: EntityDescription, constraint: [String], statement: String, drops: [String])] = []
         for e in entities {
             for constraint in e.uniquenessConstraints {
                 let name = "Z_\(e.name)_UNIQUE_\(constraint.joined(separator: "_"))"
-                guard !existing.contains(storedName(name, generator.dialect)) else { continue }
-                let prefix = "CREATE UNIQUE INDEX \(generator.dialect.quote(name)) ON "
+                let prefix = "CREATE UNIQUE INDEX \(q(name)) ON "
                 guard let made = statements.first(where: { $0.hasPrefix(prefix) }) else { continue }
-                let statement = made.replacingOccurrences(of: "CREATE UNIQUE INDEX ", with: "CREATE UNIQUE INDEX IF NOT EXISTS ")
                 let table = generator.naming.tableName(e.rootEntity)
+                let stored = storedName(name, generator.dialect)
+                var drops: [String] = []
+                if let shape = existing[stored] {
+                    let expected = IndexShape(
+                        table: table, isUnique: true, isPartial: made.contains(" WHERE "),
+                        columns: constraint.compactMap { e.propertiesByName[$0] }.map { generator.naming.columnName($0) })
+                    guard !shape.keeps(expected, ignoringCase: generator.dialect == .sqlite) else { continue }
+                    // (On PostgreSQL the impostor may stand for a constraint, which owns it.)
+                    if generator.dialect == .postgreSQL {
+                        drops.append("ALTER TABLE \(q(shape.table)) DROP CONSTRAINT IF EXISTS \(q(stored))")
+                    }
+                    drops.append("DROP INDEX IF EXISTS \(q(stored))")
+                }
+                let statement = made.replacingOccurrences(of: "CREATE UNIQUE INDEX ", with: "CREATE UNIQUE INDEX IF NOT EXISTS ")
                 guard try !database.texts(generator.migrationColumnsOfTable, [.text(table)]).isEmpty else { continue }
-                missing.append((e, constraint, statement))
+                missing.append((e, constraint, statement, drops))
             }
         }
         return missing
+    }
+
+    /// What decides whether an index keeps a uniqueness constraint.
+    private struct IndexShape {
+        var table: String
+        var isUnique: Bool
+        var isPartial: Bool
+        var columns: [String]
+
+        /// Whether this index keeps the constraint of `expected` (the index the model makes).
+        func keeps(_ expected: IndexShape, ignoringCase: Bool) -> Bool {
+            let fold = { (names: [String]) in ignoringCase ? names.map { $0.lowercased() } : names }
+            // (A whole index where a partial one is expected keeps the constraint, more strictly:
+            // Core Data makes one so for a sub-entity's constraint.)
+            return isUnique && (!isPartial || expected.isPartial) && fold([table]) == fold([expected.table])
+                && fold(columns) == fold(expected.columns)
+        }
+    }
+
+    /// The names of the unique indexes that `entities`' uniqueness constraints make, as the
+    /// database keeps them.
+    package static func uniqueIndexNames(of entities: [EntityDescription], dialect: SQLDialect) -> [String] {
+        entities.flatMap { e in
+            e.uniquenessConstraints.map { storedName("Z_\(e.name)_UNIQUE_\($0.joined(separator: "_"))", dialect) }
+        }
     }
 
     /// An index name as the database keeps it: PostgreSQL cuts names to 63 bytes (whole
@@ -132,7 +180,7 @@ package enum StoreLayoutRepair {
     ) throws -> Bool {
         let missing = try missingUniqueIndexes(on: database, entities: entities, generator: generator)
         let q = generator.dialect.quote
-        for (e, constraint, _) in missing {
+        for (e, constraint, _, _) in missing {
             let columns = constraint.compactMap { e.propertiesByName[$0] }.map { q(generator.naming.columnName($0)) }
             let numbers = e.descendantNumbers.map { String(generator.naming.storedNumber($0)) }.joined(separator: ", ")
             let duplicates = try generator.duplicateGroups(
@@ -140,12 +188,15 @@ package enum StoreLayoutRepair {
             if !duplicates.isEmpty {
                 throw CoherenceError(
                     .storeIncompatible,
-                    "The store lacks the unique index of '\(e.name)' [\(constraint.joined(separator: ", "))] (another program dropped it), "
+                    "The store lacks the unique index of '\(e.name)' [\(constraint.joined(separator: ", "))] (another program dropped it, or made it again without the constraint), "
                         + "and its rows break that constraint: \(duplicates.joined(separator: "; ")). It was left as it was.",
                     entity: e.name, property: constraint.first, store: store)
             }
         }
-        for (_, _, statement) in missing { try database.execute(statement) }
+        for (_, _, statement, drops) in missing {
+            for drop in drops { try database.execute(drop) }
+            try database.execute(statement)
+        }
         return !missing.isEmpty
     }
 }

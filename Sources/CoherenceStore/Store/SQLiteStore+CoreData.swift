@@ -62,11 +62,24 @@ extension SQLiteStore {
             version = versionMetadata(entities: entities, model: model, naming: naming)
             version["modelVersionHash"] = expectedHash
         }
-        if (historyTracking && !hasHistory) || !version.isEmpty {
+        // A unique index of the model's uniqueness constraints that the store lacks is made, as
+        // in a store of Coherence's layout (see StoreLayoutRepair): uniqueness conflicts are found
+        // through it.
+        let database = SQLiteMigrationDatabase(connection)
+        let indexGenerator = SQLGenerator(dialect: .sqlite, naming: naming)
+        let lacksUniqueIndexes = try !StoreLayoutRepair.missingUniqueIndexes(
+            on: database, entities: entities, generator: indexGenerator
+        ).isEmpty
+        if (historyTracking && !hasHistory) || !version.isEmpty || lacksUniqueIndexes {
             let entries = version
             try connection.writeTransaction {
                 if historyTracking && !hasHistory { try createHistoryTables(connection) }
-                try CoreDataLayout.writeMetadata(entries, connection, path: path)
+                if lacksUniqueIndexes {
+                    try StoreLayoutRepair.addMissingUniqueIndexes(on: database, entities: entities, generator: indexGenerator, store: path)
+                }
+                if (historyTracking && !hasHistory) || !entries.isEmpty {
+                    try CoreDataLayout.writeMetadata(entries, connection, path: path)
+                }
             }
             metadata.merge(version) { _, new in new }
         }

@@ -11,20 +11,33 @@ extension SQLiteStore {
     /// - migrated it to another model version: rows written with this store's entity numbers and
     ///   columns would be taken for other entities, or lost by the next migration;
     /// - turned persistent history on, for a store opened without it: its writes would be
-    ///   missing from the history others now read. History is sticky, as when opening.
+    ///   missing from the history others now read. History is sticky, as when opening;
+    /// - put another file at its path (moved, deleted or replaced it): the write would go to a
+    ///   file no longer at the path, lost, or (through the old write-ahead log still at the
+    ///   path) laid over the new file.
     ///
     /// The transaction holds the write lock, so neither can happen before it ends. One `PRAGMA`
     /// per write; the metadata and tables are looked at only when the schema changed since the
     /// last look (a migration always changes it).
-    /// - Throws: `.storeIncompatible` (migrated) or `.historyTrackingRequired` (the caller rolls
+    /// - Throws: `.storeIncompatible` (migrated, or the file moved) or `.historyTrackingRequired` (the caller rolls
     ///   back: nothing is written), or `.storeWriteFailed` when the schema cannot be read.
     func refuseWritesToAChangedStore(_ c: SQLiteConnection) throws(CoherenceError) {
+        if c.fileHasMoved {
+            throw CoherenceError(
+                .storeIncompatible,
+                "The store's file was moved, deleted or replaced (by another program) since it was opened, "
+                    + "so this write would not reach the file at its path; add the store again (nothing was written).",
+                store: path)
+        }
         let hasHistory: Bool
         let hash: String?
         do {
             let st = try c.cachedStatement("PRAGMA schema_version")
-            defer { st.reset() }
-            let version = try st.step() ? st.int64(0) : -1
+            // (Reset at once: a statement still running keeps `DROP INDEX` below from running.)
+            let version = try {
+                defer { st.reset() }
+                return try st.step() ? st.int64(0) : -1
+            }()
             guard version != checkedSchemaVersion.withLock({ $0 }) else { return }
             hasHistory = try Self.hasHistoryTables(c)
             // (A store made by Core Data records its version in a property list, not compared here.)
@@ -36,11 +49,11 @@ extension SQLiteStore {
                 // A unique index another program dropped since the open is made again, in this
                 // save's transaction (see StoreLayoutRepair); the save fails when the rows hold
                 // duplicates for it.
-                if !generator.naming.isCoreData {
-                    try StoreLayoutRepair.addMissingUniqueIndexes(
-                        on: SQLiteMigrationDatabase(c), entities: entities, generator: generator, store: path)
-                }
-                checkedSchemaVersion.withLock { $0 = version }
+                // (An index made here is lost when the save rolls back: the version is then
+                // recorded only by a later save that finds every index there.)
+                let repaired = try StoreLayoutRepair.addMissingUniqueIndexes(
+                    on: SQLiteMigrationDatabase(c), entities: entities, generator: generator, store: path)
+                if !repaired { checkedSchemaVersion.withLock { $0 = version } }
             }
         } catch let error as CoherenceError {
             throw error
