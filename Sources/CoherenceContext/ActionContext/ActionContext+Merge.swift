@@ -291,10 +291,29 @@ extension ManagedObject {
         }
         #endif
         if attribute.type == .date, let text = value as? String {
-            return ISO8601DateFormatter().date(from: text)?.storedValue
+            return isoDate(text)?.storedValue
         }
         if attribute.type == .transformable { return transformedStoredValue(value, for: attribute) }
         return storedValue(value, for: attribute.type)
+    }
+
+    /// The date of an ISO-8601 date and time (`2024-01-02T03:04:05Z`, `…05.123+02:00`), with
+    /// its fractional seconds to every digit (`ISO8601DateFormatter` refuses a fraction unless
+    /// told to expect one, and then keeps only milliseconds); nil for anything else.
+    static func isoDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return date }
+        // A fraction of the seconds: `.` or `,` and digits after the time's seconds.
+        let utf8 = Array(text.utf8)
+        guard let t = utf8.firstIndex(of: UInt8(ascii: "T")),
+            let mark = utf8[t...].firstIndex(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: ",") })
+        else { return nil }
+        var end = mark + 1
+        while end < utf8.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(utf8[end]) { end += 1 }
+        guard end > mark + 1, let fraction = Double("0." + String(decoding: utf8[(mark + 1)..<end], as: UTF8.self)),
+            let whole = formatter.date(from: String(decoding: utf8[..<mark] + utf8[end...], as: UTF8.self))
+        else { return nil }
+        return Date(timeIntervalSinceReferenceDate: whole.timeIntervalSinceReferenceDate + fraction)
     }
 
     #if !canImport(Darwin)

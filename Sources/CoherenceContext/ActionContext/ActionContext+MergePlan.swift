@@ -49,7 +49,7 @@ struct MergeInput {
                 guard let stored = ManagedObject.mergeValue(raw, for: attribute) else {
                     throw ActionError(
                         .invalidValue,
-                        "Object \(index) of '\(entity.name)': '\(attribute.name)' has a value of type \(type(of: raw)), which is not a \(attribute.type)."
+                        "Object \(index) of '\(entity.name)': '\(attribute.name)' has a value of type \(type(of: raw as Any)), which is not a \(attribute.type)."
                     )
                 }
                 let slot = attribute.slot
