@@ -43,4 +43,36 @@ struct HandMadeDidSaveNotificationTests {
             }
         }
     }
+
+    /// A hand-made notification may describe a save through another coordinator (another
+    /// process, a history reader): the coordinator's cached rows of the objects it lists are
+    /// read again, as `mergeChanges(fromRemoteContextSave:into:)` reads them (the merged object
+    /// kept the cached, older values).
+    @Test func objectsSavedThroughAnotherCoordinatorAreReadAgain() throws {
+        let dir = try TemporaryDirectory()
+        let context = try SavedPeople.context(dir, .sqlite)
+        let other = try reopen(context.persistentStoreCoordinator)
+        let writer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        let zedID = try context.performAndWait { try SavedPeople.person("zed", in: context).objectID }
+        // Read by ID in a new context: the coordinator caches the row.
+        let viewer = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: context.persistentStoreCoordinator)
+        #expect(try viewer.performAndWait { try #require(try viewer.existingObject(with: zedID) as? Person).age } == 0)
+        let updated: Set<ObjectID> = try writer.performAndWait {
+            let zed = try #require(try writer.existingObject(with: zedID) as? Person)
+            zed.age = 42
+            try writer.save()
+            return [zed.objectID]
+        }
+        let note = Notification(
+            name: ManagedObjectContext.didSaveNotification, object: nil,
+            userInfo: [ManagedObjectContext.NotificationKey.updatedObjectIDs: updated])
+        try viewer.performAndWait {
+            viewer.mergeChanges(fromContextDidSave: note)
+            let merged = try #require(viewer.registeredObject(for: zedID) as? Person)
+            #expect(merged.age == 42)
+        }
+        // A new context of the first coordinator reads the saved value too.
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: context.persistentStoreCoordinator)
+        #expect(try reader.performAndWait { try SavedPeople.person("zed", in: reader).age } == 42)
+    }
 }

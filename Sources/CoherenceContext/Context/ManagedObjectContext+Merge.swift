@@ -14,7 +14,8 @@ extension ManagedObjectContext {
     /// A notification made from persistent history
     /// (``PersistentHistoryTransaction/objectIDNotification()``) may describe changes written by
     /// another coordinator or process: the coordinator's cached rows of its updated and deleted
-    /// objects are dropped first, so that they are read again.
+    /// objects are dropped first, so that they are read again. So are those of a notification
+    /// made by hand (its changes under the ID keys, or Core Data's keys of objects).
     ///
     /// A context pinned to a query generation moves to the current state first
     /// (``setQueryGeneration(from:)``).
@@ -33,6 +34,9 @@ extension ManagedObjectContext {
         event.inserted = Self.ids(info[NotificationKey.insertedObjectIDs] ?? info[NotificationKey.insertedObjects])
         event.updated = Self.ids(info[NotificationKey.updatedObjectIDs] ?? info[NotificationKey.updatedObjects])
         event.deleted = Self.ids(info[NotificationKey.deletedObjectIDs] ?? info[NotificationKey.deletedObjects])
+        // It may describe a save through another coordinator: the cached rows are read again,
+        // as `mergeChanges(fromRemoteContextSave:into:)` reads them.
+        persistentStoreCoordinator.rowCache.remove(Array(event.updated.union(event.deleted)))
         merge(event)
     }
 
