@@ -102,6 +102,62 @@ import Testing
         #expect(names == ["Paris"])
     }
 
+    /// A unique index that another program drops again after every repair: a PostgreSQL save
+    /// repairs it a bounded number of times, then fails with `.storeWriteFailed`, writing
+    /// nothing (it started over for ever before). Once the index stays, saves work and a
+    /// duplicate is a conflict.
+    @Test(.postgreSQLServer) func aUniqueIndexDroppedAfterEveryRepairFailsTheSave() throws {
+        let dir = try TemporaryDirectory("dropped-unique-churn")
+        let coordinator = try makeCoordinator(.postgreSQL, in: dir)
+        let store = try #require(coordinator.persistentStores.first?.engine as? PostgreSQLStore)
+        let url = try #require(try dir.storeURL(.postgreSQL, "store"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            Town(context: context).name = "Paris"
+            try context.save()
+        }
+        let admin = try PostgreSQLTestServer.connection()
+        _ = try admin.execute("SET search_path TO \"\(PostgreSQLTestServer.schema(of: url))\"")
+        let drops = LockedValue(0)
+        store.uniqueIndexRepairHook.withLock {
+            $0 = { () throws(CoherenceError) in
+                drops.withLock { $0 += 1 }
+                do { _ = try admin.execute("DROP INDEX \"\(Self.index)\"") } catch {
+                    throw CoherenceError(.storeWriteFailed, "The test could not drop the index: \(error)")
+                }
+            }
+        }
+        _ = try admin.execute("DROP INDEX \"\(Self.index)\"")
+        let error = context.performAndWait { () -> CoherenceError? in
+            Town(context: context).name = "Lyon"
+            do {
+                try context.save()
+                return nil
+            } catch {
+                return error as? CoherenceError
+            }
+        }
+        #expect(error?.code == .storeWriteFailed, "\(String(describing: error))")
+        #expect(drops.withLock { $0 } == PostgreSQLStore.maximumUniqueIndexRepairs)
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        #expect(try reader.performAndWait { try reader.fetch(FetchRequest<Town>()).map(\.name) } == ["Paris"])
+
+        // The index stays from now on: the pending town saves, a duplicate is a conflict.
+        store.uniqueIndexRepairHook.withLock { $0 = nil }
+        try context.performAndWait { try context.save() }
+        let duplicate = context.performAndWait { () -> CoherenceError? in
+            Town(context: context).name = "Paris"
+            do {
+                try context.save()
+                return nil
+            } catch {
+                return error as? CoherenceError
+            }
+        }
+        #expect(duplicate?.code == .conflict, "\(String(describing: duplicate))")
+        #expect(try reader.performAndWait { try reader.fetch(FetchRequest<Town>()).map(\.name).sorted() } == ["Lyon", "Paris"])
+    }
+
     /// A unique index whose name passes PostgreSQL's 63 bytes (the server cuts it) is found at
     /// the next open, not made again, and still refuses duplicates.
     @Test(arguments: [StoreType.sqlite] + (PostgreSQLTestServer.enabled ? [StoreType.postgreSQL] : []))

@@ -32,8 +32,12 @@ extension PostgreSQLStore {
     /// - Throws: `.storeWriteFailed` (as `what`), `.corruptRow` (no key counter for the entity),
     ///   `.storeIncompatible` (migrated elsewhere, or duplicates where a unique index is missing), `.historyTrackingRequired` (history turned on
     ///   elsewhere), `.connectionLost`, `.storeNotAttached`.
+    ///
+    /// The indexes are repaired at most ``maximumUniqueIndexRepairs`` times per call: when another
+    /// program changes them again each time before the write starts over, the write fails with
+    /// `.storeWriteFailed` instead of repairing for ever.
     func beginWriterTransaction(
-        _ what: String, reserving keys: (root: EntityDescription, count: Int)?
+        _ what: String, reserving keys: (root: EntityDescription, count: Int)?, repairs: Int = 0
     ) throws(CoherenceError) -> (connection: PostgreSQLConnection, firstKey: Int64?) {
         // The transaction's ID (it writes, so it has one anyway): a `COMMIT` whose connection is
         // lost asks the server afterwards whether it committed (see `commitSave()`).
@@ -102,8 +106,16 @@ extension PostgreSQLStore {
             if fingerprint != checkedUniqueIndexes.withLock({ $0 }) {
                 // Checked and made again in a transaction of their own; then the write starts over.
                 _ = try? c.execute("ROLLBACK")
+                guard repairs < Self.maximumUniqueIndexRepairs else {
+                    throw CoherenceError(
+                        .storeWriteFailed,
+                        "\(what): the store's unique indexes changed again after each of \(repairs) repairs "
+                            + "(another program keeps dropping or replacing them); nothing was written.",
+                        store: locationDescription)
+                }
                 try repairUniqueIndexes(on: c)
-                return try beginWriterTransaction(what, reserving: keys)
+                try uniqueIndexRepairHook.withLock { $0 }?()
+                return try beginWriterTransaction(what, reserving: keys, repairs: repairs + 1)
             }
         }
         guard let keys else { return (c, nil) }

@@ -63,6 +63,11 @@ package final class PostgreSQLStore: StoreEngine, RemoteChangeSource {
     /// The unique indexes of the model's uniqueness constraints as last checked (see
     /// `PostgreSQLStore+UniqueIndexes.swift`), as the open left them.
     let checkedUniqueIndexes = LockedValue<String?>(nil)
+    /// Tests: runs after each repair of the unique indexes in ``beginWriterTransaction(_:reserving:repairs:)``,
+    /// before the write starts over (a test changes the indexes again there).
+    let uniqueIndexRepairHook = LockedValue<(@Sendable () throws(CoherenceError) -> Void)?>(nil)
+    /// How many times one write transaction repairs the unique indexes before it gives up.
+    static let maximumUniqueIndexRepairs = 3
 
     /// Opens the store in the URL's schema, creating the schema and its tables when the schema
     /// has none. Openers are serialized by an advisory lock on the schema's name, so that two
