@@ -220,7 +220,11 @@ extension GenericConnect: ActionManager {
                     return
                 }
                 guard proxy.begin() else { done(); return }
-                run(proxy, ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed), done)
+                // The running action keeps the connect until it ends (an async one ends after
+                // `run` returns): released meanwhile, it would detach the stores under the
+                // action and drop the saves its strategy still had to write.
+                let context = ActionContext(template: newBackgroundContext(), name: "action.\(name)", uniquenessAttributes: managed)
+                run(proxy, context) { withExtendedLifetime(self) { done() } }
             })
         return proxy
     }
