@@ -153,6 +153,17 @@ extension ManagedObjectContext {
             error.conflicts = [conflict]
             throw error
         }
+        // A row of another entity (a sibling sharing its parent's constraint): the object
+        // cannot become that row, whose values are laid out for its own entity.
+        guard existingID.entity === object.entity else {
+            var error = CoherenceError(
+                .conflict,
+                "\(conflict.objectID) has the same values for [\(conflict.constraint.joined(separator: ", "))] as \(existingID), "
+                    + "an object of another entity; it cannot take over that row.",
+                entity: conflict.objectID.entity.name, objectID: conflict.objectID)
+            error.conflicts = [conflict]
+            throw error
+        }
         // The stored row's own object changed its constrained values (or is deleted) in this
         // save: the clash is with a value this save is moving away (a chain of renames), not
         // with a row to take over. Taking it over would drop that object's changes and write
