@@ -14,12 +14,16 @@ import Foundation
 //   SAVED            (--insert NAME) one save inserting an item NAME committed
 //   HEARD            (--await-item NAME) a remote change arrived after which the store holds
 //                    an item NAME
+//   CHANGED          (--change-items) in separate transactions: the item `a` deleted by a
+//                    context, an item `c` inserted, every item's batch set to 7 by a batch
+//                    update, an item `d` batch-inserted, the item `x` batch-deleted
 //   MIGRATING <at>   (--migrate-stop-at AT, --staged-stop-at AT) the migration of Migrations.swift
 //                    reached AT and blocks until killed (AT `none`: it runs to its end)
 //   MIGRATED         the migration finished; the process exits 0
 //
 //   CoherencePGClient --store IGNORED --author IGNORED --url URL
 //                     [--increment N] [--hang-save N] [--await-item NAME] [--insert NAME] [--step]
+//                     [--change-items]
 //                     [--migrate-stop-at AT | --staged-stop-at AT]
 //                     [--history]
 //   --step  wait for a line on standard input before the work (after READY)
@@ -48,7 +52,7 @@ var flags: Set<String> = []
 var rest = Array(CommandLine.arguments.dropFirst())
 while let name = rest.first {
     rest.removeFirst()
-    if name == "--step" || name == "--history" {
+    if name == "--step" || name == "--history" || name == "--change-items" {
         flags.insert(name)
     } else if let value = rest.first {
         options[name] = value
@@ -97,6 +101,19 @@ do {
             try context.save()
         }
         say("SAVED")
+    }
+    if flags.contains("--change-items") {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            for item in try context.fetch(FetchRequest<PGItem>(predicate: #Predicate { $0.name == "a" })) { context.delete(item) }
+            try context.save()
+            PGItem(context: context).name = "c"
+            try context.save()
+            _ = try context.execute(BatchUpdateRequest<PGItem>(propertiesToUpdate: ["batch": 7]))
+            _ = try context.execute(BatchInsertRequest<PGItem>(objects: [["name": "d", "batch": 7]]))
+            _ = try context.execute(BatchDeleteRequest(fetchRequest: FetchRequest<PGItem>(predicate: #Predicate { $0.name == "x" })))
+        }
+        say("CHANGED")
     }
     if let name = options["--await-item"] {
         let request = FetchRequest<PGItem>(predicate: #Predicate { $0.name == name })

@@ -133,4 +133,30 @@ struct MergeHierarchyProbeTests {
         #expect(errors == [.conflict, .conflict])
         #expect(try vehicles(connect.persistentStoreCoordinator) == ["car c1 old 4", "car c2 old 2", "truck t1 old 10.0"])
     }
+
+    /// On each store type: an inserted car with a truck's key, under object trump, is refused
+    /// and the truck keeps its values.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func aCarNeverTakesOverATrucksRowOnEachStore(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(
+            type, in: dir, model: try ManagedObjectModel(types: [MhVehicle.self, MhCar.self, MhTruck.self]))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        context.mergePolicy = .mergeByPropertyObjectTrump
+        let code = try context.performAndWait { () -> CoherenceError.Code? in
+            let truck = MhTruck(context: context)
+            truck.vin = "t1"
+            truck.maker = "old"
+            truck.load = 10
+            try context.save()
+            let car = MhCar(context: context)
+            car.vin = "t1"
+            car.maker = "car"
+            car.seats = 3
+            do { try context.save() } catch { return (error as? CoherenceError)?.code }
+            return nil
+        }
+        #expect(code == .conflict)
+        #expect(try vehicles(coordinator) == ["truck t1 old 10.0"])
+    }
 }
