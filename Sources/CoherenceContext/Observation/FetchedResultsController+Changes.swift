@@ -278,9 +278,10 @@ extension FetchedResultsController {
     /// ID, after a reset made every object new).
     private func refetch(changed: Set<ObjectIdentifier>, byID: Bool) {
         let context = managedObjectContext
+        guard let request = fetchedRequest else { return }
         let objects: [ResultType]
         do throws(CoherenceError) {
-            objects = try context.fetch(fetchRequest)
+            objects = try context.fetch(request)
         } catch {
             context.reportPropagationError(error)
             return
