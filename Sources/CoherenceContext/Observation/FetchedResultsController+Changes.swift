@@ -301,8 +301,15 @@ extension FetchedResultsController {
         let newLayout = SectionLayout(rowSectionNames: new.lazy.map(\.section))
         let (difference, flat) = ResultsDiff.difference(old: rows, layout, new: new, newLayout, origin: origin, changed: changed)
         guard !difference.isEmpty else {
+            // The same results, but perhaps other instances of them (after a reset): the change
+            // handlers (the `@Observable` form) take the new ones.
+            let sameObjects = rows.count == new.count && zip(rows, new).allSatisfy { $0.object === $1.object }
             rows = new
             layout = newLayout
+            if !sameObjects {
+                let snapshot = makeSnapshot(difference)
+                for handler in changeHandlers { handler(snapshot) }
+            }
             return
         }
         let oldRows = rows, oldLayout = layout
