@@ -47,8 +47,15 @@ import Testing
     func everyAttributeTypeSortsAsAFetchSortsIt(_ type: StoreType) throws {
         let dir = try TemporaryDirectory("frc-sort-types-\(type)")
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try makeCoordinator(type, in: dir))
-        let decimals: [Decimal?] = [nil, 10, 9.5, -1, 100.25, 0, Decimal(sign: .plus, exponent: 30, significand: 1), Decimal(sign: .minus, exponent: -3, significand: 1)]
-        let dates: [Date?] = [nil, Date(timeIntervalSinceReferenceDate: 5), Date(timeIntervalSinceReferenceDate: -5), Date(timeIntervalSinceReferenceDate: 1e9), Date(timeIntervalSinceReferenceDate: 0.5), .distantPast, .distantFuture, Date(timeIntervalSinceReferenceDate: -0.0)]
+        let decimals: [Decimal?] = [
+            nil, 10, 9.5, -1, 100.25, 0, Decimal(sign: .plus, exponent: 30, significand: 1),
+            Decimal(sign: .minus, exponent: -3, significand: 1)
+        ]
+        let dates: [Date?] = [
+            nil, Date(timeIntervalSinceReferenceDate: 5), Date(timeIntervalSinceReferenceDate: -5),
+            Date(timeIntervalSinceReferenceDate: 1e9), Date(timeIntervalSinceReferenceDate: 0.5), .distantPast, .distantFuture,
+            Date(timeIntervalSinceReferenceDate: -0.0)
+        ]
         let uuids: [UUID?] = [nil] + (0..<7).map { _ in UUID() }
         let floats: [Float] = [1, -1, .nan, -0.0, 0.0, .infinity, -.infinity, 2.5]
         let ints: [Int?] = [nil, 1, -1, .max, .min, 0, 3, 2]
@@ -61,7 +68,7 @@ import Testing
             ("float", [SortDescriptor(\Sample.f), SortDescriptor(\.i)]),
             ("int", [SortDescriptor(\Sample.optionalInt, order: .reverse), SortDescriptor(\.i)]),
             ("string?", [SortDescriptor(\Sample.optionalString), SortDescriptor(\.i)]),
-            ("string? reverse", [SortDescriptor(\Sample.optionalString, order: .reverse), SortDescriptor(\.i)]),
+            ("string? reverse", [SortDescriptor(\Sample.optionalString, order: .reverse), SortDescriptor(\.i)])
         ]
         try context.performAndWait { () throws in
             for i in 0..<8 {

@@ -76,4 +76,5 @@ func expectControllerAgreesWithAFetch(
         }
         context.performAndWait {}
         try expectControllerAgreesWithAFetch(controller, recorder, previous: &previous, request: request, "merged")
-    }}
+    }
+}

@@ -30,7 +30,11 @@ import Testing
         }
         let changes = Counter()
         try context.performAndWait { () throws in
-            withObservationTracking { _ = people.objects } onChange: { changes.count += 1 }
+            withObservationTracking {
+                _ = people.objects
+            } onChange: {
+                changes.count += 1
+            }
             context.reset()
             #expect(changes.count == 1)
             #expect(people.objects.map(\.name) == ["Ann", "Bob"])
@@ -39,7 +43,11 @@ import Testing
             #expect(people.sections.flatMap(\.objects).allSatisfy { $0.managedObjectContext === context })
             #expect(people.difference.isEmpty)
             // The new instances follow changes as before.
-            withObservationTracking { _ = people.objects } onChange: { changes.count += 1 }
+            withObservationTracking {
+                _ = people.objects
+            } onChange: {
+                changes.count += 1
+            }
             try #require(people.objects.first).name = "Cy"
             context.processPendingChanges()
             #expect(changes.count == 2)

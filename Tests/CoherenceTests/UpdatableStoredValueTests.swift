@@ -118,7 +118,9 @@ final class Appointment: ManagedObject, Updatable {
 
     @Test(arguments: [StoreType.sqlite, .inMemory])
     func decimalsAreComparedByValue(_ type: StoreType) throws {
-        let values: [Decimal?] = [nil, 0, 1, Decimal(sign: .plus, exponent: -1, significand: 10), .nan, -1, Decimal(sign: .plus, exponent: 20, significand: 3)]
+        let values: [Decimal?] = [
+            nil, 0, 1, Decimal(sign: .plus, exponent: -1, significand: 10), .nan, -1, Decimal(sign: .plus, exponent: 20, significand: 3)
+        ]
         try everyPair(type, "decimal", \.amount, values) { a, b in
             switch (a, b) {
             case (nil, nil): return true
@@ -136,7 +138,9 @@ final class Appointment: ManagedObject, Updatable {
         ]
         try everyPair(type, "date", \.optionalAt, values) { a, b in
             a.map { $0.timeIntervalSinceReferenceDate.isNaN ? Double.nan.bitPattern : ($0.timeIntervalSinceReferenceDate + 0).bitPattern }
-                == b.map { $0.timeIntervalSinceReferenceDate.isNaN ? Double.nan.bitPattern : ($0.timeIntervalSinceReferenceDate + 0).bitPattern }
+                == b.map {
+                    $0.timeIntervalSinceReferenceDate.isNaN ? Double.nan.bitPattern : ($0.timeIntervalSinceReferenceDate + 0).bitPattern
+                }
         }
     }
 }
