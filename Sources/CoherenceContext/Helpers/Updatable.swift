@@ -16,8 +16,9 @@ public protocol Updatable: ManagedObject {}
 
 extension Updatable {
     /// Sets the property to `value` unless it already holds it. A non-optional attribute whose
-    /// stored value is nil (a row written without it) counts as different. Floating-point values
-    /// (and dates) compare as the store keeps them, bit for bit: NaN holds NaN, −0.0 is not 0.0.
+    /// stored value is nil (a row written without it) counts as different. Values compare as the
+    /// store keeps them: floating-point values bit for bit (NaN holds NaN, −0.0 is not 0.0), dates
+    /// by their instant, text by its UTF-8 bytes, URLs by their absolute string.
     /// - Returns: whether it wrote.
     @discardableResult
     public func update<V: Equatable>(_ keyPath: ReferenceWritableKeyPath<Self, V>, value: V) -> Bool {

@@ -218,11 +218,16 @@ extension FetchedResultsController {
             additions.append(Row(object: o, section: sectionName?(o) ?? "", sortValues: order.values(of: o)))
         }
         let order = self.order
+        // Ties go as a fetch breaks them: saved objects by primary key, inserted ones last.
+        func precedes(_ a: Row, _ b: Row) -> Bool {
+            let c = order.compare(a.sortValues, b.sortValues)
+            return c != 0 ? c < 0 : ManagedObjectContext.tieOrder(a.object.objectID, b.object.objectID)
+        }
         if additions.count > 1 {
-            let sorted = additions.indices.sorted { order.compare(additions[$0].sortValues, additions[$1].sortValues) < 0 }
+            let sorted = additions.indices.sorted { precedes(additions[$0], additions[$1]) }
             additions = sorted.map { additions[$0] }
         }
-        // One pass over the rows that stay, each addition placed after the rows it ties with.
+        // One pass over the rows that stay, each addition placed before the first row it precedes.
         var merged: [Row] = []
         var origin: [Int] = []
         var changed: [Bool] = []
@@ -239,7 +244,7 @@ extension FetchedResultsController {
             isAddition.append(true)
         }
         for (i, row) in rows.enumerated() where stays[i] {
-            while next < additions.count && order.compare(additions[next].sortValues, row.sortValues) < 0 {
+            while next < additions.count && precedes(additions[next], row) {
                 add(additions[next])
                 next += 1
             }
@@ -278,9 +283,10 @@ extension FetchedResultsController {
     /// ID, after a reset made every object new).
     private func refetch(changed: Set<ObjectIdentifier>, byID: Bool) {
         let context = managedObjectContext
+        guard let request = fetchedRequest else { return }
         let objects: [ResultType]
         do throws(CoherenceError) {
-            objects = try context.fetch(fetchRequest)
+            objects = try context.fetch(request)
         } catch {
             context.reportPropagationError(error)
             return
@@ -300,8 +306,15 @@ extension FetchedResultsController {
         let newLayout = SectionLayout(rowSectionNames: new.lazy.map(\.section))
         let (difference, flat) = ResultsDiff.difference(old: rows, layout, new: new, newLayout, origin: origin, changed: changed)
         guard !difference.isEmpty else {
+            // The same results, but perhaps other instances of them (after a reset): the change
+            // handlers (the `@Observable` form) take the new ones.
+            let sameObjects = rows.count == new.count && zip(rows, new).allSatisfy { $0.object === $1.object }
             rows = new
             layout = newLayout
+            if !sameObjects {
+                let snapshot = makeSnapshot(difference)
+                for handler in changeHandlers { handler(snapshot) }
+            }
             return
         }
         let oldRows = rows, oldLayout = layout

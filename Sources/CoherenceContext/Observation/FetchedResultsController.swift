@@ -55,6 +55,9 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
     var layout = SectionLayout()
     /// The compiled request of the last ``performFetch()`` (nil before).
     var compiled: StoreFetch?
+    /// The request of the last ``performFetch()``, which changes are fetched again with (a
+    /// request set since takes effect at the next ``performFetch()``).
+    var fetchedRequest: FetchRequest<ResultType>?
     var order = RowOrder(keys: [])
     /// Whether each change is applied by fetching again (see the type's discussion).
     var refetchesOnChange = false
@@ -135,6 +138,7 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
         let wasFetched = compiled != nil
         let oldRows = rows, oldLayout = layout
         compiled = fetch
+        fetchedRequest = fetchRequest
         order = newOrder
         refetchesOnChange = fetch.offset > 0 || newOrder.followsRelationships || (fetch.predicate?.followsRelationships ?? false)
         rows = newRows

@@ -159,7 +159,7 @@ extension Date: PersistentValue {
     /// form of ``StoredValue/init(double:)`` (−0.0 is the instant 0, stored as 0).
     @inlinable public var storedValue: StoredValue {
         let t = timeIntervalSinceReferenceDate
-        return t.isNaN ? StoredValue(double: t) : .real(t)
+        return t.isNaN ? StoredValue(double: t) : .real(t == 0 ? 0 : t)
     }
     @inlinable public init?(storedValue: StoredValue) {
         switch storedValue {
