@@ -46,18 +46,28 @@ public enum PredicateJoin: Sendable {
 extension Collection {
     /// The predicates combined with `&&` or `||`, in order.
     ///
+    /// They are nested as a balanced tree (`(a && b) && (c && d)`), as deep as the logarithm of
+    /// their number, so that thousands of predicates translate (and evaluate) without
+    /// recursing once per predicate.
+    ///
     /// ```swift
     /// let filters: [Predicate<Person>] = [\.age >= 18, .beginsWith(\.name, "A")]
     /// let request = FetchRequest<Person>().where(filters.joined(with: .and))
     /// ```
     public func joined<T: ManagedObject>(with join: PredicateJoin) -> Predicate<T> where Element == Predicate<T> {
-        guard var result = first else {
+        let predicates = Array(self)
+        guard !predicates.isEmpty else {
             let empty = join == .and
             return Predicate<T> { _ in PredicateExpressions.Value(empty) }
         }
-        for next in dropFirst() {
-            result = join == .and ? result && next : result || next
-        }
-        return result
+        return Self.balanced(predicates[...], join)
+    }
+
+    /// `predicates` (not empty) combined as a balanced tree.
+    private static func balanced<T: ManagedObject>(_ predicates: ArraySlice<Predicate<T>>, _ join: PredicateJoin) -> Predicate<T> {
+        if predicates.count == 1, let only = predicates.first { return only }
+        let middle = predicates.startIndex + predicates.count / 2
+        let lhs = balanced(predicates[..<middle], join), rhs = balanced(predicates[middle...], join)
+        return join == .and ? lhs && rhs : lhs || rhs
     }
 }

@@ -190,12 +190,12 @@ final class QueryBuilder {
             if xs.isEmpty { return dialect.trueSQL }
             var parts: [String] = []
             for x in xs { parts.append(try condition(x)) }
-            return "(" + parts.joined(separator: " AND ") + ")"
+            return Self.grouped(parts[...], " AND ")
         case .or(let xs):
             if xs.isEmpty { return dialect.falseSQL }
             var parts: [String] = []
             for x in xs { parts.append(try condition(x)) }
-            return "(" + parts.joined(separator: " OR ") + ")"
+            return Self.grouped(parts[...], " OR ")
         case .not(let x):
             return "(NOT \(try condition(x)))"
         case .isNull(let x):
@@ -285,6 +285,20 @@ final class QueryBuilder {
         case .count(let path):
             return "(\(try subquery(path, scope: nil, select: "count(*)", predicate: nil, negate: false)))"
         }
+    }
+
+    /// The largest number of operands of one `AND` or `OR` written as a flat chain.
+    static let flatChainLimit = 64
+
+    /// `parts` joined by `separator` (` AND ` or ` OR `), in order, in parentheses. SQLite parses
+    /// a chain `a OR b OR c …` as a tree as deep as the chain is long, and refuses a tree deeper
+    /// than 1000 ("Expression tree is too large"): a longer chain (a `contains(where:)` over a
+    /// captured array of a thousand values) is grouped in halves, as deep as the logarithm of
+    /// its length. Parameters stay in the order of the parts.
+    static func grouped(_ parts: ArraySlice<String>, _ separator: String) -> String {
+        if parts.count <= flatChainLimit { return "(" + parts.joined(separator: separator) + ")" }
+        let middle = parts.startIndex + parts.count / 2
+        return "(" + grouped(parts[..<middle], separator) + separator + grouped(parts[middle...], separator) + ")"
     }
 
     /// A comparison of two translated operands.
