@@ -70,6 +70,43 @@ struct LongPredicateTests {
         }
     }
 
+    /// A captured list was bound one parameter per value, so a list longer than a statement
+    /// takes (PostgreSQL: 65535 parameters; SQLite: 32766 unless built otherwise, 250000 here)
+    /// failed with `.storeReadFailed` while the in-memory store answered. Long lists of
+    /// integers, strings and (PostgreSQL) UUIDs are now bound as one array parameter, value for
+    /// value: text with quotes, backslashes, control characters, decomposed accents and emoji
+    /// matches exactly as `==` does.
+    @Test(arguments: PostgreSQLTestServer.storeTypes)
+    func hugeListsOfCapturedValuesTranslate(_ type: StoreType) throws {
+        try PredicateOracleProbeTests.withItems(type) { context in
+            let ints = Array(5..<66_000) + [Int.max, Int.min, -7]
+            let tricky = ["\"", "\\", "a\"b\\c", "\u{1}x\u{1F}", "{a,b}", "NULL", "[1]", "\u{2028}", "🎉x"]
+            // Strings with no canonically equivalent other in the data (Swift's `==` would call
+            // those equal, the stores compare bytes: see Predicates.md, "Text").
+            let kept: [String] = [0, 2, 4, 10, 12, 14, 16, 18, 20].map { OracleData.strings[$0] }
+            let fillers: [String] = (0..<66_000).map { (i: Int) -> String in "s\(i)\"\\" }
+            let strings: [String] = fillers + tricky + kept
+            let optionalStrings: [String?] = strings + [nil]
+            var uuids: [UUID?] = [OracleData.uuid(2)]
+            for i in 0..<66_000 {
+                let a = UInt8(i % 256), b = UInt8(i / 256 % 256)
+                uuids.append(UUID(uuid: (9, 9, a, b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+            }
+            try Self.expectAnswer(context, #Predicate { ints.contains($0.int) }, "ints")
+            try Self.expectAnswer(context, #Predicate { optionalStrings.contains($0.t) }, "strings and nil")
+            try Self.expectAnswer(context, #Predicate { uuids.contains($0.uuid) }, "uuids")
+
+            let all = try context.fetch(FetchRequest<OracleItem>())
+            let keys = Dictionary(uniqueKeysWithValues: all.map { ($0.objectID, $0.key) })
+            let matching = #Predicate<OracleItem> { strings.contains($0.s) }
+            let want = try all.filter { try matching.evaluate($0) }.map(\.key).sorted()
+            var delete = BatchDeleteRequest(fetchRequest: FetchRequest<OracleItem>(predicate: matching))
+            delete.resultType = .objectIDs
+            #expect(try (context.execute(delete).objectIDs ?? []).map { keys[$0] ?? "?" }.sorted() == want)
+            #expect(try context.persistentStoreCoordinator.count(for: FetchRequest<OracleItem>()) == all.count - want.count)
+        }
+    }
+
     /// A predicate nested deeper than the translator goes (a chain of `&&` or `!` built in a
     /// loop, one level per step) stopped the process; it is now refused with
     /// `.unsupportedPredicate`, in every store, before any store is read.
