@@ -188,6 +188,14 @@ package enum PredicateCompiler {
         var bindings: [PredicateExpressions.VariableID: Operand] = [:]
         /// The number of enclosing `contains(where:)` / `allSatisfy` scopes.
         var depth = 0
+        /// The number of expressions being compiled, each inside the one before.
+        var nesting = 0
+
+        /// How deeply expressions may nest: compiling (and then translating and evaluating) a
+        /// tree recurses once per level, so a deeper one — a chain of `&&` built in a loop, one
+        /// level per predicate — would overflow the thread's stack. Written predicates and
+        /// `joined(with:)` (which nests its operands as a balanced tree) stay far below.
+        static let maximumNesting = 256
 
         init(entity: EntityDescription) { self.entity = entity }
 
@@ -195,6 +203,14 @@ package enum PredicateCompiler {
         package mutating func operand(_ child: Any) throws(CoherenceError) -> Operand {
             guard let compilable = child as? any QueryCompilable else {
                 throw unsupported(type(of: child), "it cannot be translated to SQL")
+            }
+            nesting += 1
+            defer { nesting -= 1 }
+            guard nesting <= Self.maximumNesting else {
+                throw unsupported(
+                    type(of: child),
+                    "the predicate nests expressions more than \(Self.maximumNesting) levels deep (combine many predicates with joined(with:), which nests them as a balanced tree, rather than with && or || in a loop)"
+                )
             }
             return try compilable.compile(&self)
         }

@@ -154,9 +154,13 @@ extension QueryBuilder {
             var parts: [String] = []
             if !nonNull.isEmpty {
                 let l = try value(x)
-                var items: [String] = []
-                for v in nonNull { items.append(try value(v)) }
-                parts.append("coalesce(\(l) IN (\(items.joined(separator: ", "))), FALSE)")
+                if QueryEvaluator.domain(x) == .plain, let list = longList(nonNull) {
+                    parts.append("coalesce(\(l) = ANY(\(list.sql)::\(list.elementType)[]), FALSE)")
+                } else {
+                    var items: [String] = []
+                    for v in nonNull { items.append(try value(v)) }
+                    parts.append("coalesce(\(l) IN (\(items.joined(separator: ", "))), FALSE)")
+                }
             }
             if nonNull.count < values.count { parts.append("(\(try value(x)) IS NULL)") }
             return "(" + parts.joined(separator: " OR ") + ")"

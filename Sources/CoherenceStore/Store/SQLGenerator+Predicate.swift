@@ -190,12 +190,12 @@ final class QueryBuilder {
             if xs.isEmpty { return dialect.trueSQL }
             var parts: [String] = []
             for x in xs { parts.append(try condition(x)) }
-            return "(" + parts.joined(separator: " AND ") + ")"
+            return Self.grouped(parts[...], " AND ")
         case .or(let xs):
             if xs.isEmpty { return dialect.falseSQL }
             var parts: [String] = []
             for x in xs { parts.append(try condition(x)) }
-            return "(" + parts.joined(separator: " OR ") + ")"
+            return Self.grouped(parts[...], " OR ")
         case .not(let x):
             return "(NOT \(try condition(x)))"
         case .isNull(let x):
@@ -255,9 +255,13 @@ final class QueryBuilder {
             var parts: [String] = []
             if !nonNull.isEmpty {
                 let l = try sql(x)
-                var items: [String] = []
-                for v in nonNull { items.append(try sql(v)) }
-                parts.append("coalesce(\(l)\(collate) IN (\(items.joined(separator: ", "))), 0)")
+                if !isDecimal(x), let list = longList(nonNull) {
+                    parts.append("coalesce(\(l)\(collate) IN (SELECT value FROM json_each(\(list.sql))), 0)")
+                } else {
+                    var items: [String] = []
+                    for v in nonNull { items.append(try sql(v)) }
+                    parts.append("coalesce(\(l)\(collate) IN (\(items.joined(separator: ", "))), 0)")
+                }
             }
             if hasNull { parts.append("(\(try sql(x)) IS NULL)") }
             return "(" + parts.joined(separator: " OR ") + ")"
@@ -285,6 +289,69 @@ final class QueryBuilder {
         case .count(let path):
             return "(\(try subquery(path, scope: nil, select: "count(*)", predicate: nil, negate: false)))"
         }
+    }
+
+    /// The longest list of constants of an `IN` test bound one parameter per value: a longer
+    /// one is bound as one array parameter (``longList(_:)``), since a statement takes a limited
+    /// number of parameters (SQLite 32766 unless built otherwise, PostgreSQL 65535).
+    static let longListLength = 512
+
+    /// The values of a long `IN` list (more than ``longListLength``, nil constants left out) as
+    /// one array parameter, bound here, and the SQL type of its elements (PostgreSQL): for
+    /// SQLite a JSON array (`json_each(?)`), for PostgreSQL an array literal (`?::BIGINT[]`).
+    /// Nil for a shorter list, or one of values an array cannot carry exactly (objects, blobs
+    /// in SQLite's JSON, text holding NUL, values of several types).
+    func longList(_ values: [QueryExpression]) -> (sql: String, elementType: String)? {
+        guard values.count > Self.longListLength else { return nil }
+        var integers: [Int64] = [], texts: [String] = [], blobs: [Data] = []
+        for v in values {
+            guard case .constant(let c) = v else { return nil }
+            switch c {
+            case .integer(let i): integers.append(i)
+            case .text(let t) where !t.utf8.contains(0): texts.append(t)
+            case .blob(let d) where dialect == .postgreSQL: blobs.append(d)
+            default: return nil
+            }
+        }
+        guard [integers.count, texts.count, blobs.count].filter({ $0 > 0 }).count == 1 else { return nil }
+        if !integers.isEmpty { return (bind(.text(dialect.keyList(integers))), "BIGINT") }
+        if dialect == .sqlite { return (bind(.text("[" + texts.map(Self.jsonString).joined(separator: ",") + "]")), "TEXT") }
+        if !texts.isEmpty { return (bind(.text("{" + texts.map(Self.arrayElement).joined(separator: ",") + "}")), "TEXT") }
+        let hex = blobs.map { d in "\"\\\\x" + d.map { String(format: "%02x", $0) }.joined() + "\"" }
+        return (bind(.text("{" + hex.joined(separator: ",") + "}")), "BYTEA")
+    }
+
+    /// `s` as a JSON string.
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where u.value < 0x20: out += String(format: "\\u%04x", u.value)
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+
+    /// `s` as a quoted element of a PostgreSQL array literal.
+    static func arrayElement(_ s: String) -> String {
+        "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+
+    /// The largest number of operands of one `AND` or `OR` written as a flat chain.
+    static let flatChainLimit = 64
+
+    /// `parts` joined by `separator` (` AND ` or ` OR `), in order, in parentheses. SQLite parses
+    /// a chain `a OR b OR c …` as a tree as deep as the chain is long, and refuses a tree deeper
+    /// than 1000 ("Expression tree is too large"): a longer chain (a `contains(where:)` over a
+    /// captured array of a thousand values) is grouped in halves, as deep as the logarithm of
+    /// its length. Parameters stay in the order of the parts.
+    static func grouped(_ parts: ArraySlice<String>, _ separator: String) -> String {
+        if parts.count <= flatChainLimit { return "(" + parts.joined(separator: separator) + ")" }
+        let middle = parts.startIndex + parts.count / 2
+        return "(" + grouped(parts[..<middle], separator) + separator + grouped(parts[middle...], separator) + ")"
     }
 
     /// A comparison of two translated operands.
