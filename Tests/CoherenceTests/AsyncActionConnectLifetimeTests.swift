@@ -59,7 +59,7 @@ struct AsyncActionConnectLifetimeTests {
         let proxy = try #require(try connect?.execute(GatedAsyncImport(started: startedContinuation, gate: gate)))
         for await _ in started { break }
         // The action runs; the app lets go of the connect.
-        weak var weakConnect: AnyObject? = connect
+        weak let weakConnect: AnyObject? = connect
         let coordinator = try #require(connect?.persistentStoreCoordinator)
         connect = nil
         #expect(weakConnect != nil)
