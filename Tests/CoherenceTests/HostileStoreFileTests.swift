@@ -41,6 +41,23 @@ import Testing
         #expect(try Data(contentsOf: url) == before)
     }
 
+    /// A store path that names a directory is refused with `.storeOpenFailed` naming the store,
+    /// and the directory and what it holds are left as they were.
+    @Test func aPathThatIsADirectoryIsATypedOpenError() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.file("store.sqlite")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try Data("kept".utf8).write(to: url.appendingPathComponent("inside.txt"))
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
+        let error = #expect(throws: CoherenceError.self) { try coordinator.addPersistentStore(type: .sqlite, at: url) }
+        #expect(error?.code == .storeOpenFailed, "\(String(describing: error))")
+        #expect(error?.store == url.path)
+        #expect(coordinator.persistentStores.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: url.path) == ["inside.txt"])
+        #expect(try Data(contentsOf: url.appendingPathComponent("inside.txt")) == Data("kept".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.url.path) == ["store.sqlite"])
+    }
+
     /// A store in a directory and file whose names hold spaces, `?`, `#`, `%` and non-ASCII
     /// letters opens, saves and opens again at the same path (SQLite opens with URI filenames
     /// enabled: the path must not be read as a URI).

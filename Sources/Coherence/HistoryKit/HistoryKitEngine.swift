@@ -233,7 +233,15 @@ final class HistoryKitEngine: Sendable {
 
     static func describe(_ mark: HistoryKitMark?) -> String {
         guard let mark else { return "none" }
-        return mark.transactionNumber.map { "transaction \($0) of \(mark.timestamp)" } ?? "\(mark.timestamp)"
+        let time = describe(mark.timestamp)
+        return mark.transactionNumber.map { "transaction \($0) of \(time)" } ?? time
+    }
+
+    /// A transaction's timestamp for a message. (Foundation's description of a NaN date, which
+    /// a PostgreSQL store's history can hold, stops the process.)
+    static func describe(_ timestamp: Date) -> String {
+        let t = timestamp.timeIntervalSinceReferenceDate
+        return t.isNaN ? "Date(timeIntervalSinceReferenceDate: \(t))" : "\(timestamp)"
     }
 
     /// Refreshes every object of the contexts (after history they needed was deleted).
@@ -285,7 +293,7 @@ final class HistoryKitEngine: Sendable {
             )
             log(
                 .debug, 2,
-                "merged \(batch.transactions.count) transactions, progress of '\(currentAuthor)' updated to transaction \(last.transactionNumber) of \(last.timestamp)"
+                "merged \(batch.transactions.count) transactions, progress of '\(currentAuthor)' updated to transaction \(last.transactionNumber) of \(Self.describe(last.timestamp))"
             )
         }
     }

@@ -34,7 +34,12 @@ public struct Tombstone: Sendable, Hashable {
         if value.isNull { return nil }
         switch type {
         case .date?:
-            return Date(storedValue: value).map { $0.formatted(.iso8601) }
+            // A date that is not finite has no ISO 8601 form (Foundation writes a made-up one,
+            // -4712-01-01 for NaN and −∞): it is written as its number, as numbers are.
+            return Date(storedValue: value).map { date in
+                let interval = date.timeIntervalSinceReferenceDate
+                return interval.isFinite ? date.formatted(.iso8601) : String(interval)
+            }
         case .uuid?:
             return UUID(storedValue: value)?.uuidString
         case .uri?:

@@ -49,9 +49,12 @@ package enum HistorySQL {
     /// The number of history tables in the store (0 or 1).
     package static func tableExists(_ dialect: SQLDialect) -> String { dialect.tableExists(transactionTable) }
 
+    /// The highest number deleted, as an integer: text or a blob another program wrote there
+    /// counts as its integer part (SQLite's `max` would take it over every number).
+    static let deletedThrough = "coalesce((SELECT CAST(Z_DELETEDTHROUGH AS INTEGER) FROM Z_HISTORYSTATE WHERE Z_KEY = 1), 0)"
+
     /// The last number handed out: the highest remaining, or the highest deleted.
-    static let lastNumber =
-        "max(coalesce((SELECT max(Z_PK) FROM Z_HISTORYTRANSACTION), 0), coalesce((SELECT Z_DELETEDTHROUGH FROM Z_HISTORYSTATE WHERE Z_KEY = 1), 0))"
+    static let lastNumber = "max(coalesce((SELECT max(Z_PK) FROM Z_HISTORYTRANSACTION), 0), \(deletedThrough))"
 
     /// The last number handed out, as a query of one row.
     package static func selectLastNumber(_ dialect: SQLDialect) -> String {
@@ -66,7 +69,7 @@ package enum HistorySQL {
     /// The highest number deleted and the last number handed out, as a query of one row.
     package static func state(_ dialect: SQLDialect) -> String {
         switch dialect {
-        case .sqlite: return "SELECT coalesce((SELECT Z_DELETEDTHROUGH FROM Z_HISTORYSTATE WHERE Z_KEY = 1), 0), \(lastNumber)"
+        case .sqlite: return "SELECT \(deletedThrough), \(lastNumber)"
         case .postgreSQL:
             return
                 "SELECT coalesce((SELECT Z_DELETEDTHROUGH FROM Z_HISTORYSTATE WHERE Z_KEY = 1), 0), coalesce((SELECT Z_LAST FROM Z_HISTORYSTATE WHERE Z_KEY = 1), 0)"
@@ -101,8 +104,8 @@ package enum HistorySQL {
 
     /// Raises the highest number deleted to the bound one.
     package static func noteDeleted(_ dialect: SQLDialect) -> String {
-        let highest = dialect == .sqlite ? "max" : "GREATEST"
-        return "UPDATE Z_HISTORYSTATE SET Z_DELETEDTHROUGH = \(highest)(Z_DELETEDTHROUGH, ?) WHERE Z_KEY = 1"
+        let highest = dialect == .sqlite ? "max(CAST(Z_DELETEDTHROUGH AS INTEGER), ?)" : "GREATEST(Z_DELETEDTHROUGH, ?)"
+        return "UPDATE Z_HISTORYSTATE SET Z_DELETEDTHROUGH = \(highest) WHERE Z_KEY = 1"
     }
 
     /// The transactions a query selects, oldest first (`filter`: its WHERE clause).

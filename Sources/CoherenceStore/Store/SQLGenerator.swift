@@ -204,11 +204,16 @@ package struct SQLGenerator: Sendable {
     /// Reserves keys of `root`'s table; parameters: the count, then the root's entity number.
     /// The counter moves on from the table's largest key when it is behind it (another program
     /// inserted rows, or put the counter back), so a new key never names a row that exists.
-    /// (A counter ahead of the table, as reserved keys leave it, is kept.)
+    /// (A counter ahead of the table, as reserved keys leave it, is kept.) In SQLite, a counter
+    /// that is no integer (NULL, as a store made by Core Data allows, or text or a real number
+    /// another program wrote) counts as its integer part, 0 when it has none: SQLite's `MAX`
+    /// would give NULL or the text, and the sum NULL, a real number or a key that exists.
     package func allocatePrimaryKeys(_ root: EntityDescription) -> String {
-        let greatest = dialect == .postgreSQL ? "GREATEST" : "MAX"
-        return "UPDATE Z_PRIMARYKEY SET Z_MAX = \(greatest)(Z_MAX, (SELECT COALESCE(MAX(Z_PK), 0) FROM \(table(root)))) + ? "
-            + "WHERE Z_ENT = ? RETURNING Z_MAX"
+        let largest = "(SELECT COALESCE(MAX(Z_PK), 0) FROM \(table(root)))"
+        let counter =
+            dialect == .postgreSQL
+            ? "GREATEST(Z_MAX, \(largest))" : "MAX(COALESCE(CAST(Z_MAX AS INTEGER), 0), \(largest))"
+        return "UPDATE Z_PRIMARYKEY SET Z_MAX = \(counter) + ? WHERE Z_ENT = ? RETURNING Z_MAX"
     }
 
     /// Statements that create the tables and indexes for `entities` (whole hierarchies).
