@@ -23,9 +23,11 @@ import Foundation
 //   quit                        → DONE, exit 0 (after the kit's round under way, if any)
 //
 //   CoherenceKitAuthor --store PATH --author NAME --authors A,B,C [--batch-authors X,Y] [--batch]
-//                      [--url POSTGRESQL-URL]
+//                      [--url POSTGRESQL-URL] [--tracker]
 //
-//   --url   the notes store is the PostgreSQL store at the URL (PATH is then unused)
+//   --url      the notes store is the PostgreSQL store at the URL (PATH is then unused)
+//   --tracker  runs RCDataKit's PersistentHistoryTracker for AUTHOR instead of the kit (`own` and
+//              `merged` then answer 0 and nothing)
 //
 // With KIT_LOG in the environment, the kit logs everything (level 2) to standard error.
 //
@@ -53,11 +55,14 @@ func fail(_ message: String) -> Never {
 
 var options: [String: String] = [:]
 var batchOnly = false
+var usesTracker = false
 var index = 1
 let args = CommandLine.arguments
 while index < args.count {
     if args[index] == "--batch" {
         batchOnly = true
+    } else if args[index] == "--tracker" {
+        usesTracker = true
     } else if index + 1 < args.count {
         options[args[index]] = args[index + 1]
         index += 1
@@ -86,8 +91,11 @@ let ownMerged = LockedValue(0)
 let othersMerged = LockedValue<[Int64]>([])
 /// Signalled after each merge hook call.
 let mergeHookCalled = DispatchSemaphore(value: 0)
+let tracker: PersistentHistoryTracker? =
+    usesTracker && !batchOnly ? PersistentHistoryTracker(container: connect, currentAuthor: TransactionAuthor(author)) : nil
+if let tracker { await tracker.startMonitoring() }
 let kit: PersistentHistoryTrackingKit? =
-    batchOnly
+    batchOnly || usesTracker
     ? nil
     : PersistentHistoryTrackingKit(
         container: connect, currentAuthor: author, allAuthors: allAuthors, batchAuthors: batchAuthors,
@@ -231,5 +239,6 @@ do {
 // The round under way (which may have merged without recording its progress yet) finishes first.
 _ = await kit?.mergePendingHistory()
 kit?.stop()
+await tracker?.stopMonitoring()
 say("DONE")
 exit(0)

@@ -74,7 +74,8 @@ public final class DualCoordinatorContainer: GenericPersistentContainer<ContextS
     /// `-wal` and `-shm` files, then opens it there as ``init(storeType:modelName:bundle:managedObjectModel:storeURL:storeOptions:)``
     /// does. Nothing at the old location: a store is opened (or made) at the new one. A store
     /// already at the new location (an earlier move that did not finish removing the old file):
-    /// it is opened, and the old files are removed.
+    /// it is opened, and the old files are removed. A move stopped between the files (a crash)
+    /// is finished by the next one, write-ahead log included.
     ///
     /// ```swift
     /// let container = try DualCoordinatorContainer(managedObjectModel: model, migratingFrom: oldURL, to: sharedURL)
@@ -88,15 +89,7 @@ public final class DualCoordinatorContainer: GenericPersistentContainer<ContextS
         storeOptions: StoreOptions = StoreOptions()
     ) throws(CoherenceError) {
         let old = oldURL ?? Self.defaultStoreURL(name: modelName ?? Self.defaultStoreName())
-        let files = FileManager.default
-        if files.fileExists(atPath: old.path) && old.standardizedFileURL != newURL.standardizedFileURL {
-            if files.fileExists(atPath: newURL.path) {
-                try Self.removeStoreFiles(at: old)
-            } else {
-                try StoreLocation.createDirectory(newURL.deletingLastPathComponent())
-                try Self.moveStoreFiles(from: old, to: newURL)
-            }
-        }
+        try StoreFileMove.move(from: old, to: newURL)
         try self.init(
             storeType: storeType, modelName: modelName, bundle: bundle, managedObjectModel: managedObjectModel, storeURL: newURL,
             storeOptions: storeOptions)
@@ -150,36 +143,6 @@ public final class DualCoordinatorContainer: GenericPersistentContainer<ContextS
             var e = CoherenceError(.invalidRequest, "The model '\(name)' could not be loaded: \(error.message)")
             e.underlyingErrors = [error]
             throw e
-        }
-    }
-
-    /// A store file and its SQLite companions (`-wal`, `-shm`).
-    static func storeFiles(_ url: URL) -> [URL] {
-        ["", "-wal", "-shm"].map { URL(fileURLWithPath: url.path + $0) }
-    }
-
-    private static func moveStoreFiles(from old: URL, to new: URL) throws(CoherenceError) {
-        var moved: [(URL, URL)] = []
-        for (from, to) in zip(storeFiles(old), storeFiles(new)) where FileManager.default.fileExists(atPath: from.path) {
-            do {
-                try FileManager.default.moveItem(at: from, to: to)
-                moved.append((from, to))
-            } catch {
-                for (back, there) in moved.reversed() { try? FileManager.default.moveItem(at: there, to: back) }
-                throw CoherenceError(
-                    .storeOpenFailed, "The store file \(from.path) could not be moved to \(to.path): \(error.localizedDescription)",
-                    store: old.path)
-            }
-        }
-    }
-
-    private static func removeStoreFiles(at url: URL) throws(CoherenceError) {
-        for file in storeFiles(url) where FileManager.default.fileExists(atPath: file.path) {
-            do { try FileManager.default.removeItem(at: file) } catch {
-                throw CoherenceError(
-                    .storeOpenFailed, "The old store file \(file.path) could not be removed: \(error.localizedDescription)", store: url.path
-                )
-            }
         }
     }
 }

@@ -92,15 +92,16 @@ package enum StoreLayoutRepair {
         guard entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return [] }
         var existing: [String: IndexShape] = [:]
         for row in try database.rows(generator.migrationIndexShapes, []) {
-            guard row.count == 5, case .text(let name) = row[0], case .text(let table) = row[1] else { continue }
+            guard row.count == 6, case .text(let name) = row[0], case .text(let table) = row[1] else { continue }
             func flag(_ value: StoredValue) -> Bool { if case .integer(let n) = value { return n != 0 } else { return false } }
+            let condition = if case .text(let text) = row[5] { IndexShape.condition(text, generator.dialect) } else { String?.none }
             guard case .text(let columns) = row[4] else {
-                existing[name] = IndexShape(table: table, isUnique: false, isPartial: flag(row[3]), columns: [])
+                existing[name] = IndexShape(table: table, isUnique: false, isPartial: flag(row[3]), columns: [], condition: condition)
                 continue
             }
             existing[name] = IndexShape(
                 table: table, isUnique: flag(row[2]), isPartial: flag(row[3]),
-                columns: columns.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
+                columns: columns.split(separator: ",", omittingEmptySubsequences: false).map(String.init), condition: condition)
         }
         let statements = generator.createSchema(for: entities)
         let q = generator.dialect.quote
@@ -116,7 +117,8 @@ package enum StoreLayoutRepair {
                 if let shape = existing[stored] {
                     let expected = IndexShape(
                         table: table, isUnique: true, isPartial: made.contains(" WHERE "),
-                        columns: constraint.compactMap { e.propertiesByName[$0] }.map { generator.naming.columnName($0) })
+                        columns: constraint.compactMap { e.propertiesByName[$0] }.map { generator.naming.columnName($0) },
+                        condition: IndexShape.expectedCondition(made: made, numbers: e.descendantNumbers, generator: generator))
                     guard !shape.keeps(expected, ignoringCase: generator.dialect == .sqlite) else { continue }
                     // (On PostgreSQL the impostor may stand for a constraint, which owns it.)
                     if generator.dialect == .postgreSQL {
@@ -138,14 +140,45 @@ package enum StoreLayoutRepair {
         var isUnique: Bool
         var isPartial: Bool
         var columns: [String]
+        /// The condition of a partial index (its `WHERE`), without white space and in lowercase;
+        /// nil for a whole index.
+        var condition: String?
 
         /// Whether this index keeps the constraint of `expected` (the index the model makes).
         func keeps(_ expected: IndexShape, ignoringCase: Bool) -> Bool {
             let fold = { (names: [String]) in ignoringCase ? names.map { $0.lowercased() } : names }
             // (A whole index where a partial one is expected keeps the constraint, more strictly:
-            // Core Data makes one so for a sub-entity's constraint.)
-            return isUnique && (!isPartial || expected.isPartial) && fold([table]) == fold([expected.table])
-                && fold(columns) == fold(expected.columns)
+            // Core Data makes one so for a sub-entity's constraint. A partial one keeps it only
+            // with the expected condition: another one leaves out rows the constraint holds.)
+            return isUnique && (!isPartial || (expected.isPartial && condition != nil && condition == expected.condition))
+                && fold([table]) == fold([expected.table]) && fold(columns) == fold(expected.columns)
+        }
+
+        /// The condition of a partial index from what the database reports (see
+        /// `SQLGenerator.migrationIndexShapes`): the text after the last `WHERE` of a SQLite
+        /// statement, PostgreSQL's condition as it is; nil when there is none.
+        static func condition(_ text: String, _ dialect: SQLDialect) -> String? {
+            var condition = Substring(text)
+            if dialect == .sqlite {
+                guard let r = text.range(of: " WHERE ", options: [.caseInsensitive, .backwards]) else { return nil }
+                condition = text[r.upperBound...]
+            }
+            let folded = String(condition.filter { !$0.isWhitespace }).lowercased()
+            return folded.isEmpty ? nil : folded
+        }
+
+        /// The condition (as ``condition(_:_:)`` gives it) of the index the model makes by
+        /// `made`, of an entity whose rows have the entity numbers `numbers`; nil for a whole
+        /// index. PostgreSQL writes `Z_ENT IN (3)` back as `(z_ent = 3)` and `Z_ENT IN (3, 4)`
+        /// as `(z_ent = ANY (ARRAY[(3)::bigint, (4)::bigint]))`.
+        static func expectedCondition(made: String, numbers: [Int], generator: SQLGenerator) -> String? {
+            guard made.contains(" WHERE ") else { return nil }
+            guard generator.dialect == .postgreSQL else { return condition(made, .sqlite) }
+            let stored = numbers.map { String(generator.naming.storedNumber($0)) }
+            let text =
+                stored.count == 1
+                ? "(z_ent = \(stored[0]))" : "(z_ent = ANY (ARRAY[\(stored.map { "(\($0))::bigint" }.joined(separator: ", "))]))"
+            return condition(text, .postgreSQL)
         }
     }
 

@@ -111,15 +111,17 @@ extension SQLGenerator {
 
     /// Every index made by a `CREATE INDEX` statement (not primary keys), with what decides
     /// whether it keeps a uniqueness constraint: its name, its table's name, 1 when it is unique
-    /// (and, on PostgreSQL, valid), 1 when it is partial (has a `WHERE`), and its key columns in
-    /// order, joined by commas (an expression is an empty name).
+    /// (and, on PostgreSQL, valid), 1 when it is partial (has a `WHERE`), its key columns in
+    /// order, joined by commas (an expression is an empty name), and the text that makes it
+    /// (SQLite: its `CREATE INDEX` statement; PostgreSQL: its `WHERE` condition as the server
+    /// writes it back, NULL for a whole index).
     var migrationIndexShapes: String {
         switch dialect {
         case .sqlite:
             return """
                 SELECT m.name, m.tbl_name, l."unique", l.partial, \
-                (SELECT group_concat(coalesce(c.name, ''), ',') FROM (SELECT name FROM pragma_index_info(m.name) ORDER BY seqno) AS c) \
-                FROM sqlite_master m JOIN pragma_index_list(m.tbl_name) l ON l.name = m.name \
+                (SELECT group_concat(coalesce(c.name, ''), ',') FROM (SELECT name FROM pragma_index_info(m.name) ORDER BY seqno) AS c), \
+                m.sql FROM sqlite_master m JOIN pragma_index_list(m.tbl_name) l ON l.name = m.name \
                 WHERE m.type = 'index' AND m.sql IS NOT NULL
                 """
         case .postgreSQL:
@@ -130,7 +132,8 @@ extension SQLGenerator {
                 coalesce((SELECT string_agg(coalesce(a.attname::TEXT, ''), ',' ORDER BY k.n) \
                 FROM unnest(x.indkey::INT2[]) WITH ORDINALITY AS k(attnum, n) \
                 LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum AND k.attnum > 0 \
-                WHERE k.n <= x.indnkeyatts), '') \
+                WHERE k.n <= x.indnkeyatts), ''), \
+                pg_get_expr(x.indpred, x.indrelid) \
                 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid \
                 WHERE t.relnamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema()) AND NOT x.indisprimary
                 """

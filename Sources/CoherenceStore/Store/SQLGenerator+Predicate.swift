@@ -153,6 +153,65 @@ final class QueryBuilder {
         return entity.map { $0.rootEntity !== id.entity.rootEntity } ?? false
     }
 
+    /// Lists of objects longer than this are bound as one parameter (see ``longKeyList(_:_:)``).
+    static let longKeyListThreshold = 1_000
+
+    /// The primary keys of a list of more than ``longKeyListThreshold`` objects, all of rows of
+    /// this store, tested against `x` (an object reference), bound as one parameter
+    /// (`SQLDialect.inList(_:)`) instead of one each: SQLite (32,766 by default) and PostgreSQL
+    /// (65,535) limit the parameters of a statement, and `existing(_:withIDs:)` may pass more.
+    /// Nil for any other list (long lists of constants are ``longList(_:)``'s).
+    private func longKeyList(_ x: QueryExpression, _ values: [QueryExpression]) -> [Int64]? {
+        guard values.count > Self.longKeyListThreshold, case .path(let p) = x, p.attribute == nil else { return nil }
+        var keys: [Int64] = []
+        keys.reserveCapacity(values.count)
+        for v in values {
+            guard case .object(let id?) = v, id.storeIdentifier == storeIdentifier else { return nil }
+            keys.append(id.primaryKey)
+        }
+        return keys
+    }
+
+    /// Whether a to-one relationship kept in a foreign-key column names no object, for a
+    /// comparison of the relationship with nil (`town == nil`, `town != nil`, a list holding
+    /// nil, `isNull`): a value in the column that is not an integer key (text, a real number or
+    /// a blob another program wrote; SQLite keeps them in an `INTEGER` column) names no object,
+    /// as the object reads it (nil), so it is nil here too. Nil for any other expression.
+    private func foreignKeyNullTest(_ e: QueryExpression) throws(CoherenceError) -> String? {
+        func foreignKey(_ x: QueryExpression) -> Bool {
+            guard case .path(let p) = x, p.attribute == nil, let last = p.relationships.last else { return false }
+            return last.hasForeignKey
+        }
+        func isNil(_ x: QueryExpression) -> Bool {
+            if case .object(nil) = x { return true }
+            if case .constant(.null) = x { return true }
+            return false
+        }
+        func test(_ x: QueryExpression) throws(CoherenceError) -> String {
+            let column = try sql(x)
+            return "(\(column) IS NULL OR typeof(\(column)) <> 'integer')"
+        }
+        switch e {
+        case .compare(let op, let a, let b) where op == .equal || op == .notEqual:
+            let operand: QueryExpression
+            if foreignKey(a) && isNil(b) {
+                operand = a
+            } else if foreignKey(b) && isNil(a) {
+                operand = b
+            } else {
+                return nil
+            }
+            return op == .equal ? try test(operand) : "(NOT \(try test(operand)))"
+        case .isNull(let x) where foreignKey(x):
+            return try test(x)
+        case .inList(let x, let values) where foreignKey(x) && values.contains(where: isNil):
+            let others = values.filter { !isNil($0) }
+            return others.isEmpty ? try test(x) : "(\(try test(x)) OR \(try sql(.inList(x, others))))"
+        default:
+            return nil
+        }
+    }
+
     /// SQL for an expression.
     func sql(_ e: QueryExpression) throws(CoherenceError) -> String {
         // An object of no row here is equal to no row's object, nor to no object: its `NULL`
@@ -166,6 +225,12 @@ final class QueryBuilder {
         if case .inList(let x, let values) = e, values.contains(where: { matchesNoRow($0, of: x) }) {
             return try sql(.inList(x, values.filter { !matchesNoRow($0, of: x) }))
         }
+        if case .inList(let x, let values) = e, let keys = longKeyList(x, values) {
+            let l = try sql(x)
+            _ = bind(.text(dialect.keyList(keys)))
+            return "coalesce(\(dialect.inList(l)), \(dialect.falseSQL))"
+        }
+        if dialect == .sqlite, let test = try foreignKeyNullTest(e) { return test }
         if dialect == .postgreSQL, let translated = try postgreSQL(e) { return translated }
         switch e {
         case .constant(let v):
