@@ -47,15 +47,7 @@ import Testing
         let coordinator = PersistentStoreCoordinator(managedObjectModel: try makeTestModel())
         try coordinator.addPersistentStore(type: type, at: url)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let error = context.performAndWait { () -> CoherenceError? in
-            Town(context: context).name = "Paris"
-            do {
-                try context.save()
-                return nil
-            } catch {
-                return error as? CoherenceError
-            }
-        }
+        let error = saveError(context) { Town(context: context).name = "Paris" }
         #expect(error?.code == .conflict, "\(String(describing: error))")
         let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let names = try reader.performAndWait { try reader.fetch(FetchRequest<Town>()).map(\.name) }
@@ -87,15 +79,7 @@ import Testing
             try context.save()
         }
         try runForeignSQL("DROP INDEX \"\(Self.index)\"", at: url.path)
-        let error = context.performAndWait { () -> CoherenceError? in
-            Town(context: context).name = "Paris"
-            do {
-                try context.save()
-                return nil
-            } catch {
-                return error as? CoherenceError
-            }
-        }
+        let error = saveError(context) { Town(context: context).name = "Paris" }
         #expect(error?.code == .conflict, "\(String(describing: error))")
         let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let names = try reader.performAndWait { try reader.fetch(FetchRequest<Town>()).map(\.name) }
@@ -128,15 +112,7 @@ import Testing
             }
         }
         _ = try admin.execute("DROP INDEX \"\(Self.index)\"")
-        let error = context.performAndWait { () -> CoherenceError? in
-            Town(context: context).name = "Lyon"
-            do {
-                try context.save()
-                return nil
-            } catch {
-                return error as? CoherenceError
-            }
-        }
+        let error = saveError(context) { Town(context: context).name = "Lyon" }
         #expect(error?.code == .storeWriteFailed, "\(String(describing: error))")
         #expect(drops.withLock { $0 } == PostgreSQLStore.maximumUniqueIndexRepairs)
         let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
@@ -145,15 +121,7 @@ import Testing
         // The index stays from now on: the pending town saves, a duplicate is a conflict.
         store.uniqueIndexRepairHook.withLock { $0 = nil }
         try context.performAndWait { try context.save() }
-        let duplicate = context.performAndWait { () -> CoherenceError? in
-            Town(context: context).name = "Paris"
-            do {
-                try context.save()
-                return nil
-            } catch {
-                return error as? CoherenceError
-            }
-        }
+        let duplicate = saveError(context) { Town(context: context).name = "Paris" }
         #expect(duplicate?.code == .conflict, "\(String(describing: duplicate))")
         #expect(try reader.performAndWait { try reader.fetch(FetchRequest<Town>()).map(\.name).sorted() } == ["Lyon", "Paris"])
     }
@@ -169,14 +137,8 @@ import Testing
             let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
             let store = try coordinator.addPersistentStore(type: type, at: url)
             let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-            let error = context.performAndWait { () -> CoherenceError? in
+            let error = saveError(context) {
                 LongUniqueNameItem(context: context).codeThatIsLongEnoughToPassTheLimitOfPostgreSQLNames = "same"
-                do {
-                    try context.save()
-                    return nil
-                } catch {
-                    return error as? CoherenceError
-                }
             }
             #expect(attempt == 0 ? error == nil : error?.code == .conflict, "\(String(describing: error))")
             try coordinator.remove(store)

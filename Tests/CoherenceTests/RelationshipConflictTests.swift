@@ -42,17 +42,6 @@ struct RelationshipConflictTests {
         }
     }
 
-    private static func saveError(_ context: ManagedObjectContext) -> CoherenceError? {
-        context.performAndWait { () -> CoherenceError? in
-            do {
-                try context.save()
-                return nil
-            } catch {
-                return error as? CoherenceError
-            }
-        }
-    }
-
     /// Context A makes `edit` (unsaved), context B deletes the first `T` and saves, then A
     /// saves under `policy`: the store and A's save error.
     private static func editWhileDeletedElsewhere<T: ManagedObject>(
@@ -68,7 +57,7 @@ struct RelationshipConflictTests {
             b.delete(try #require(try b.fetch(FetchRequest<T>()).first))
             try b.save()
         }
-        return (c, Self.saveError(a))
+        return (c, saveError(a))
     }
 
     @Test(arguments: PostgreSQLTestServer.storeTypes)
@@ -152,7 +141,7 @@ struct RelationshipConflictTests {
         }
         // B changed Nice from the version before: a conflict under the default policy.
         try b.performAndWait { try #require(try b.fetch(FetchRequest<Town>()).first).population = 4 }
-        #expect(Self.saveError(b)?.code == .conflict)
+        #expect(saveError(b)?.code == .conflict)
         #expect(try Self.ann(in: c).town == "Nice")
     }
 }

@@ -147,3 +147,16 @@ func makeCoordinator(_ type: StoreType, in dir: TemporaryDirectory, model: Manag
     try c.addPersistentStore(type: type, at: try dir.storeURL(type, "store"))
     return c
 }
+
+/// Makes `change` in `context` and saves it: the save's error (nil when it succeeded).
+func saveError(_ context: ManagedObjectContext, after change: () -> Void = {}) -> CoherenceError? {
+    context.performAndWait { () -> CoherenceError? in
+        change()
+        do {
+            try context.save()
+            return nil
+        } catch {
+            return error as? CoherenceError
+        }
+    }
+}

@@ -145,37 +145,31 @@ extension ManagedObjectContext {
     /// Applies a built-in policy to a uniqueness conflict.
     func resolveUniqueness(_ conflict: SaveConflict, policy: MergePolicy.Kind) throws {
         guard let object = lookup(conflict.objectID), let existingID = conflict.conflictingObjectIDs.first else { return }
-        guard !existingID.isTemporaryID, let persisted = conflict.persistedValues else {
-            var error = CoherenceError(
-                .conflict,
-                "\(conflict.objectID) and \(existingID), both new, have the same values for [\(conflict.constraint.joined(separator: ", "))].",
-                entity: conflict.objectID.entity.name, objectID: conflict.objectID)
+        // The save is refused with `message`, listing the conflict.
+        func refusal(_ message: String) -> CoherenceError {
+            var error = CoherenceError(.conflict, message, entity: conflict.objectID.entity.name, objectID: conflict.objectID)
             error.conflicts = [conflict]
-            throw error
+            return error
+        }
+        let constraint = conflict.constraint.joined(separator: ", ")
+        guard !existingID.isTemporaryID, let persisted = conflict.persistedValues else {
+            throw refusal("\(conflict.objectID) and \(existingID), both new, have the same values for [\(constraint)].")
         }
         // A row of another entity (a sibling sharing its parent's constraint): the object
         // cannot become that row, whose values are laid out for its own entity.
         guard existingID.entity === object.entity else {
-            var error = CoherenceError(
-                .conflict,
-                "\(conflict.objectID) has the same values for [\(conflict.constraint.joined(separator: ", "))] as \(existingID), "
-                    + "an object of another entity; it cannot take over that row.",
-                entity: conflict.objectID.entity.name, objectID: conflict.objectID)
-            error.conflicts = [conflict]
-            throw error
+            throw refusal(
+                "\(conflict.objectID) has the same values for [\(constraint)] as \(existingID), "
+                    + "an object of another entity; it cannot take over that row.")
         }
         // The stored row's own object changed its constrained values (or is deleted) in this
         // save: the clash is with a value this save is moving away (a chain of renames), not
         // with a row to take over. Taking it over would drop that object's changes and write
         // this object's values into its row; the save is refused instead, changing nothing.
         if let other = registered[existingID], other !== object, other.isDeleted || Self.changes(conflict.constraint, of: other) {
-            var error = CoherenceError(
-                .conflict,
-                "\(conflict.objectID) takes values for [\(conflict.constraint.joined(separator: ", "))] that \(existingID) gives up "
-                    + "in the same save; save the objects in an order where no two rows hold the same values at once.",
-                entity: conflict.objectID.entity.name, objectID: conflict.objectID)
-            error.conflicts = [conflict]
-            throw error
+            throw refusal(
+                "\(conflict.objectID) takes values for [\(constraint)] that \(existingID) gives up "
+                    + "in the same save; save the objects in an order where no two rows hold the same values at once.")
         }
         // The object takes over the stored row's identity; an object already registered for
         // that row is replaced.
