@@ -45,4 +45,51 @@ import Testing
         #expect(f.layout() == ":Ann,Cid,Dan")
         #expect(try f.layout() == freshLayout(f, old))
     }
+
+    /// A delegate that fetches again (with a new request) when told of a change: the
+    /// controller's snapshot and change handlers end with the results of that fetch, not with
+    /// the change being reported (which came after them before).
+    @Test(arguments: [false, true])
+    func aDelegateThatFetchesAgainLeavesTheNewerSnapshot(_ fromSnapshotMethod: Bool) throws {
+        let f = try ControllerFixture()
+        let refetcher = RefetchingDelegate(fromSnapshotMethod: fromSnapshotMethod)
+        let handled = LockedValue<[ObjectID]>([])
+        f.context.performAndWait {
+            f.controller.delegate = refetcher
+            f.controller.changeHandlers.append { snapshot in handled.withLock { $0 = snapshot.objectIDs } }
+            let p = Person(context: f.context)
+            p.name = "Bea"
+            p.age = 5
+        }
+        #expect(refetcher.fetches == 1)
+        #expect(f.layout() == ":Dan,Cid,Bob,Bea,Ann")
+        let fetched = f.context.performAndWait { f.controller.fetchedObjects.map(\.objectID) }
+        #expect(f.controller.snapshot?.objectIDs == fetched)
+        #expect(handled.withLock { $0 } == fetched)
+    }
+}
+
+/// Fetches again, once, in reverse name order, from `controllerDidChangeContent` or from the
+/// snapshot method.
+final class RefetchingDelegate: FetchedResultsControllerDelegate {
+    typealias ResultType = Person
+    let fromSnapshotMethod: Bool
+    var fetches = 0
+
+    init(fromSnapshotMethod: Bool) { self.fromSnapshotMethod = fromSnapshotMethod }
+
+    func controllerDidChangeContent(_ controller: FetchedResultsController<Person>) {
+        if !fromSnapshotMethod { fetchAgain(controller) }
+    }
+
+    func controller(_ controller: FetchedResultsController<Person>, didChangeContentWith snapshot: FetchedResultsSnapshot) {
+        if fromSnapshotMethod { fetchAgain(controller) }
+    }
+
+    private func fetchAgain(_ controller: FetchedResultsController<Person>) {
+        guard fetches == 0 else { return }
+        fetches += 1
+        controller.fetchRequest = FetchRequest<Person>(sortBy: [SortDescriptor(\.name, order: .reverse)])
+        try? controller.performFetch()
+    }
 }

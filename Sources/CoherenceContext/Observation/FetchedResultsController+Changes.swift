@@ -321,6 +321,7 @@ extension FetchedResultsController {
         rows = new
         layout = newLayout
         let snapshot = makeSnapshot(difference)
+        let publication = publications
         if let delegate {
             delegate.controllerWillChangeContent(self)
             for change in difference.sectionChanges {
@@ -342,6 +343,8 @@ extension FetchedResultsController {
             }
             delegate.controllerDidChangeContent(self)
         }
+        // A callback that fetched again (`performFetch()`) published the newer results.
+        guard publications == publication else { return }
         publish(snapshot, toDelegate: true)
     }
 }

@@ -68,6 +68,10 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
     /// Called on the context's executor after each change, with the new snapshot (the
     /// `@Observable` form listens here).
     var changeHandlers: [(FetchedResultsSnapshot) -> Void] = []
+    /// How many snapshots ``publish(_:toDelegate:)`` has published: a delegate callback that
+    /// fetches again (`performFetch()`) publishes one, which makes the snapshot being reported
+    /// stale.
+    var publications = 0
 
     struct Shared {
         var latest: FetchedResultsSnapshot?
@@ -260,8 +264,14 @@ public final class FetchedResultsController<ResultType: ManagedObject>: @uncheck
     /// Makes `snapshot` the latest and hands it to the change handlers and the streams (under
     /// the lock, so that a new stream never misses one or gets one twice), and, when asked, to
     /// the delegate's snapshot method.
+    ///
+    /// A delegate that fetches again from its snapshot method publishes a newer snapshot: this
+    /// one, then stale, goes no further.
     func publish(_ snapshot: FetchedResultsSnapshot, toDelegate: Bool) {
+        publications &+= 1
+        let publication = publications
         if toDelegate { delegate?.controller(self, didChangeContentWith: snapshot) }
+        guard publications == publication else { return }
         for handler in changeHandlers { handler(snapshot) }
         shared.withLock { s in
             s.latest = snapshot
