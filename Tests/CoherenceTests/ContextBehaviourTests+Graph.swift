@@ -255,6 +255,35 @@ struct ContextBehaviourFaultTests {
         }
     }
 
+    /// Core Data's `existingObject(with:)` returns an object the context knows; one the context
+    /// deleted and has not saved is still known. After the save the row is gone, and so is it.
+    @Test func existingObjectReturnsAnObjectDeletedButNotSaved() async throws {
+        let dir = try TemporaryDirectory()
+        let coordinator = try makeCoordinator(.sqlite, in: dir)
+        let (adaID, bobID) = try await Self.seed(coordinator)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try await context.perform {
+            let ada = try context.existingObject(with: adaID)
+            context.delete(ada)
+            #expect(try context.existingObject(with: adaID) === ada)
+            #expect(context.object(with: adaID) === ada)
+            #expect(context.registeredObject(for: adaID) === ada)
+            #expect(ada.isDeleted)
+            context.rollback()
+            #expect(try context.existingObject(with: adaID) === ada)
+            #expect(!ada.isDeleted)
+            let bob = try context.existingObject(with: bobID)
+            context.delete(bob)
+            try context.save()
+            do throws(CoherenceError) {
+                _ = try context.existingObject(with: bobID)
+                Issue.record("existingObject(with:) should throw once the delete is saved")
+            } catch {
+                #expect(error.code == .objectNotFound)
+            }
+        }
+    }
+
     @Test func refreshWithoutMergingDropsChangesAndMakesAFault() async throws {
         let dir = try TemporaryDirectory()
         let coordinator = try makeCoordinator(.sqlite, in: dir)

@@ -7,9 +7,10 @@ import Testing
 @testable import CoherenceStore
 
 // Ambar's `localInstance(of:)` with deleted objects (DualCoordinator.md, "Lookups across
-// contexts"): an object of another context deleted in the asking context, or whose row another
-// context deleted, is `.objectNotFound`; one of the asking context is returned whatever its row's
-// state; and the typed helpers with pending changes.
+// contexts"): an object of another context whose row another context deleted is
+// `.objectNotFound`, one the asking context deleted and has not saved is its deleted instance;
+// one of the asking context is returned whatever its row's state; and the typed helpers with
+// pending changes.
 
 @Suite struct LocalInstanceDeletedTests {
     func code(_ body: () throws(CoherenceError) -> Void) -> CoherenceError.Code? {
@@ -33,10 +34,13 @@ import Testing
             return (ann, bob)
         }
         nonisolated(unsafe) let annA = ann, bobA = bob
-        // Deleted (not saved) in the asking context.
+        // Deleted (not saved) in the asking context: its instance, deleted, as Core Data's
+        // `existingObject(with:)` (which Ambar's lookup calls) returns it.
         try b.performAndWait { () throws in
-            b.delete(try b.localInstance(of: annA))
-            #expect(code { () throws(CoherenceError) in _ = try b.localInstance(of: annA) } == .objectNotFound)
+            let annB = try b.localInstance(of: annA)
+            b.delete(annB)
+            #expect(try b.localInstance(of: annA) === annB)
+            #expect(annB.isDeleted)
             b.rollback()
             #expect(try b.localInstance(of: annA).name == "Ann")
         }

@@ -14,7 +14,8 @@ extension ManagedObjectContext {
     ///
     /// - Throws: for an object of another context, `.objectNotFound` when it is not saved (a
     ///   temporary ID), its row was deleted or it is not in this context's stores (an object of
-    ///   this context is refreshed and returned, whatever its row's state); `.typeMismatch` when this context's object of that ID
+    ///   this context is refreshed and returned, whatever its row's state; so is this context's
+    ///   instance when this context deleted it and has not saved); `.typeMismatch` when this context's object of that ID
     ///   is not a `T`; the errors reading it meets.
     public func localInstance<T: ManagedObject>(of object: T) throws(CoherenceError) -> T {
         assertOnExecutor()

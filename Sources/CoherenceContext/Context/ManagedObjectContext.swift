@@ -387,7 +387,9 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
         return _object(for: id)
     }
 
-    /// The object for an ID, loaded and checked to exist.
+    /// The object for an ID, loaded and checked to exist. An object this context deleted and
+    /// has not saved yet is still the context's: it is returned (with `isDeleted` true), as
+    /// Core Data returns an object the context knows.
     /// - Throws: `.objectNotFound` when the object does not exist, or when the ID's key names an
     ///   object of another entity (a Circle ID whose key is a Square's); the error reading it met
     ///   when it cannot be read (`.storeNotAttached`, `.storeReadFailed`, …).
@@ -406,6 +408,8 @@ public class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible 
                 throw CoherenceError(
                     .objectNotFound, "No \(id.entity.name) has the key of \(o.objectID).", entity: id.entity.name, objectID: id)
             }
+            // This context's own unsaved delete: the object is still the context's.
+            if o.isDeleted && deletedSet.contains(ObjectIdentifier(o)) { return o }
             // A row found gone is looked for again (a permanent ID handed out before its save
             // names a row once the save is done), unless edits made meanwhile are kept for it.
             if o.isDeleted || (o._state.flags.contains(.inaccessible) && unloaded[ObjectIdentifier(o)] != nil) {
