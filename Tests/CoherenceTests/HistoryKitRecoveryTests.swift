@@ -40,4 +40,34 @@ struct HistoryKitRecoveryTests {
         #expect(await rounds.through(try widget.lastNumber())?.recovered == false)
         #expect(try await app.viewText(third) == "widget 3")
     }
+
+    /// RCDataKit's tracker likewise: after one recovery with nothing of the others left, its own
+    /// batch requests (each runs a round) recover no more.
+    @Test func theTrackerRecoversOnceWithNothingToMerge() async throws {
+        let (app, widget) = try kitPair()
+        try widget.insert(1)
+        try app.coordinator.recordHistoryProgress(
+            HistoryProgress(transactionNumber: try app.lastNumber(), timestamp: Date(), updated: Date()), author: "app", in: app.store)
+        try widget.insert(2)
+        try app.insert(1)
+        let last = try app.lastNumber()
+        try app.coordinator.execute(
+            .deleteHistory(before: PersistentHistoryToken(storeIdentifier: app.store.identifier, transactionNumber: last)))
+        let tracker = PersistentHistoryTracker(container: app.connect, currentAuthor: "app")
+        await tracker.startMonitoring()
+        let rounds = RoundReader(tracker.engine)
+        let view = app.view
+        func batch(_ text: String) throws {
+            try view.performAndWait {
+                _ = try view.execute(
+                    BatchUpdateRequest<RemoteNote>(predicate: #Predicate { $0.author == "app" }, propertiesToUpdate: ["text": text]))
+            }
+        }
+        try batch("first")
+        #expect(await rounds.next { $0.recovered } != nil)
+        #expect(try app.progress()["app"].map { $0 >= last } == true)
+        try batch("second")
+        #expect(await rounds.next()?.recovered == false)
+        await tracker.stopMonitoring()
+    }
 }
