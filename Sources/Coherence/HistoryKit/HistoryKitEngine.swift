@@ -185,8 +185,10 @@ final class HistoryKitEngine: Sendable {
 
     /// What others wrote after the current author's progress, per store. Progress whose
     /// following history was deleted is recovered from: the contexts' objects are refreshed and
-    /// the store's oldest remaining transactions are fetched.
-    func fetch(into round: inout HistoryKitRound) -> [HistoryKitBatch] {
+    /// the store's oldest remaining transactions are fetched; when none of them is another
+    /// author's, the progress moves to the store's last transaction (unless generation `g`
+    /// stopped), so that the next rounds do not recover again.
+    func fetch(into round: inout HistoryKitRound, generation g: Int? = nil) -> [HistoryKitBatch] {
         var batches: [HistoryKitBatch] = []
         for store in trackedStores {
             do {
@@ -204,7 +206,12 @@ final class HistoryKitEngine: Sendable {
                     )
                     round.recovered = true
                     refreshContexts()
+                    // Read first: a transaction committed after it is fetched, or comes after it.
+                    let last = try coordinator.currentPersistentHistoryToken(fromStores: [store])?.transactionNumber
                     transactions = try fetch(after: nil, in: store)
+                    if transactions.isEmpty, let last, g.map(isActive) ?? true {
+                        try book.record(HistoryKitMark(transactionNumber: last, timestamp: clock()), author: currentAuthor, in: store)
+                    }
                 }
                 if !transactions.isEmpty { batches.append(HistoryKitBatch(store: store, transactions: transactions)) }
             } catch {

@@ -120,7 +120,7 @@ public actor PersistentHistoryTracker {
                 batches = []
             }
         } else {
-            batches = engine.fetch(into: &round)
+            batches = engine.fetch(into: &round, generation: g)
         }
         let transactions = batches.flatMap(\.transactions)
         guard engine.isActive(g) else { return }

@@ -289,7 +289,7 @@ public final class PersistentHistoryTrackingKit: Sendable {
         var round = HistoryKitRound()
         defer { engine.rounds.yield(round) }
         engine.log(.debug, 2, "got a notification")
-        let batches = engine.fetch(into: &round)
+        let batches = engine.fetch(into: &round, generation: g)
         let transactions = batches.flatMap(\.transactions)
         guard !transactions.isEmpty else { return round }
         guard engine.isActive(g) else {

@@ -7,6 +7,10 @@ import Foundation
 /// contexts sharing the generation read at once, each on a connection of its own, and all see
 /// exactly the same data. Connections that imported it are kept (in their transactions) for the
 /// next reads; closing ends every transaction and gives the connections back to the pool.
+///
+/// Each connection sets a savepoint (``savepoint``) once it is at the snapshot. A read that
+/// fails on the server (a `statement_timeout`, a lock timeout) rolls back to it, so that its
+/// transaction, and with the exporting connection's the snapshot itself, survives the failure.
 final class PostgreSQLSnapshot: ExportedStoreSnapshot, DetachableSnapshot, @unchecked Sendable {
     // @unchecked Sendable: a connection is used by one read at a time: taken out of `state`
     // under its lock, and put back when the read is done.
@@ -25,6 +29,9 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, DetachableSnapshot, @unch
     let identifier: String
     private weak var store: PostgreSQLStore?
     private let location: String
+    /// The savepoint each connection at the snapshot sets once it is there.
+    static let savepoint = "coherence_snapshot"
+
     /// Test hook: called with the store's location and the connection as each read starts on it.
     nonisolated(unsafe) static var readHook: (@Sendable (String, PostgreSQLConnection) -> Void)?
 
@@ -43,7 +50,8 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, DetachableSnapshot, @unch
     var connectionCount: Int { state.withLock { $0.idle.count + $0.lent } }
 
     /// Runs `body` on a connection at the snapshot: an idle one, or a reader connection that
-    /// imports it. A connection whose read failed on the server leaves the snapshot (its transaction is over).
+    /// imports it. A connection whose read failed on the server goes back to its savepoint, or
+    /// leaves the snapshot when it cannot (its transaction is over).
     /// - Throws: `.invalidQueryGenerationToken` once the snapshot is closed.
     func read<T>(_ body: (PostgreSQLConnection) throws(CoherenceError) -> T) throws(CoherenceError) -> T {
         let c = try take()
@@ -80,7 +88,8 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, DetachableSnapshot, @unch
         }
         do {
             try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try c.execute("SET TRANSACTION SNAPSHOT \(SQLGenerator(dialect: .postgreSQL).literal(.text(identifier)))")
+            try c.execute(
+                "SET TRANSACTION SNAPSHOT \(SQLGenerator(dialect: .postgreSQL).literal(.text(identifier))); SAVEPOINT \(Self.savepoint)")
             return c
         } catch {
             state.withLock { $0.lent -= 1 }
@@ -90,9 +99,12 @@ final class PostgreSQLSnapshot: ExportedStoreSnapshot, DetachableSnapshot, @unch
     }
 
     /// Keeps a connection for the next reads, or ends its transaction when the snapshot is
-    /// closed or its read failed on the server (a read that failed in the client, the
-    /// transaction intact, keeps it).
+    /// closed or its read failed on the server and it cannot go back to its savepoint (a read
+    /// that failed in the client, the transaction intact, keeps it).
     private func giveBack(_ c: PostgreSQLConnection, failed: Bool) {
+        if failed, c.isOpen, c.isInTransaction, !c.isInHealthyTransaction {
+            _ = try? c.execute("ROLLBACK TO SAVEPOINT \(Self.savepoint)")
+        }
         let kept = state.withLock { s -> Bool in
             s.lent -= 1
             guard !s.isClosed && c.isOpen && (failed ? c.isInHealthyTransaction : c.isInTransaction) else { return false }
@@ -152,10 +164,12 @@ extension PostgreSQLStore: SnapshotImporting {
         let c = try takeReader()
         let snapshot: PostgreSQLSnapshot
         do {
-            try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            guard case .text(let identifier)? = try c.execute("SELECT pg_export_snapshot()").rows.first?.first else {
+            // (Exported before the savepoint: PostgreSQL exports no snapshot from a subtransaction.)
+            let exported = try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_export_snapshot()")
+            guard case .text(let identifier)? = exported.rows.first?.first else {
                 throw PostgreSQLError(message: "The server exported no snapshot.", location: locationDescription)
             }
+            try c.execute("SAVEPOINT \(PostgreSQLSnapshot.savepoint)")
             snapshot = PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
         } catch {
             c.close()
@@ -173,7 +187,7 @@ extension PostgreSQLStore: SnapshotImporting {
         let snapshot: PostgreSQLSnapshot
         do {
             try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try c.execute("SET TRANSACTION SNAPSHOT \(generator.literal(.text(identifier)))")
+            try c.execute("SET TRANSACTION SNAPSHOT \(generator.literal(.text(identifier))); SAVEPOINT \(PostgreSQLSnapshot.savepoint)")
             snapshot = PostgreSQLSnapshot(exporter: c, identifier: identifier, store: self)
         } catch {
             c.close()

@@ -159,13 +159,35 @@ extension PostgreSQLStore {
     }
 
     package func recordHistoryProgress(_ progress: HistoryProgress, author: String) throws(CoherenceError) -> Bool {
-        try writeProgress(
-            HistoryProgressSQL.upsert,
-            [
-                .text(author), .integer(progress.transactionNumber), .real(progress.timestamp.timeIntervalSinceReferenceDate),
-                .real(progress.updated.timeIntervalSinceReferenceDate)
-            ], "Recording the history progress of '\(author)' failed")
+        let parameters: [StoredValue] = [
+            .text(author), .integer(progress.transactionNumber), .real(progress.timestamp.timeIntervalSinceReferenceDate),
+            .real(progress.updated.timeIntervalSinceReferenceDate)
+        ]
+        let what = "Recording the history progress of '\(author)' failed"
+        if deferrableTables.withLock({ $0.contains(Self.progressTable) }) {
+            return try writeProgress(Self.progressUpsertWithoutArbiter, parameters, what)
+        }
+        do {
+            return try writeProgress(HistoryProgressSQL.upsert, parameters, what)
+        } catch  where learnDeferrableTables(after: error) && deferrableTables.withLock({ $0.contains(Self.progressTable) }) {
+            // Another program made the table's key deferrable since the store opened.
+            return try writeProgress(Self.progressUpsertWithoutArbiter, parameters, what)
+        }
     }
+
+    /// The progress table's name as the catalog has it.
+    static let progressTable = "z_historyprogress"
+
+    /// ``HistoryProgressSQL/upsert`` without `ON CONFLICT`, which PostgreSQL refuses on a table
+    /// whose key another program made `DEFERRABLE`: the author's row moves forward, or is
+    /// inserted when there is none. (Two first records of one author at once: the later fails
+    /// at `COMMIT`, and the next record updates the row.)
+    static let progressUpsertWithoutArbiter = """
+        WITH moved AS (UPDATE Z_HISTORYPROGRESS SET Z_NUMBER = $2, Z_TIMESTAMP = $3, Z_UPDATED = $4 \
+        WHERE Z_AUTHOR = $1 AND Z_NUMBER <= $2 RETURNING 1) \
+        INSERT INTO Z_HISTORYPROGRESS (Z_AUTHOR, Z_NUMBER, Z_TIMESTAMP, Z_UPDATED) SELECT $1, $2, $3, $4 \
+        WHERE NOT EXISTS (SELECT 1 FROM Z_HISTORYPROGRESS WHERE Z_AUTHOR = $1)
+        """
 
     package func removeHistoryProgress(author: String) throws(CoherenceError) -> Bool {
         try writeProgress(HistoryProgressSQL.delete, [.text(author)], "Removing the history progress of '\(author)' failed")
