@@ -273,7 +273,10 @@ extension ManagedObject {
         case (.date, let v as Date): return v.storedValue
         default: break
         }
-        if value is NSNull { return attribute.isOptional ? .null : nil }
+        // No value (JSON's null, or a Swift optional holding none): only an optional attribute
+        // takes it (a required one would fail the save's validation after the merge changed
+        // the context).
+        if value is NSNull || (value as? any OptionalProtocol)?.isNone == true { return attribute.isOptional ? .null : nil }
         #if !canImport(Darwin)
         // JSON booleans are NSNumbers of type "c" (`is Bool` would also match the numbers 0 and
         // 1): a value of the wrong type for a numeric attribute, of every width alike.
@@ -283,7 +286,8 @@ extension ManagedObject {
             case .integer16, .integer32, .integer64:
                 guard !isBoolean, let i = exactInteger(n) else { return nil }
                 return attribute.type.accepts(.integer(i)) ? .integer(i) : nil
-            case .double, .float: return isBoolean ? nil : n.doubleValue.storedValue
+            case .double: return isBoolean ? nil : n.doubleValue.storedValue
+            case .float: return isBoolean ? nil : floatStoredValue(n.doubleValue)
             case .boolean: return .integer(n.boolValue ? 1 : 0)
             case .decimal: return isBoolean ? nil : exactDecimal(n)?.storedValue
             default: break

@@ -348,6 +348,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
+    /// The stored form of a `Float` attribute set to `value`: the `Float` nearest to it, as the
+    /// typed property would store it (so that predicates, uniqueness and merges compare it with
+    /// the values the property reads and writes); nil for a finite value past `Float`'s range.
+    package static func floatStoredValue(_ value: Double) -> StoredValue? {
+        let single = Float(value)
+        guard single.isFinite || !value.isFinite else { return nil }
+        return single.storedValue
+    }
+
     /// Converts a Swift value to the stored form of `type`, or nil when the type does not fit.
     package static func storedValue(_ value: Any?, for type: AttributeType) -> StoredValue? {
         guard let value else { return .null }
@@ -361,15 +370,18 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             guard let b = value as? Bool else { return nil }
             stored = b.storedValue
         case .double, .float:
+            let double: Double
             if let d = value as? Double {
-                stored = d.storedValue
+                double = d
             } else if let f = value as? Float {
-                stored = f.storedValue
+                return f.storedValue
             } else if let i = value as? any BinaryInteger, let d = Double(exactly: i) {
-                stored = d.storedValue
+                double = d
             } else {
                 return nil
             }
+            if type.kind == .float { return floatStoredValue(double) }
+            stored = double.storedValue
         case .string:
             guard let s = value as? String else { return nil }
             stored = .text(s)

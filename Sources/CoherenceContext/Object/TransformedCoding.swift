@@ -7,6 +7,10 @@ import Foundation
 enum TransformedCoding {
     static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
+        // Keys sorted: equal dictionaries (whose order depends on how each was built, and on
+        // the process) encode to the same bytes, so setting or merging an equal value changes
+        // nothing.
+        encoder.outputFormatting = .sortedKeys
         encoder.nonConformingFloatEncodingStrategy = .convertToString(
             positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
         return encoder
