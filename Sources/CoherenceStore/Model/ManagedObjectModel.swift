@@ -270,6 +270,11 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         }
         for e in entities.sorted(by: { depth($0) < depth($1) }) {
             e.foreignKeyRelationships = e.relationships.filter { $0.hasForeignKey && !$0.isTransient }
+            e.orderedKeyRelationships = e.relationships.filter(\.keepsOrderInDestinations)
+            e.orderedJoinRelationships = e.relationships.filter { r in
+                guard r.isToMany, r.isOrdered, !r.isTransient, case .joinTable = r.storage else { return false }
+                return true
+            }
             for (i, r) in e.foreignKeyRelationships.enumerated() where r.entity === e { r.fkOrdinal = i }
         }
         for e in entities {
