@@ -280,6 +280,37 @@ struct OrderedRelationshipTests {
     }
 }
 
+extension OrderedRelationshipTests {
+    @Test(arguments: storedTypes)
+    func aStagedMigrationKeepsTheOrderAndItsHandlerAppends(_ type: StoreType) throws {
+        let dir = try TemporaryDirectory()
+        let url = try migrationStoreURL(type, dir)
+        let v1 = try Self.describedModel(songAttributes: [AttributeDescription(name: "rating", type: .integer64, defaultValue: 0)])
+        try withMigrationStore(v1, at: url) { context in
+            let p = try insertObject(context, "OrdPlaylist", ["name": "p"])
+            let songs = try ["a", "b", "c"].map { try insertObject(context, "OrdSong", ["title": $0]) }
+            try p.setValue([songs[1], songs[2], songs[0]], forKey: "songs")
+            try context.save()
+        }
+        // A custom stage (on a copy of the store: a copied schema on PostgreSQL) that rebuilds
+        // the songs' table and appends a song in its handler.
+        let v2 = try Self.describedModel(songAttributes: [])
+        var stage = CustomMigrationStage(migratingFrom: v1, to: v2, label: "append")
+        stage.didMigrateHandler = { context in
+            let p = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "OrdPlaylist")).first)
+            let d = try insertObject(context, "OrdSong", ["title": "d"])
+            try d.setValue(p, forKey: "playlist")
+            try context.save()
+        }
+        let options = StoreOptions(stagedMigrationManager: StagedMigrationManager([stage]))
+        let titles = try withMigrationStore(v2, at: url, options: options) { context in
+            let p = try #require(try fetchByName(context, "OrdPlaylist").first)
+            return try #require(try p.value(forKey: "songs") as? [ManagedObject]).map(\.nameValueOfTitle)
+        }
+        #expect(titles == ["b", "c", "a", "d"])
+    }
+}
+
 extension ManagedObject {
     /// A song's title (for models built in code).
     fileprivate var nameValueOfTitle: String { ((try? value(forKey: "title")) as? String) ?? "" }
