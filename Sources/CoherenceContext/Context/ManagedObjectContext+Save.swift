@@ -56,7 +56,7 @@ extension ManagedObjectContext {
         // Which existing objects really changed, worked out once for the whole save (in the
         // same pass as their validation).
         let updated = try validateChanges(candidates: updatedCandidates.values)
-        if parent == nil { try refuseLostJoinOrder(updated: updated) }
+        if parent == nil && managedObjectModel.hasOrderedJoinRelationships { try refuseLostJoinOrder(updated: updated) }
         insertedList.forEachBorrowed { $0.willSave() }
         updated.forEachBorrowed { $0.willSave() }
         deletedList.forEachBorrowed { $0.willSave() }
