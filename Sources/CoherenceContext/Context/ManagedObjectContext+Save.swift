@@ -56,6 +56,7 @@ extension ManagedObjectContext {
         // Which existing objects really changed, worked out once for the whole save (in the
         // same pass as their validation).
         let updated = try validateChanges(candidates: updatedCandidates.values)
+        if parent == nil && managedObjectModel.hasOrderedJoinRelationships { try refuseLostJoinOrder(updated: updated) }
         insertedList.forEachBorrowed { $0.willSave() }
         updated.forEachBorrowed { $0.willSave() }
         deletedList.forEachBorrowed { $0.willSave() }
@@ -192,6 +193,51 @@ extension ManagedObjectContext {
         throw error
     }
 
+    /// Refuses a save to the stores that would lose the order of an ordered many-to-many
+    /// relationship (kept in a join table, which keeps no order: its destinations are read in
+    /// key order, and the objects inserted by the save get keys above every existing one, in
+    /// the order they were inserted). A relationship changed while it was not read is not
+    /// checked (its order is not known). Entities without such relationships cost nothing.
+    func refuseLostJoinOrder(updated: [ManagedObject]) throws(CoherenceError) {
+        var failures: [CoherenceError] = []
+        var insertedRank: [ObjectIdentifier: Int]?
+        func check(_ o: ManagedObject, inserted: Bool) {
+            let relationships = o.entity.orderedJoinRelationships
+            guard !relationships.isEmpty, o._state.relations != nil else { return }
+            for r in relationships {
+                guard case .toMany(let m)? = o._state.relation(at: r.slot), let objects = m.objects else { continue }
+                let current = objects.filter { !$0.isDeleted }
+                if !inserted, current.lazy.map(\.objectID).elementsEqual(m.committed ?? []) { continue }
+                if insertedRank == nil {
+                    var ranks: [ObjectIdentifier: Int] = [:]
+                    for (n, i) in insertedList.enumerated() { ranks[ObjectIdentifier(i)] = n }
+                    insertedRank = ranks
+                }
+                func rank(_ d: ManagedObject) -> (Int, Int64) {
+                    if let n = insertedRank?[ObjectIdentifier(d)] { return (1, Int64(n)) }
+                    return (0, d.objectID.primaryKey)
+                }
+                let kept = zip(current, current.dropFirst()).allSatisfy { rank($0) < rank($1) }
+                if !kept {
+                    failures.append(
+                        CoherenceError(
+                            .validation,
+                            "\(o.entity.name).\(r.name) is an ordered many-to-many relationship, whose order the stores do not keep (a join table keeps no order; its objects are read in key order, new objects last in the order they were inserted): the order given would be lost.",
+                            entity: o.entity.name, property: r.name, objectID: o.objectID))
+                }
+            }
+        }
+        insertedList.forEachBorrowed { check($0, inserted: true) }
+        updated.forEachBorrowed { check($0, inserted: false) }
+        guard !failures.isEmpty else { return }
+        let summary = failures.prefix(3).map(\.message).joined(separator: "; ")
+        var error = CoherenceError(
+            .validation, "The save failed validation with \(failures.count) error(s): \(summary)\(failures.count > 3 ? "; …" : "")",
+            entity: failures[0].entityName, property: failures[0].propertyName, objectID: failures[0].objectID)
+        error.underlyingErrors = failures
+        throw error
+    }
+
     private static func wrap(_ error: any Error, _ o: ManagedObject) -> CoherenceError {
         if let e = error as? CoherenceError { return e }
         return CoherenceError(.validation, "\(o.entity.name) \(o.objectID): \(error)", entity: o.entity.name, objectID: o.objectID)
@@ -263,7 +309,11 @@ extension ManagedObjectContext {
                 if let target = o._currentToOneID(r) { references.append(RowReference(slot: r.slot, target: target)) }
             }
             changes.inserts.append(RowInsert(objectID: o.objectID, values: o._state.values, references: references))
-            if o._state.relations != nil { appendJoinChanges(o, into: &changes) }
+            if o._state.relations != nil {
+                appendJoinChanges(o, into: &changes)
+                let ordered = o.entity.orderedKeyRelationships
+                if !ordered.isEmpty { appendOrderChanges(o, ordered, inserted: true, into: &changes) }
+            }
         }
         changes.updates.reserveCapacity(updatedCandidates.count)
         updatedObjects.reserveCapacity(updatedCandidates.count)
@@ -276,12 +326,14 @@ extension ManagedObjectContext {
         var entity: EntityDescription?
         var isStored: [Bool] = []
         var foreignKeys: [RelationshipDescription] = []
+        var ordered: [RelationshipDescription] = []
         updatedCandidates.values.forEachBorrowed { o in
             guard !o.isInserted && !o.isDeleted else { return }
             if o.entity !== entity {
                 entity = o.entity
                 isStored = o.entity.isStoredAttributeSlot
                 foreignKeys = o.entity.foreignKeyRelationships
+                ordered = o.entity.orderedKeyRelationships
             }
             if scratch.count > 4096 { scratch.removeAll(keepingCapacity: true) }
             let start = scratch.count
@@ -301,7 +353,10 @@ extension ManagedObjectContext {
                 }
                 if !references.isEmpty { scratch[start...].sort() }  // slots in property order
             }
-            if o._state.relations != nil { appendJoinChanges(o, into: &changes) }
+            if o._state.relations != nil {
+                appendJoinChanges(o, into: &changes)
+                if !ordered.isEmpty { appendOrderChanges(o, ordered, inserted: false, into: &changes) }
+            }
             var expectedVersion: Int64? = o._state.version
             if scratch.count == start {
                 // Only its relationships changed (to-many, or a to-one kept by the other side):
@@ -349,6 +404,40 @@ extension ManagedObjectContext {
                 for d in registeredObjects(m.pendingRemoves) {
                     changes.joinDeletes.append(JoinChange(relationship: r, source: o.objectID, destination: d.objectID))
                 }
+            }
+        }
+    }
+
+    /// The places to write for an object's ordered relationships kept in their destinations'
+    /// keys (`relationships`, the entity's ``EntityDescription/orderedKeyRelationships``): the
+    /// whole list when the order changed (or the object is new); only the destinations added at
+    /// the end when the others kept their order (or the relationship was not read: the
+    /// destinations added go after the stored ones); nothing when destinations were only
+    /// removed (the others keep their places, so their order).
+    private func appendOrderChanges(
+        _ o: ManagedObject, _ relationships: [RelationshipDescription], inserted: Bool, into changes: inout StoreChangeSet
+    ) {
+        for r in relationships {
+            guard case .toMany(let m)? = o._state.relation(at: r.slot) else { continue }
+            guard let objects = m.objects else {
+                let added = m.pendingAdds.filter { !$0.isDeleted }.map(\.objectID)
+                if !added.isEmpty {
+                    changes.orders.append(OrderChange(relationship: r, source: o.objectID, destinations: added, appends: true))
+                }
+                continue
+            }
+            let current = objects.filter { !$0.isDeleted }.map(\.objectID)
+            let committed = inserted ? [] : m.committed ?? []
+            if current == committed || current.isEmpty { continue }
+            let members = Set(current)
+            let kept = committed.filter { members.contains($0) }
+            if !inserted, current.starts(with: kept) {
+                let added = Array(current[kept.count...])
+                if !added.isEmpty {
+                    changes.orders.append(OrderChange(relationship: r, source: o.objectID, destinations: added, appends: true))
+                }
+            } else {
+                changes.orders.append(OrderChange(relationship: r, source: o.objectID, destinations: current, appends: false))
             }
         }
     }

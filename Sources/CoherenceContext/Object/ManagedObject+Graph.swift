@@ -195,7 +195,13 @@ extension ManagedObject {
                 }
             case .toMany(let m):
                 if !m.pendingAdds.isEmpty || !m.pendingRemoves.isEmpty { return true }
-                if let objects = m.objects, let committed = m.committed, Set(objects.map(\.objectID)) != Set(committed) { return true }
+                if let objects = m.objects, let committed = m.committed {
+                    // An ordered relationship changes with its order too.
+                    if r.isOrdered ? !objects.lazy.map(\.objectID).elementsEqual(committed) : Set(objects.map(\.objectID)) != Set(committed)
+                    {
+                        return true
+                    }
+                }
             }
         }
         return false
@@ -434,8 +440,11 @@ extension ManagedObject {
         let currentSet = Set(current.map(ObjectIdentifier.init))
         for o in current where !newSet.contains(ObjectIdentifier(o)) { _removeRelated(o, r) }
         for o in newObjects where !currentSet.contains(ObjectIdentifier(o)) { _addRelated(o, r) }
-        if r.isOrdered, let m = Optional(_toManyState(r, load: false)), m.objects != nil {
+        if r.isOrdered, let m = Optional(_toManyState(r, load: false)), let objects = m.objects {
+            // (Members the same, order changed: still a change of this object, to be saved.)
+            let reordered = !objects.elementsEqual(newObjects, by: ===)
             m.objects = newObjects
+            if reordered { _didChange() }
         }
     }
 

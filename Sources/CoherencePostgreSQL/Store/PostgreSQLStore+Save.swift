@@ -184,6 +184,7 @@ struct PostgreSQLSaveWriter {
         }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
+        for o in changes.orders { try order(o) }
         try flush()
         result.updatedVersions = updatedVersions
         result.insertedIDs = keys.insertedIDs(changes.inserts)
@@ -348,6 +349,21 @@ struct PostgreSQLSaveWriter {
         else { return }
         let pair: [StoredValue] = [.integer(source), .integer(destination)]
         try enqueue(store.numbered(sql), plain ? pair + pair : pair, .join)
+    }
+
+    /// Writes the places of an ordered relationship's destinations (see ``OrderChange``).
+    private mutating func order(_ o: OrderChange) throws {
+        let r = o.relationship
+        guard let sql = o.appends ? generator.appendOrder(r) : generator.writeOrder(r) else {
+            throw CoherenceError(.invalidRequest, "Relationship '\(r.name)' keeps no order column.", property: r.name)
+        }
+        guard let source = try keys.key(for: o.source, from: o.source, slot: r.slot) else { return }
+        let numbered = store.numbered(sql)
+        for (n, d) in o.destinations.enumerated() {
+            guard let destination = try keys.key(for: d, from: o.source, slot: r.slot) else { continue }
+            let first: StoredValue = o.appends ? .integer(source) : .integer(Int64(n))
+            try enqueue(numbered, [first, .integer(destination), .integer(source)], .join)
+        }
     }
 
     // MARK: Conflicts

@@ -693,6 +693,11 @@ public final class PersistentStoreCoordinator: Sendable {
             if let inserted = insertedStore[j.source] { s = inserted } else { s = try existingStore(j.source) }
             parts[part(s)]?.changes.joinDeletes.append(j)
         }
+        for o in changes.orders {
+            let s: PersistentStore
+            if let inserted = insertedStore[o.source] { s = inserted } else { s = try existingStore(o.source) }
+            parts[part(s)]?.changes.orders.append(o)
+        }
         return order.compactMap { parts[$0] }
     }
 }

@@ -346,6 +346,11 @@ package struct InferredMigration {
         }
     }
 
+    /// The order column beside an old foreign-key column (see ``SQLGenerator/orderColumnName(_:)``).
+    static func orderColumnName(_ column: String) -> String {
+        "Z_FOK_" + (column.hasPrefix("Z") ? String(column.dropFirst()) : column)
+    }
+
     static func pairsTable(_ i: Int) -> String { "\"\(oldPrefix)PAIRS_\(i)\"" }
 
     // MARK: Running
@@ -477,8 +482,29 @@ package struct InferredMigration {
                 CoherenceLogging.log(.info, "migration", "Copying the rows of \(oldRoot) into \(plan.root.name) (\(store))")
                 let entityCase =
                     "CASE o.Z_ENT " + plan.numbers.map { "WHEN \($0.old) THEN \($0.new)" }.joined(separator: " ") + " END"
-                let names = ["Z_PK", "Z_ENT", "Z_OPT"] + plan.columns.map { q($0.property.name) }
-                let values = ["o.Z_PK", entityCase, "o.Z_OPT"] + plan.columns.map { sql($0.source) }
+                var names = ["Z_PK", "Z_ENT", "Z_OPT"] + plan.columns.map { q($0.property.name) }
+                var values = ["o.Z_PK", entityCase, "o.Z_OPT"] + plan.columns.map { sql($0.source) }
+                // The places of the destinations of ordered relationships (order columns beside
+                // their foreign keys) go with the rows; a key whose old column had none is
+                // numbered after the copy, in the order it was read before (by key).
+                let hasOrder = plan.columns.contains { ($0.property as? RelationshipDescription)?.hasOrderColumn ?? false }
+                let oldColumnNames =
+                    hasOrder
+                    ? Set(
+                        try c.texts(
+                            generator.migrationColumnsOfTable, [.text(renamed.contains(oldRoot) ? Self.oldPrefix + oldRoot : oldRoot)]))
+                    : []
+                var toNumber: [RelationshipDescription] = []
+                for (p, source) in plan.columns {
+                    guard let r = p as? RelationshipDescription, let order = generator.orderColumnName(r) else { continue }
+                    names.append(q(order))
+                    if case .column(let oldName) = source, oldColumnNames.contains(Self.orderColumnName(oldName)) {
+                        values.append("o.\(q(Self.orderColumnName(oldName)))")
+                    } else {
+                        values.append("NULL")
+                        toNumber.append(r)
+                    }
+                }
                 let oldNumbers = plan.numbers.map { String($0.old) }.joined(separator: ", ")
                 let before = copied
                 // In runs of keys, so that progress moves as rows are copied (and a long copy
@@ -498,6 +524,7 @@ package struct InferredMigration {
                     start = end
                 }
                 CoherenceLogging.log(.info, "migration", "Copied \(copied - before) rows into \(plan.root.name) (\(store))")
+                for r in toNumber { if let numbering = generator.numberOrder(r) { try c.execute(numbering) } }
             }
         }
 

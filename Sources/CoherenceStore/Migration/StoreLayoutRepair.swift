@@ -45,8 +45,40 @@ package enum StoreLayoutRepair {
         return missing
     }
 
+    /// The to-one relationships declared by one of `entities` whose order column (the places
+    /// of the destinations of their ordered inverse, ``RelationshipDescription/hasOrderColumn``)
+    /// the store on `database` lacks: a store made before Coherence kept that order. A table
+    /// that is not there, or that lacks the foreign key too, is left to the rest of the open.
+    package static func missingOrderColumns(
+        on database: any MigrationDatabase, entities: [EntityDescription], generator: SQLGenerator
+    ) throws -> [RelationshipDescription] {
+        var columnsByTable: [String: Set<String>] = [:]
+        var missing: [RelationshipDescription] = []
+        for e in entities {
+            for case let r as RelationshipDescription in e.ownProperties where r.hasOrderColumn {
+                guard let order = generator.orderColumnName(r) else { continue }
+                let table = generator.naming.tableName(e.rootEntity)
+                let columns = try columnsByTable[table] ?? Set(database.texts(generator.migrationColumnsOfTable, [.text(table)]))
+                columnsByTable[table] = columns
+                if columns.contains(generator.naming.columnName(r)) && !columns.contains(order) { missing.append(r) }
+            }
+        }
+        return missing
+    }
+
+    /// Whether the store on `database` lacks a column that ``addMissingColumns(on:entities:generator:)``
+    /// adds.
+    package static func lacksColumns(on database: any MigrationDatabase, entities: [EntityDescription], generator: SQLGenerator)
+        throws -> Bool
+    {
+        try !missingColumns(on: database, entities: entities, generator: generator).isEmpty
+            || !missingOrderColumns(on: database, entities: entities, generator: generator).isEmpty
+    }
+
     /// Adds the missing columns (see ``missingColumns(on:entities:generator:)``) and their
-    /// indexes on `database`, inside the caller's transaction.
+    /// indexes on `database`, inside the caller's transaction; and the missing order columns
+    /// (``missingOrderColumns(on:entities:generator:)``), each destination numbered in the
+    /// order it was read before (by primary key among its source's destinations).
     /// - Returns: whether a column was added.
     @discardableResult
     package static func addMissingColumns(on database: any MigrationDatabase, entities: [EntityDescription], generator: SQLGenerator)
@@ -57,7 +89,13 @@ package enum StoreLayoutRepair {
             try database.execute("ALTER TABLE \(generator.table(e)) ADD COLUMN \(generator.column(r)) \(generator.dialect.keyType)")
             try database.execute(generator.foreignKeyIndex(r, of: e))
         }
-        return !missing.isEmpty
+        let orders = try missingOrderColumns(on: database, entities: entities, generator: generator)
+        for r in orders {
+            guard let e = r.entity, let order = generator.orderColumn(r), let numbering = generator.numberOrder(r) else { continue }
+            try database.execute("ALTER TABLE \(generator.table(e)) ADD COLUMN \(order) \(generator.dialect.keyType)")
+            try database.execute(numbering)
+        }
+        return !missing.isEmpty || !orders.isEmpty
     }
 
     /// The recorded schema (`json`, metadata's `schema`) with the relationships of

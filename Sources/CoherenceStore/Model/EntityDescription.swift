@@ -259,6 +259,21 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         set { _foreignKeyRelationships = newValue }
     }
     @exclusivity(unchecked) @usableFromInline var _foreignKeyRelationships: [RelationshipDescription] = []
+    /// The ordered to-many relationships whose destinations keep their place in an order
+    /// column (``RelationshipDescription/keepsOrderInDestinations``); empty for most entities,
+    /// so a save does no work for the objects of those.
+    package internal(set) var orderedKeyRelationships: [RelationshipDescription] {
+        @inlinable get { _orderedKeyRelationships }
+        set { _orderedKeyRelationships = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _orderedKeyRelationships: [RelationshipDescription] = []
+    /// The ordered to-many relationships kept in a join table, which keeps no order: their
+    /// destinations are read in key order, and a save that would change that order is refused.
+    package internal(set) var orderedJoinRelationships: [RelationshipDescription] {
+        @inlinable get { _orderedJoinRelationships }
+        set { _orderedJoinRelationships = newValue }
+    }
+    @exclusivity(unchecked) @usableFromInline var _orderedJoinRelationships: [RelationshipDescription] = []
     /// The values of a new object, computed when the model loads.
     package internal(set) var _initialValues: [StoredValue]? {
         @inlinable get { __initialValues }

@@ -35,6 +35,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     /// Not part of the ``versionHash``.
     public let versionIdentifier: String?
     package let entitiesByClass: [ObjectIdentifier: EntityDescription]
+    /// Whether an entity has an ordered many-to-many relationship
+    /// (``EntityDescription/orderedJoinRelationships``): a save checks their order only then.
+    package let hasOrderedJoinRelationships: Bool
 
     /// Loads a model from entity descriptions.
     /// - Parameters:
@@ -111,6 +114,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         self.entitiesByName = byName
         self.configurations = expanded
         self.entitiesByClass = classMap
+        self.hasOrderedJoinRelationships = sorted.contains { !$0.orderedJoinRelationships.isEmpty }
         self.entityVersionHashes = hashes
         self.versionHash = StableHash.hex(sorted.map { "\($0.name)=\(hashes[$0.name] ?? "")" }.joined(separator: ";"))
         for (i, e) in sorted.enumerated() {
@@ -135,6 +139,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         versionHash = StableHash.hex("")
         entityVersionHashes = [:]
         entitiesByClass = [:]
+        hasOrderedJoinRelationships = false
     }
 
     /// The entities of a configuration; `nil` or ``defaultConfigurationName`` → every entity.
@@ -270,6 +275,11 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         }
         for e in entities.sorted(by: { depth($0) < depth($1) }) {
             e.foreignKeyRelationships = e.relationships.filter { $0.hasForeignKey && !$0.isTransient }
+            e.orderedKeyRelationships = e.relationships.filter(\.keepsOrderInDestinations)
+            e.orderedJoinRelationships = e.relationships.filter { r in
+                guard r.isToMany, r.isOrdered, !r.isTransient, case .joinTable = r.storage else { return false }
+                return true
+            }
             for (i, r) in e.foreignKeyRelationships.enumerated() where r.entity === e { r.fkOrdinal = i }
         }
         for e in entities {

@@ -283,6 +283,21 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         return false
     }
 
+    /// Whether this is an ordered to-many relationship kept in the destinations' foreign keys
+    /// (its inverse is a to-one foreign key): the destination rows then keep their place in an
+    /// order column beside that key (see ``SQLGenerator/orderColumnName(_:)``).
+    package var keepsOrderInDestinations: Bool {
+        guard isToMany, isOrdered, !isTransient, case .inverseForeignKey = storage else { return false }
+        return true
+    }
+
+    /// Whether this to-one foreign-key relationship has an order column beside its key: its
+    /// inverse is ordered and kept in this key (``keepsOrderInDestinations``).
+    package var hasOrderColumn: Bool {
+        guard !isToMany, !isTransient, hasForeignKey, let inverse = inverseRelationship else { return false }
+        return inverse.keepsOrderInDestinations
+    }
+
     /// The name and destination, for example `employees → [Person]` (brackets: to-many).
     public override var description: String {
         "\(name) → \(isToMany ? "[\(destinationEntityName)]" : destinationEntityName)"

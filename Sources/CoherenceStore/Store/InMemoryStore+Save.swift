@@ -96,7 +96,36 @@ struct MemoryWriter {
             else { continue }
             s.joins[name, default: []].insert(sourceIsFirst ? .init(first: src, second: dst) : .init(first: dst, second: src))
         }
+        for o in changes.orders { try order(o, into: &s) }
         return result
+    }
+
+    /// Writes the places of an ordered relationship's destinations (see ``OrderChange``): only
+    /// of rows that name the source, as the SQL stores' statements do.
+    private func order(_ o: OrderChange, into s: inout InMemoryStore.State) throws(CoherenceError) {
+        let r = o.relationship
+        guard let inverse = r.inverseRelationship, let dest = r.destinationEntity,
+            let source = try key(o.source, from: o.source, property: r.name)
+        else { return }
+        let root = ObjectIdentifier(dest.rootEntity)
+        let name = InMemoryStore.orderKey(r)
+        var places = s.orders[name] ?? [:]
+        for (n, d) in o.destinations.enumerated() {
+            guard let pk = try key(d, from: o.source, property: r.name), let row = s.tables[root]?[pk],
+                row.values[inverse.slot] == .integer(source)
+            else { continue }
+            if o.appends {
+                var last: Int64 = -1
+                for other in s.tables[root]?.values ?? Dictionary<Int64, StoreRow>().values
+                where other.primaryKey != pk && other.values[inverse.slot] == .integer(source) {
+                    if let place = places[other.primaryKey] { last = max(last, place) }
+                }
+                places[pk] = last + 1
+            } else {
+                places[pk] = Int64(n)
+            }
+        }
+        s.orders[name] = places
     }
 
     private func key(_ target: ObjectID?, from source: ObjectID, property: String) throws(CoherenceError) -> Int64? {

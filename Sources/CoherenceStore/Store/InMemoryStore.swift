@@ -26,6 +26,10 @@ package final class InMemoryStore: StoreEngine {
         var lastKey: [ObjectIdentifier: Int64] = [:]
         /// Join tables by name.
         var joins: [String: Set<JoinPair>] = [:]
+        /// The places of the destinations of ordered relationships kept in the destinations'
+        /// keys (the SQL stores' order columns): by ``InMemoryStore/orderKey(_:)``, then by the
+        /// destination's primary key.
+        var orders: [String: [Int64: Int64]] = [:]
         /// Unique indexes: "<entity>|<constraint>" → values → key.
         var unique: [String: [[StoredValue]: Int64]] = [:]
         /// The committed state while a save is in progress (restored on rollback).
@@ -49,7 +53,15 @@ package final class InMemoryStore: StoreEngine {
     struct Snapshot: Sendable {
         var tables: [ObjectIdentifier: [Int64: StoreRow]]
         var joins: [String: Set<JoinPair>]
+        var orders: [String: [Int64: Int64]] = [:]
         var unique: [String: [[StoredValue]: Int64]]
+    }
+
+    /// The key of an ordered relationship's places in ``State/orders`` (the destinations'
+    /// table and the order column the SQL stores use).
+    static func orderKey(_ r: RelationshipDescription) -> String {
+        let inverse = r.inverseRelationship
+        return (inverse?.entity?.rootEntity.name ?? "") + "." + (inverse?.name ?? r.name)
     }
 
     /// A new, empty store for the entities of `configuration` (`historyTracking`: record
@@ -94,6 +106,7 @@ package final class InMemoryStore: StoreEngine {
         var committed = State()
         committed.tables = saved.tables
         committed.joins = saved.joins
+        committed.orders = saved.orders
         committed.lastKey = s.lastKey
         return committed
     }
@@ -170,6 +183,23 @@ package final class InMemoryStore: StoreEngine {
         try read(snapshot) { s in related(relationship, sources: sources, in: copy s) }
     }
 
+    /// Destination rows of a relationship kept in their keys, in its order: by key, or for an
+    /// ordered relationship with places (``RelationshipDescription/keepsOrderInDestinations``)
+    /// by place, rows without one after the others by key (as the SQL stores read them).
+    static func ordered(_ rows: some Collection<StoreRow>, _ r: RelationshipDescription, in s: State) -> [StoreRow] {
+        guard r.keepsOrderInDestinations, let places = s.orders[orderKey(r)], !places.isEmpty else {
+            return rows.sorted { $0.primaryKey < $1.primaryKey }
+        }
+        return rows.sorted { a, b in
+            switch (places[a.primaryKey], places[b.primaryKey]) {
+            case (let x?, let y?): return x != y ? x < y : a.primaryKey < b.primaryKey
+            case (.some, nil): return true
+            case (nil, .some): return false
+            case (nil, nil): return a.primaryKey < b.primaryKey
+            }
+        }
+    }
+
     /// Destinations of a relationship for several source keys, in a state (committed, or a
     /// batch request's state in progress).
     func related(_ relationship: RelationshipDescription, sources: [Int64], in s: State) -> RelatedKeys {
@@ -190,7 +220,7 @@ package final class InMemoryStore: StoreEngine {
                 let table = s.tables[ObjectIdentifier(dest.rootEntity)]
             else { return [:] }
             let allowed = Set(dest.descendantNumbers)
-            for row in table.values.sorted(by: { $0.primaryKey < $1.primaryKey }) where allowed.contains(row.entity.entityNumber) {
+            for row in Self.ordered(table.values, relationship, in: s) where allowed.contains(row.entity.entityNumber) {
                 if case .integer(let fk) = row.values[inverse.slot], wanted.contains(fk) {
                     result[fk, default: []].append((row.primaryKey, row.entity.entityNumber))
                 }
@@ -220,7 +250,7 @@ package final class InMemoryStore: StoreEngine {
     package func beginSave(_ changes: StoreChangeSet) throws(CoherenceError) -> StoreSaveResult {
         try state.withLock { (s: inout State) throws(CoherenceError) -> StoreSaveResult in
             guard !s.isClosed else { throw CoherenceError(.storeNotAttached, "The store has been closed.", store: locationDescription) }
-            s.saved = Snapshot(tables: s.tables, joins: s.joins, unique: s.unique)
+            s.saved = Snapshot(tables: s.tables, joins: s.joins, orders: s.orders, unique: s.unique)
             var writer = MemoryWriter(store: self)
             do throws(CoherenceError) {
                 // With history, the tombstones of deleted objects are read before their rows go.
@@ -258,6 +288,7 @@ package final class InMemoryStore: StoreEngine {
         guard let saved = s.saved else { return }
         s.tables = saved.tables
         s.joins = saved.joins
+        s.orders = saved.orders
         s.unique = saved.unique
         s.saved = nil
     }
@@ -328,9 +359,10 @@ struct MemoryRow: QueryRow {
                 let table = context.state.tables[ObjectIdentifier(dest.rootEntity)]
             else { return [] }
             let allowed = Set(dest.descendantNumbers)
-            return table.values.filter { allowed.contains($0.entity.entityNumber) && $0.values[inverse.slot] == .integer(row.primaryKey) }
-                .sorted { $0.primaryKey < $1.primaryKey }
-                .map { MemoryRow(row: $0, context: context) }
+            let rows = table.values.filter {
+                allowed.contains($0.entity.entityNumber) && $0.values[inverse.slot] == .integer(row.primaryKey)
+            }
+            return InMemoryStore.ordered(rows, r, in: context.state).map { MemoryRow(row: $0, context: context) }
         case .joinTable(let name, let sourceIsFirst):
             let pairs = context.state.joins[name] ?? []
             return pairs.compactMap { pair -> (any QueryRow)? in

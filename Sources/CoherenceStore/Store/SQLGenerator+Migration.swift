@@ -182,11 +182,13 @@ extension SQLGenerator {
     }
 
     /// The statements that make the indexes of a schema's tables that no constraint owns (one
-    /// parameter: the schema's name; tables unqualified when it is the connection's search path).
+    /// parameter: the schema's name), their tables unqualified (`pg_get_indexdef` names the
+    /// schema even when it is the search path's), so they make the indexes in another schema.
     package var schemaIndexDefinitions: String {
         """
-        SELECT pg_get_indexdef(x.indexrelid) FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid \
-        WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = ?) AND NOT EXISTS \
+        SELECT replace(pg_get_indexdef(x.indexrelid), ' ON ' || quote_ident(n.nspname) || '.', ' ON ') \
+        FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+        WHERE n.nspname = ? AND NOT EXISTS \
         (SELECT 1 FROM pg_constraint con WHERE con.conindid = x.indexrelid AND con.contype IN ('p', 'u', 'x')) ORDER BY 1
         """
     }

@@ -136,6 +136,61 @@ package struct SQLGenerator: Sendable {
         dialect.quote(naming.columnName(property))
     }
 
+    /// The order column (unquoted) of an ordered to-many relationship kept in its destinations'
+    /// foreign keys (``RelationshipDescription/keepsOrderInDestinations``), or of its to-one
+    /// inverse: Core Data's `Z_FOK_` followed by the foreign-key column's name without its
+    /// leading `Z` (`ZPLAYLIST` → `Z_FOK_PLAYLIST`, `playlist` → `Z_FOK_playlist`). It sits in
+    /// the destinations' table, beside the foreign key. Nil for other relationships.
+    package func orderColumnName(_ r: RelationshipDescription) -> String? {
+        let key: RelationshipDescription
+        if r.keepsOrderInDestinations {
+            guard let inverse = r.inverseRelationship else { return nil }
+            key = inverse
+        } else if r.hasOrderColumn {
+            key = r
+        } else {
+            return nil
+        }
+        let name = naming.columnName(key)
+        return "Z_FOK_" + (name.hasPrefix("Z") ? String(name.dropFirst()) : name)
+    }
+
+    /// ``orderColumnName(_:)``, quoted.
+    package func orderColumn(_ r: RelationshipDescription) -> String? {
+        orderColumnName(r).map(dialect.quote)
+    }
+
+    /// Gives each destination of an ordered relationship (`r`, kept in the destinations' keys)
+    /// its place: bound the place, the destination's key and the source's key (a row that no
+    /// longer names the source is left alone).
+    package func writeOrder(_ r: RelationshipDescription) -> String? {
+        guard let dest = r.destinationEntity, let inverse = r.inverseRelationship, let order = orderColumn(r) else { return nil }
+        return "UPDATE \(table(dest)) SET \(order) = ? WHERE Z_PK = ? AND \(column(inverse)) = ?"
+    }
+
+    /// Places a destination of an ordered relationship (`r`) after every other destination of
+    /// its source: bound the source's key, the destination's key and the source's key again.
+    package func appendOrder(_ r: RelationshipDescription) -> String? {
+        guard let dest = r.destinationEntity, let inverse = r.inverseRelationship, let order = orderColumn(r) else { return nil }
+        let fk = column(inverse)
+        return """
+            UPDATE \(table(dest)) SET \(order) = (SELECT COALESCE(MAX(o.\(order)), -1) + 1 FROM \(table(dest)) AS o \
+            WHERE o.\(fk) = ? AND o.Z_PK <> \(table(dest)).Z_PK) WHERE Z_PK = ? AND \(fk) = ?
+            """
+    }
+
+    /// Numbers the destinations of every source of an ordered relationship's to-one inverse
+    /// (`inverse`, ``RelationshipDescription/hasOrderColumn``) in primary-key order, the order
+    /// they were read in before the store had the column (a store made by an earlier version).
+    package func numberOrder(_ inverse: RelationshipDescription) -> String? {
+        guard let order = orderColumn(inverse), let e = inverse.entity else { return nil }
+        let fk = column(inverse), t = table(e)
+        return """
+            UPDATE \(t) SET \(order) = (SELECT COUNT(*) FROM \(t) AS o WHERE o.\(fk) = \(t).\(fk) AND o.Z_PK < \(t).Z_PK) \
+            WHERE \(fk) IS NOT NULL
+            """
+    }
+
     /// Join table name and (source column, destination column) for a relationship seen from its
     /// own side.
     package func joinTable(_ r: RelationshipDescription) -> (table: String, source: String, destination: String)? {
@@ -233,6 +288,7 @@ package struct SQLGenerator: Sendable {
                     columns.append("\(column(a)) \(dialect.columnType(a.type))")
                 } else {
                     columns.append("\(column(p)) \(key)")
+                    if let r = p as? RelationshipDescription, let order = orderColumn(r) { columns.append("\(order) \(key)") }
                 }
             }
             statements.append("CREATE TABLE \(table(root)) (\(columns.joined(separator: ", ")))")
@@ -439,14 +495,19 @@ package struct SQLGenerator: Sendable {
             var sql =
                 "SELECT d.\(column(inverse)), d.Z_PK, \(entityNumber(alias: "d")) FROM \(table(dest)) AS d WHERE \(dialect.inList("d.\(column(inverse))"))"
             if let restriction = entityRestriction(dest, includesSubentities: true, alias: "d") { sql += " AND " + restriction }
-            if r.isOrdered { sql += " ORDER BY d.Z_PK" }
+            if let order = orderColumn(r) {
+                // Rows without a place (written by other means) after the placed ones, by key.
+                sql += " ORDER BY d.\(column(inverse)), d.\(order) IS NULL, d.\(order), d.Z_PK"
+            } else if r.isOrdered {
+                sql += " ORDER BY d.Z_PK"
+            }
             return sql
         case .joinTable:
             guard let (jt, src, dst) = joinTable(r) else { return nil }
             return """
                 SELECT j.\(src), d.Z_PK, \(entityNumber(alias: "d")) FROM \(jt) AS j JOIN \(table(dest)) AS d ON d.Z_PK = j.\(dst) \
                 WHERE \(dialect.inList("j.\(src)"))
-                """
+                """ + (r.isOrdered ? " ORDER BY j.\(src), d.Z_PK" : "")
         }
     }
 

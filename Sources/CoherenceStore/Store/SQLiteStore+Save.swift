@@ -147,6 +147,7 @@ private struct SaveWriter {
         guard conflicts.isEmpty else { return result }
         for j in changes.joinDeletes { try join(j, insert: false) }
         for j in changes.joinInserts { try join(j, insert: true) }
+        for o in changes.orders { try order(o) }
         result.insertedIDs = keys.insertedIDs(insertRows)
         return result
     }
@@ -315,6 +316,28 @@ private struct SaveWriter {
         st.bind(source, at: 1)
         st.bind(destination, at: 2)
         try st.execute()
+    }
+
+    /// Writes the places of an ordered relationship's destinations (see ``OrderChange``).
+    private mutating func order(_ o: OrderChange) throws {
+        let r = o.relationship
+        guard let sql = o.appends ? generator.appendOrder(r) : generator.writeOrder(r) else {
+            throw CoherenceError(.invalidRequest, "Relationship '\(r.name)' keeps no order column.", property: r.name)
+        }
+        guard let source = try keys.key(for: o.source, from: o.source, slot: r.slot) else { return }
+        let st = try connection.cachedStatement(sql)
+        for (n, d) in o.destinations.enumerated() {
+            guard let destination = try keys.key(for: d, from: o.source, slot: r.slot) else { continue }
+            if o.appends {
+                st.bind(source, at: 1)
+                st.bind(destination, at: 2)
+            } else {
+                st.bind(Int64(n), at: 1)
+                st.bind(destination, at: 2)
+            }
+            st.bind(source, at: 3)
+            try st.execute()
+        }
     }
 
     // MARK: Conflicts

@@ -203,7 +203,7 @@ package final class SQLiteStore: StoreEngine {
                     var version = metadata["schema"] == nil ? StoredSchema.versionMetadata(entities: entities, model: model) : [:]
                     // A table without a column the model's layout has gets it (see StoreLayoutRepair).
                     let database = SQLiteMigrationDatabase(connection)
-                    let lacksColumns = try !StoreLayoutRepair.missingColumns(on: database, entities: entities, generator: generator).isEmpty
+                    let lacksColumns = try StoreLayoutRepair.lacksColumns(on: database, entities: entities, generator: generator)
                     if version.isEmpty, let schema = StoreLayoutRepair.repairedSchema(metadata["schema"], entities: entities) {
                         version["schema"] = schema
                     }

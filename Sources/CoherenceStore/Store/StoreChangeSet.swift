@@ -10,6 +10,8 @@ package struct StoreChangeSet: Sendable {
     package var deletes: [RowDelete] = []
     package var joinInserts: [JoinChange] = []
     package var joinDeletes: [JoinChange] = []
+    /// The places of destinations of ordered relationships (see ``OrderChange``).
+    package var orders: [OrderChange] = []
     /// The stores inserted objects were assigned to (store identifier by temporary ID); other
     /// new objects go to the first attached store that holds their entity.
     package var assignedStores: [ObjectID: UUID] = [:]
@@ -22,7 +24,7 @@ package struct StoreChangeSet: Sendable {
     package init() {}
 
     package var isEmpty: Bool {
-        inserts.isEmpty && updates.isEmpty && deletes.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty
+        inserts.isEmpty && updates.isEmpty && deletes.isEmpty && joinInserts.isEmpty && joinDeletes.isEmpty && orders.isEmpty
     }
 
     /// Adds an updated row, noting its key and store (read while the row is at hand).
