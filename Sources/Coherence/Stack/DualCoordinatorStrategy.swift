@@ -32,11 +32,12 @@ extension ContextStrategy {
     /// objects that match them).
     ///
     /// The writer coordinator is made at its first use once a store is attached, and opens the
-    /// container's SQLite stores (stores attached later are opened at its next use; a store the
-    /// container detaches is closed there before the detach returns, see ``didDetach(_:)``). When a store in memory is attached at that point, the writer
+    /// container's SQLite stores (stores the container attaches later are opened there when they
+    /// are attached; a store the container detaches is closed there before the detach returns,
+    /// see ``didDetach(_:)``). When a store in memory is attached at that point, the writer
     /// coordinator is the container's coordinator (a store in memory cannot be shared), as with
     /// no store at all.
-    public final class DualCoordinator: ContextStrategyType {
+    public final class DualCoordinator: ContextStrategyType, StoreAttachFollowing {
         public let viewContext: ManagedObjectContext
         let coordinator: PersistentStoreCoordinator
         let errorHandler: @Sendable (any Error) -> Void
@@ -149,6 +150,15 @@ extension ContextStrategy {
         /// (`.storeNotAttached` or `.noStoreForEntity`) and no longer reads it, and the file
         /// is closed when the detach returns.
         public func didDetach(_ store: PersistentStore) {
+            writer.withLock { current in
+                guard let current, current !== coordinator else { return }
+                follow(coordinator.persistentStores, in: current)
+            }
+        }
+
+        /// Opens a store the container attached on the writer coordinator at once (when that is
+        /// a second coordinator): importer contexts made before the attach read and write it.
+        func didAttach(_ store: PersistentStore) {
             writer.withLock { current in
                 guard let current, current !== coordinator else { return }
                 follow(coordinator.persistentStores, in: current)

@@ -225,6 +225,7 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
                 options: configuration.options)
         }
         attached.withLock { $0.append(store) }
+        (strategy as? any StoreAttachFollowing)?.didAttach(store)
         return store
     }
 
