@@ -32,23 +32,30 @@ extension ContextStrategy {
     /// objects that match them).
     ///
     /// The writer coordinator is made at its first use once a store is attached, and opens the
-    /// container's SQLite stores (stores attached later are opened at its next use; a store the
-    /// container detaches is closed there before the detach returns, see ``didDetach(_:)``). When a store in memory is attached at that point, the writer
+    /// container's SQLite stores (stores the container attaches later are opened there when they
+    /// are attached; a store the container detaches is closed there before the detach returns,
+    /// see ``didDetach(_:)``). When a store in memory is attached at that point, the writer
     /// coordinator is the container's coordinator (a store in memory cannot be shared), as with
     /// no store at all.
-    public final class DualCoordinator: ContextStrategyType {
+    public final class DualCoordinator: ContextStrategyType, StoreAttachFollowing {
         public let viewContext: ManagedObjectContext
         let coordinator: PersistentStoreCoordinator
         let errorHandler: @Sendable (any Error) -> Void
         /// Whether the view context (and editor contexts) may not save.
         let readOnly = LockedValue(false)
-        private let writer = LockedValue<PersistentStoreCoordinator?>(nil)
+        private let writer: LockedValue<PersistentStoreCoordinator?>
         let merger: WriterSaveMerger
         /// Keeps the writer coordinator's row cache in step with the container's saves (made
         /// with the writer coordinator, when that is a second one).
         private let invalidator = LockedValue<WriterRowCacheInvalidator?>(nil)
         /// View-context saves queued by editor-context saves.
         let viewSaves = QueuedParentSaves()
+        /// Importer contexts made before the writer coordinator was decided (no store attached
+        /// yet): they work on the container's coordinator.
+        private let earlyImporters: LockedValue<[WeakObject]>
+        /// Merges the early importers' saves into the view context, as the writer's are, while
+        /// the writer coordinator is not the container's (then ``merger`` merges them).
+        private let earlyMerger: WriterSaveMerger
 
         public init(persistentStoreCoordinator: PersistentStoreCoordinator, errorHandler: @escaping @Sendable (any Error) -> Void) {
             coordinator = persistentStoreCoordinator
@@ -59,6 +66,16 @@ extension ContextStrategy {
             view.hooks.saveRefusal = Self.refusal(readOnly, "the view context is read-only (isViewContextReadOnly)")
             viewContext = view
             merger = WriterSaveMerger(view: view, viewCoordinator: persistentStoreCoordinator)
+            let writer = LockedValue<PersistentStoreCoordinator?>(nil)
+            self.writer = writer
+            let early = LockedValue<[WeakObject]>([])
+            earlyImporters = early
+            earlyMerger = WriterSaveMerger(view: view, viewCoordinator: persistentStoreCoordinator) {
+                [writer, weak persistentStoreCoordinator] source in
+                let isEarly = early.withLock { list in list.contains { $0.object === source } }
+                return isEarly && writer.withLock { $0 } !== persistentStoreCoordinator
+            }
+            persistentStoreCoordinator.subscribe(earlyMerger)
         }
 
         /// A save refusal while `flag` is set.
@@ -69,14 +86,18 @@ extension ContextStrategy {
         /// The coordinator background imports write through: a second coordinator on the same
         /// SQLite files, or the view context's coordinator when a store in memory is attached.
         /// Its store list follows the container's at each use.
-        public var writerCoordinator: PersistentStoreCoordinator {
+        public var writerCoordinator: PersistentStoreCoordinator { resolveWriter().coordinator }
+
+        /// The writer coordinator, and whether it is decided (it is not while no store is
+        /// attached: then it is the container's coordinator for now).
+        private func resolveWriter() -> (coordinator: PersistentStoreCoordinator, decided: Bool) {
             writer.withLock { current in
                 let stores = coordinator.persistentStores
                 let chosen: PersistentStoreCoordinator
                 if let current {
                     chosen = current
                 } else if stores.isEmpty {
-                    return coordinator  // decided once a store is attached
+                    return (coordinator, false)  // decided once a store is attached
                 } else if stores.contains(where: { $0.url == nil }) {
                     chosen = coordinator
                 } else {
@@ -92,7 +113,7 @@ extension ContextStrategy {
                     }
                 }
                 if chosen !== coordinator { follow(stores, in: chosen) }
-                return chosen
+                return (chosen, true)
             }
         }
 
@@ -135,6 +156,15 @@ extension ContextStrategy {
             }
         }
 
+        /// Opens a store the container attached on the writer coordinator at once (when that is
+        /// a second coordinator): importer contexts made before the attach read and write it.
+        func didAttach(_ store: PersistentStore) {
+            writer.withLock { current in
+                guard let current, current !== coordinator else { return }
+                follow(coordinator.persistentStores, in: current)
+            }
+        }
+
         /// Whether the view context is read-only: its saves (and editor contexts' saves) throw
         /// `.readOnlyContext` and write nothing, and its merge policy is ``MergePolicy/rollback``
         /// (``MergePolicy/mergeByPropertyStoreTrump`` when false). Setting the value it has
@@ -154,9 +184,17 @@ extension ContextStrategy {
         /// ``MergePolicy/mergeByPropertyObjectTrump``: for imports. Its saves are merged into the
         /// view context.
         public func importerContext() -> ManagedObjectContext {
-            let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writerCoordinator, name: "importer")
+            let (chosen, decided) = resolveWriter()
+            let c = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: chosen, name: "importer")
             c.mergePolicy = .mergeByPropertyObjectTrump
             c.hooks.errorHandler = errorHandler
+            if !decided {
+                // Made before a store was attached: on the container's coordinator for good.
+                earlyImporters.withLock { list in
+                    list.removeAll { $0.object == nil }
+                    list.append(WeakObject(c))
+                }
+            }
             return c
         }
 

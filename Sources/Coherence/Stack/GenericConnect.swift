@@ -11,12 +11,14 @@ import Foundation
 /// ```
 public protocol Connect: PersistentStack, ActionManager {
     /// Starts: attaches the default store when none is attached. A second call does nothing.
+    /// Called while a `stop()` is under way, it throws `.invalidRequest` (the connect would not
+    /// be started when it returned).
     func start() throws
     /// Starts on a global queue and calls `block` there with the error, if any.
     func start(block: @escaping @Sendable ((any Error)?) -> Void)
     /// Stops: cancels queued actions, waits for running ones and for the saves the strategy
     /// has accepted, then detaches every store. A second call does nothing; start → stop →
-    /// start works.
+    /// start works. Called while a `start()` is under way, it throws `.invalidRequest`.
     ///
     /// When an accepted write failed, `stop()` throws its error and the connect stays started,
     /// with that store attached and the changes in the strategy's root context (see
@@ -98,12 +100,18 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
     }
 
     public func start() throws {
-        let proceed = lifecycle.withLock { state -> Bool in
-            guard state == .stopped else { return false }
-            state = .starting
-            return true
+        let from = lifecycle.withLock { state -> State in
+            defer { if state == .stopped { state = .starting } }
+            return state
         }
-        guard proceed else { return }
+        switch from {
+        case .stopped: break
+        case .stopping:
+            // Returning would let the caller believe the connect started.
+            throw CoherenceError(
+                .invalidRequest, "Connect '\(name)' is stopping: start it again once stop() has returned.")
+        case .starting, .started: return
+        }
         do {
             if let modelError { throw modelError }
             if persistentStoreCoordinator.persistentStores.isEmpty {
@@ -124,12 +132,18 @@ public final class GenericConnect<Strategy: ContextStrategyType>: GenericPersist
     }
 
     public func stop() throws {
-        let proceed = lifecycle.withLock { state -> Bool in
-            guard state == .started else { return false }
-            state = .stopping
-            return true
+        let from = lifecycle.withLock { state -> State in
+            defer { if state == .started { state = .stopping } }
+            return state
         }
-        guard proceed else { return }
+        switch from {
+        case .started: break
+        case .starting:
+            // Returning would let the caller believe the connect stopped.
+            throw CoherenceError(
+                .invalidRequest, "Connect '\(name)' is starting: stop it once start() has returned.")
+        case .stopping, .stopped: return
+        }
         willStop()
         do {
             try detachAllStores()

@@ -69,8 +69,10 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
     }
 
     /// Releasing a container first waits for the saves its strategy accepted (as
-    /// ``detach(persistentStore:)`` does), then closes its stores. A write that failed cannot be
-    /// retried any more: it is logged as an error through ``CoherenceLogging``, naming the store.
+    /// ``detach(persistentStore:)`` does), then closes its stores (on every coordinator of its
+    /// strategy: contexts that outlive the container no longer read or write them). A write that
+    /// failed cannot be retried any more: it is logged as an error through ``CoherenceLogging``,
+    /// naming the store.
     deinit {
         waitForStrategy()
         let stores = attached.withLock { $0 }
@@ -82,7 +84,12 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
                 "Container '\(name)' released with changes its strategy accepted but could not write to \(names): they are lost. Last error: \(errorSink.lastError.map { "\($0)" } ?? "none")"
             )
         }
-        for store in stores { try? persistentStoreCoordinator.remove(store) }
+        for store in stores {
+            try? persistentStoreCoordinator.remove(store)
+            // A strategy's own copy (the dual-coordinator writer's) is closed too: contexts that
+            // outlive the container must not keep the file open or write to it.
+            strategy.didDetach(store)
+        }
     }
 
     /// Where errors raised while propagating changes between contexts go (on a global queue).
@@ -218,6 +225,7 @@ open class GenericPersistentContainer<Strategy: ContextStrategyType>: Persistent
                 options: configuration.options)
         }
         attached.withLock { $0.append(store) }
+        (strategy as? any StoreAttachFollowing)?.didAttach(store)
         return store
     }
 
