@@ -182,10 +182,11 @@ extension SQLGenerator {
     }
 
     /// The statements that make the indexes of a schema's tables that no constraint owns (one
-    /// parameter: the schema's name; tables unqualified when it is the connection's search path).
+    /// parameter: the schema's name; tables unqualified when it is the connection's search path:
+    /// the pretty form, as the plain one always names the table's schema).
     package var schemaIndexDefinitions: String {
         """
-        SELECT pg_get_indexdef(x.indexrelid) FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid \
+        SELECT pg_get_indexdef(x.indexrelid, 0, true) FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid \
         WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = ?) AND NOT EXISTS \
         (SELECT 1 FROM pg_constraint con WHERE con.conindid = x.indexrelid AND con.contype IN ('p', 'u', 'x')) ORDER BY 1
         """
