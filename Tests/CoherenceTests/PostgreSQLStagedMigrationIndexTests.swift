@@ -64,4 +64,55 @@ struct PostgreSQLStagedMigrationIndexTests {
         }
         #expect(error?.code == .conflict)
     }
+
+    /// A hierarchy (its `Z_ENT` index), sub-entities' uniqueness constraints (partial unique
+    /// indexes) and a to-many without inverse (a join table): migrated in stages, then by
+    /// inference again.
+    @Test(.postgreSQLServer)
+    func aHierarchysIndexesSurviveAStagedThenAnInferredMigration() throws {
+        let dir = try TemporaryDirectory()
+        let url = try dir.postgreSQLURL("zoo")
+        try MigrationHierarchyTests.fillZoo(url)
+        let v1 = try MigrationHierarchyTests.zoo()
+        func v2(_ extra: [PropertyDescription] = []) throws -> ManagedObjectModel {
+            try ManagedObjectModel(entities: [
+                EntityDescription(
+                    name: "Owner",
+                    properties: [
+                        AttributeDescription(name: "name", type: .string),
+                        RelationshipDescription(name: "pet", destination: "Animal"),
+                        RelationshipDescription(name: "friends", destination: "Animal", isToMany: true)
+                    ] + extra),
+                EntityDescription(name: "Animal", properties: [AttributeDescription(name: "name", type: .string)]),
+                EntityDescription(
+                    name: "Cat", superentity: "Animal",
+                    properties: [AttributeDescription(name: "lives", type: .integer16, defaultValue: Int16(9))],
+                    uniquenessConstraints: [["name"]]),
+                EntityDescription(
+                    name: "Dog", superentity: "Animal", properties: [AttributeDescription(name: "sound", type: .string)],
+                    uniquenessConstraints: [["name"]])
+            ])
+        }
+        var stage = CustomMigrationStage(migratingFrom: v1, to: try v2(), label: "unique names")
+        stage.willMigrateHandler = { context in
+            let animals = try context.count(for: FetchRequest<ManagedObject>(entityName: "Animal"))
+            #expect(animals == 2)
+        }
+        let options = StoreOptions(stagedMigrationManager: StagedMigrationManager([stage]))
+        try withMigrationStore(try v2(), at: url, options: options) { context in
+            #expect(try fetchByName(context, "Animal").map(\.nameValue) == ["Rex", "Tom"])
+            #expect(try fetchByName(context, "Owner").map { $0.related("friends").map(\.nameValue).sorted() } == [["Rex", "Tom"], []])
+            try insertObject(context, "Dog", ["name": "Tom", "sound": "woof"])
+            try context.save()
+            try insertObject(context, "Cat", ["name": "Tom"])
+            #expect(saveError(context)?.code == .conflict)
+        }
+        let v3 = try v2([AttributeDescription(name: "age", type: .integer64, defaultValue: Int64(1))])
+        let (ages, animals) = try withMigrationStore(v3, at: url) { context in
+            (try fetchByName(context, "Owner").map { (try? $0.value(forKey: "age")) as? Int }, try fetchByName(context, "Animal").count)
+        }
+        #expect(ages == [1, 1] && animals == 3)
+        let dump = try PostgreSQLTestServer.dump(schema: PostgreSQLTestServer.schema(of: url))
+        #expect(dump.contains("\"Z_Cat_UNIQUE_name\"") && dump.contains("\"Z_Dog_UNIQUE_name\""))
+    }
 }
