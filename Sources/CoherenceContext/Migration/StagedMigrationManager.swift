@@ -34,24 +34,35 @@ public final class StagedMigrationManager: StoreMigrator {
         try migrateStore(type: .sqlite, at: url, to: model, options: options)
     }
 
+    /// Migrates the store of `type` at `url`, which holds every entity of the model (see
+    /// ``migrateStore(type:at:configuration:to:options:)``).
+    public func migrateStore(type: StoreType, at url: URL, to model: ManagedObjectModel, options: StoreOptions) throws(CoherenceError) {
+        try migrateStore(type: type, at: url, configuration: nil, to: model, options: options)
+    }
+
     /// Runs every step whose source version is the store's, until the store is at `model`'s
     /// version or no step applies; then, when ``StoreOptions/migratesAutomatically`` is on, the
     /// inferred migration to `model`. All of it on a copy that replaces the store at the end: a
     /// copy of the SQLite file next to it, or of the PostgreSQL store's schema (see the
-    /// Migrations guide).
-    public func migrateStore(type: StoreType, at url: URL, to model: ManagedObjectModel, options: StoreOptions) throws(CoherenceError) {
+    /// Migrations guide). A store of a configuration (`configuration`) is at the version of the
+    /// step whose model has that configuration's entities at the store's version, and each step
+    /// adds it with that configuration.
+    public func migrateStore(
+        type: StoreType, at url: URL, configuration: String?, to model: ManagedObjectModel, options: StoreOptions
+    ) throws(CoherenceError) {
+        let configuration = configuration == ManagedObjectModel.defaultConfigurationName ? nil : configuration
         var inner = options
         inner.stagedMigrationManager = nil
         inner.remoteChangeNotificationPost = false
         let location = type.location(of: url)
         // Cheap when there is nothing to do; the steps are worked out again on the copy (another
         // process may have migrated the store meanwhile).
-        guard try !steps(type: type, url: url, to: model, options: inner).isEmpty else { return }
+        guard try !steps(type: type, url: url, configuration: configuration, to: model, options: inner).isEmpty else { return }
         let copy = try type.makeMigrationCopy(of: url)
         // Each step's inferred migration (rows as units) is a child of one unit of this progress,
         // itself a child of the caller's current one.
         do {
-            let steps = try self.steps(type: type, url: copy.url, to: model, options: inner)
+            let steps = try self.steps(type: type, url: copy.url, configuration: configuration, to: model, options: inner)
             guard !steps.isEmpty else {
                 copy.discard()
                 return
@@ -63,11 +74,12 @@ public final class StagedMigrationManager: StoreMigrator {
                 Self.stepHook?("stage \(label)")
                 CoherenceLogging.log(.info, "migration", "Stage '\(label)': \(location)")
                 do {
-                    if let will = step.willMigrate { try Self.run(will, model: step.source, type: type, url: copy.url, options: inner) }
+                    let at = (type: type, url: copy.url, configuration: configuration)
+                    if let will = step.willMigrate { try Self.run(will, model: step.source, at: at, options: inner) }
                     if let did = step.didMigrate {
-                        try Self.run(did, model: step.destination, type: type, url: copy.url, options: inner)
+                        try Self.run(did, model: step.destination, at: at, options: inner)
                     } else {
-                        try Self.open(step.destination, type: type, url: copy.url, options: inner)
+                        try Self.open(step.destination, at: at, options: inner)
                     }
                 } catch {
                     var e = CoherenceError(.migrationFailed, "Migration stage '\(label)' failed: \(error)", store: location)
@@ -75,12 +87,13 @@ public final class StagedMigrationManager: StoreMigrator {
                     throw e
                 }
             }
-            if steps.last?.step.destination.versionHash != model.versionHash && options.migratesAutomatically
-                && options.infersMappingModelAutomatically
+            if steps.last?.step.destination.versionHash(forConfiguration: configuration)
+                != model.versionHash(forConfiguration: configuration)
+                && options.migratesAutomatically && options.infersMappingModelAutomatically
             {
                 progress.becomeCurrent(withPendingUnitCount: 1)
                 defer { progress.resignCurrent() }
-                try Self.open(model, type: type, url: copy.url, options: inner)
+                try Self.open(model, at: (type, copy.url, configuration), options: inner)
             }
             progress.completedUnitCount = progress.totalUnitCount
             Self.stepHook?("replace")
@@ -94,11 +107,12 @@ public final class StagedMigrationManager: StoreMigrator {
     }
 
     /// The steps that apply to the store at `url`, in order, with their stages' labels: from the
-    /// store's version, each step whose source is the version reached, until `model`'s.
+    /// store's version, each step whose source is the version reached, until `model`'s (the
+    /// versions of the entities of `configuration`; a step whose models lack it never applies).
     private func steps(
-        type: StoreType, url: URL, to model: ManagedObjectModel, options: StoreOptions
+        type: StoreType, url: URL, configuration: String?, to model: ManagedObjectModel, options: StoreOptions
     ) throws(CoherenceError) -> [(label: String, step: MigrationStep)] {
-        let target = model.versionHash
+        let target = model.versionHash(forConfiguration: configuration) ?? model.versionHash
         let metadata: [String: String]
         do {
             metadata = try PersistentStoreCoordinator.metadataForPersistentStore(type: type, at: url)
@@ -115,35 +129,41 @@ public final class StagedMigrationManager: StoreMigrator {
             // A store made by Core Data that Coherence has not opened yet: it is at the version
             // of the first stage's source model whose entities fit its tables (opening it with
             // one that does not fit changes nothing).
-            for step in stages.flatMap(\.steps) where (try? Self.open(step.source, type: type, url: url, options: options)) != nil {
-                current = step.source.versionHash
+            for step in stages.flatMap(\.steps)
+            where (try? Self.open(step.source, at: (type, url, configuration), options: options)) != nil {
+                current = step.source.versionHash(forConfiguration: configuration)
                 break
             }
         }
         var steps: [(label: String, step: MigrationStep)] = []
         for stage in stages {
-            for step in stage.steps where current == step.source.versionHash && current != target {
+            for step in stage.steps
+            where current != nil && current == step.source.versionHash(forConfiguration: configuration) && current != target {
                 steps.append((stage.label, step))
-                current = step.destination.versionHash
+                current = step.destination.versionHash(forConfiguration: configuration)
             }
         }
         return steps
     }
 
+    /// Where a step adds the store: its type, location and configuration.
+    private typealias Location = (type: StoreType, url: URL, configuration: String?)
+
     /// Adds the store with `model` (migrating it by inference), then removes it.
-    private static func open(_ model: ManagedObjectModel, type: StoreType, url: URL, options: StoreOptions) throws {
+    private static func open(_ model: ManagedObjectModel, at location: Location, options: StoreOptions) throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        let store = try coordinator.addPersistentStore(type: type, at: url, options: options)
+        let store = try coordinator.addPersistentStore(
+            type: location.type, configuration: location.configuration, at: location.url, options: options)
         try coordinator.remove(store)
     }
 
     /// Runs a handler in a context on the store at `model`'s version and saves what it did.
     private static func run(
-        _ handler: @Sendable (ManagedObjectContext) throws -> Void, model: ManagedObjectModel, type: StoreType, url: URL,
-        options: StoreOptions
+        _ handler: @Sendable (ManagedObjectContext) throws -> Void, model: ManagedObjectModel, at location: Location, options: StoreOptions
     ) throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        let store = try coordinator.addPersistentStore(type: type, at: url, options: options)
+        let store = try coordinator.addPersistentStore(
+            type: location.type, configuration: location.configuration, at: location.url, options: options)
         defer { try? coordinator.remove(store) }
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator, name: "migration")
         try context.performAndWait { () throws in

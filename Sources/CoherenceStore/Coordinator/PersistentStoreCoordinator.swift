@@ -109,7 +109,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: publicURL.absoluteString)
             }
             if let manager = options.stagedMigrationManager, let url {
-                try manager.migrateStore(type: type, at: url, to: managedObjectModel, options: options)
+                try manager.migrateStore(type: type, at: url, configuration: configuration, to: managedObjectModel, options: options)
             }
             engine = try factory.makeEngine(url: url, model: managedObjectModel, configuration: configuration, options: options)
         case .sqlite:
@@ -121,7 +121,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw CoherenceError(.alreadyAttached, "A store at this location is already attached.", store: url.path)
             }
             if let manager = options.stagedMigrationManager, FileManager.default.fileExists(atPath: standardized.path) {
-                try manager.migrateStore(type: .sqlite, at: standardized, to: managedObjectModel, options: options)
+                try manager.migrateStore(
+                    type: .sqlite, at: standardized, configuration: configuration, to: managedObjectModel, options: options)
             }
             engine = try SQLiteStore(
                 url: standardized, model: managedObjectModel, configuration: configuration,
