@@ -75,7 +75,10 @@ final class HistoryKitEngine: Sendable {
         self.clock = clock
     }
 
-    deinit { state.withLock { $0.task?.cancel() } }
+    deinit {
+        state.withLock { $0.task?.cancel() }
+        coordinator.attachObservers.withLock { $0[ObjectIdentifier(self)] = nil }
+    }
 
     // MARK: Lifecycle
 
@@ -112,6 +115,14 @@ final class HistoryKitEngine: Sendable {
             // Subscribed now: no change between start() and the task's first step is missed.
             let changes = coordinator.remoteChanges
             let batches = coordinator.batchCommits.stream()
+            // A store attached while the engine runs is claimed as it is attached, as the
+            // stores attached at start are (see claimProgress(in:)).
+            coordinator.attachObservers.withLock {
+                $0[ObjectIdentifier(self)] = { [weak self] store in
+                    guard let self, self.isActive(generation) else { return }
+                    self.claimProgress(in: [store])
+                }
+            }
             s.task = Task { [self] in
                 await withDiscardingTaskGroup { group in
                     group.addTask { for await _ in changes { guard await self.runRound(generation, round) else { break } } }
@@ -139,6 +150,7 @@ final class HistoryKitEngine: Sendable {
             s.generation += 1
             s.task?.cancel()
             s.task = nil
+            coordinator.attachObservers.withLock { $0[ObjectIdentifier(self)] = nil }
             return true
         }
     }
@@ -152,9 +164,10 @@ final class HistoryKitEngine: Sendable {
     /// before the store's oldest remaining transaction (its last one, when none remains), so
     /// that from now on the other kits' cleaning waits for this author — a started kit that has
     /// not merged anything yet is no author that "never ran" — while its first round still
-    /// fetches everything that remains. Called when a kit starts; failures are logged.
-    func claimProgress() {
-        for store in trackedStores {
+    /// fetches everything that remains. Called for the attached stores when a kit starts, and
+    /// for each store attached while it runs, as it is attached; failures are logged.
+    func claimProgress(in stores: [PersistentStore]? = nil) {
+        for store in stores?.filter({ $0.engine.tracksHistory }) ?? trackedStores {
             do {
                 guard try book.marks(of: [currentAuthor], in: store)[currentAuthor] == nil else { continue }
                 var request = PersistentHistoryChangeRequest.fetchHistory(after: nil as PersistentHistoryToken?)

@@ -36,6 +36,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// and ``remoteChanges`` does not post a coordinator's own commits, so the history kits
     /// listen here too (to merge a batch importer's requests made through their own container).
     package let batchCommits = Broadcaster<Void>()
+    /// Called with each store just attached, on the attaching thread, before
+    /// ``addPersistentStore(type:configuration:at:options:)`` returns (the history kits record
+    /// their author's starting progress there), by key.
+    package let attachObservers = LockedValue<[ObjectIdentifier: @Sendable (PersistentStore) -> Void]>([:])
     /// Test hook: called after each look at a store whose watcher woke up, with the store's
     /// identifier and whether another writer had committed (a change was posted).
     package let remoteCheckHook = LockedValue<(@Sendable (UUID, Bool) -> Void)?>(nil)
@@ -156,6 +160,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 throw error
             }
         }
+        for observe in attachObservers.withLock({ Array($0.values) }) { observe(store) }
         return store
     }
 
