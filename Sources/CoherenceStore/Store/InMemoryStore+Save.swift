@@ -110,17 +110,24 @@ struct MemoryWriter {
         let root = ObjectIdentifier(dest.rootEntity)
         let name = InMemoryStore.orderKey(r)
         var places = s.orders[name] ?? [:]
+        // The last place among the source's other rows, found by one pass over the table (at
+        // the first appended row); each later appended row goes right after the one before.
+        var last: Int64?
         for (n, d) in o.destinations.enumerated() {
             guard let pk = try key(d, from: o.source, property: r.name), let row = s.tables[root]?[pk],
                 row.values[inverse.slot] == .integer(source)
             else { continue }
             if o.appends {
-                var last: Int64 = -1
-                for other in s.tables[root]?.values ?? Dictionary<Int64, StoreRow>().values
-                where other.primaryKey != pk && other.values[inverse.slot] == .integer(source) {
-                    if let place = places[other.primaryKey] { last = max(last, place) }
-                }
-                places[pk] = last + 1
+                let previous =
+                    last
+                    ?? (s.tables[root]?.values ?? Dictionary<Int64, StoreRow>().values).reduce(Int64(-1)) { m, other in
+                        guard other.primaryKey != pk, other.values[inverse.slot] == .integer(source),
+                            let place = places[other.primaryKey]
+                        else { return m }
+                        return max(m, place)
+                    }
+                places[pk] = previous + 1
+                last = previous + 1
             } else {
                 places[pk] = Int64(n)
             }
